@@ -1,0 +1,30 @@
+/**
+ * @vw/contracts — the shapes every service agrees on: JSON Schemas, TypeScript types and ajv
+ * validators, nothing else.
+ *
+ * This is a leaf package: it must not import database, queue or HTTP code (no Prisma, BullMQ,
+ * ioredis, express, S3 clients…), only ajv and ajv-formats, so any service, worker or script can
+ * depend on it without pulling in infrastructure.
+ */
+export {
+  compileValidator,
+  createAjv,
+  escapePointerToken,
+  toFieldErrors,
+  type Ajv2020,
+  type ErrorObject,
+  type FieldError,
+  type ValidationResult,
+} from "./validation.js";
+export {
+  SUPPORTED_WAM_VERSIONS,
+  WAM_2_1_0_SCHEMA,
+  WAM_2_1_0_SCHEMA_ID,
+  validateWam,
+  wamSchemaDocument,
+  type UnsupportedWamVersion,
+  type WamEntityCollection,
+  type WamFile,
+  type WamMetadata,
+} from "./wam/index.js";
+export * from "./admin.schema.js";

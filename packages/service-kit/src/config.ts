@@ -1,0 +1,125 @@
+/**
+ * Environment parsing shared by every service's `src/config.ts`.
+ * Each service calls {@link parseEnv} once with `process.env`; nothing else reads the environment.
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Thrown when one or more variables are missing or malformed; the message names each of them. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Collects readings of environment variables and the problems found along the way. */
+export class EnvReader {
+  private readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  private raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === "" ? undefined : v.trim();
+  }
+
+  string(name: string, fallback?: string): string {
+    const v = this.raw(name) ?? fallback;
+    if (v === undefined) {
+      this.problems.push(`${name} is required`);
+      return "";
+    }
+    return v;
+  }
+
+  optionalString(name: string): string | undefined {
+    return this.raw(name);
+  }
+
+  int(name: string, fallback: number, opts: { min?: number; max?: number } = {}): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!/^-?\d+$/.test(v)) {
+      this.problems.push(`${name} must be an integer, got "${v}"`);
+      return fallback;
+    }
+    const n = Number(v);
+    if ((opts.min !== undefined && n < opts.min) || (opts.max !== undefined && n > opts.max)) {
+      this.problems.push(`${name} must be between ${opts.min ?? "-inf"} and ${opts.max ?? "+inf"}, got ${n}`);
+    }
+    return n;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (/^(1|true|yes|on)$/i.test(v)) return true;
+    if (/^(0|false|no|off)$/i.test(v)) return false;
+    this.problems.push(`${name} must be true or false, got "${v}"`);
+    return fallback;
+  }
+
+  url(name: string, fallback?: string, protocols: string[] = ["http:", "https:"]): string {
+    const v = this.raw(name) ?? fallback;
+    if (v === undefined) {
+      this.problems.push(`${name} is required`);
+      return "";
+    }
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol)) this.problems.push(`${name} must use ${protocols.join(" or ")}, got "${u.protocol}"`);
+    } catch {
+      this.problems.push(`${name} must be a URL, got "${v}"`);
+    }
+    return v.replace(/\/+$/, "");
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.problems.push(`${name} must be one of ${allowed.join(", ")}, got "${v}"`);
+      return fallback;
+    }
+    return v as T;
+  }
+
+  /** Records a problem found by a cross-field check. */
+  problem(message: string): void {
+    this.problems.push(message);
+  }
+
+  /** Throws a {@link ConfigError} naming every bad variable, if any. */
+  done(): void {
+    if (this.problems.length > 0) throw new ConfigError(this.problems);
+  }
+}
+
+/** Parses with `build`, deep-freezes the result; throws {@link ConfigError} on any problem. */
+export function parseEnv<T extends object>(env: Env, build: (r: EnvReader) => T): Readonly<T> {
+  const reader = new EnvReader(env);
+  const value = build(reader);
+  reader.done();
+  return deepFreeze(value);
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === "object") {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+/** Common variables of every service (DESIGN.md "Configuration"). */
+export interface CommonConfig {
+  port: number;
+  logLevel: string;
+}
+
+export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
+  return {
+    port: r.int("PORT", defaultPort, { min: 0, max: 65535 }),
+    logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+  };
+}

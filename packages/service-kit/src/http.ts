@@ -1,0 +1,180 @@
+import { randomUUID } from "node:crypto";
+import type { Server } from "node:http";
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
+import { AppError, STATUS_TITLES } from "./errors.js";
+import type { Logger } from "./logger.js";
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** Writes an RFC 9457 problem document. */
+export function sendProblem(
+  res: express.Response,
+  status: number,
+  code: string,
+  detail: string,
+  extras: Record<string, unknown> = {},
+): void {
+  const { headers, ...members } = extras as { headers?: Record<string, string> };
+  if (headers) for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  const body = {
+    type: `/problems/${code}`,
+    title: STATUS_TITLES[status] ?? "Error",
+    status,
+    detail,
+    instance: res.req?.originalUrl?.split("?")[0],
+    ...members,
+  };
+  res.status(status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+}
+
+/**
+ * The one error middleware: AppError becomes its problem document, body-parser failures become
+ * 400/413/415, anything else a 500 with an `errorId` that is logged with the stack.
+ */
+export function errorMiddleware(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof AppError) {
+      const level = err.status >= 500 ? "error" : "warn";
+      logger[level]({ method: req.method, path: req.path, status: err.status, code: err.code }, err.detail);
+      sendProblem(res, err.status, err.code, err.detail, err.extras);
+      return;
+    }
+    const e = err as { type?: string; status?: number; statusCode?: number; message?: string; limit?: number };
+    const status = e.status ?? e.statusCode;
+    if (e.type === "entity.too.large") {
+      logger.warn({ method: req.method, path: req.path, status: 413 }, "body too large");
+      sendProblem(res, 413, "payload-too-large", `The request body exceeds the limit of ${e.limit ?? "?"} bytes.`, { limit: e.limit });
+      return;
+    }
+    if (e.type === "entity.parse.failed") {
+      logger.warn({ method: req.method, path: req.path, status: 400 }, "malformed JSON");
+      sendProblem(res, 400, "malformed-json", `The request body is not valid JSON: ${e.message ?? ""}`.trim());
+      return;
+    }
+    if (e.type === "charset.unsupported" || e.type === "encoding.unsupported") {
+      sendProblem(res, 415, "unsupported-encoding", e.message ?? "Unsupported content encoding or charset.");
+      return;
+    }
+    if (e.type === "request.aborted") {
+      logger.info({ method: req.method, path: req.path }, "client aborted the request");
+      return;
+    }
+    if (typeof status === "number" && status >= 400 && status < 500) {
+      sendProblem(res, status, "bad-request", e.message ?? "Bad request.");
+      return;
+    }
+    const errorId = randomUUID();
+    if (isDependencyUnavailable(err)) {
+      logger.error({ err, errorId, method: req.method, path: req.path }, "dependency unavailable");
+      sendProblem(res, 503, "dependency-unavailable", "A storage dependency did not answer; retry shortly.", {
+        errorId,
+        headers: { "Retry-After": "2" },
+      });
+      return;
+    }
+    logger.error({ err, errorId, method: req.method, path: req.path }, "unexpected error");
+    sendProblem(res, 500, "internal", "An unexpected error occurred; quote the errorId when reporting it.", { errorId });
+  };
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"]);
+
+/**
+ * True for failures of a backing service (network errors, Redis offline, S3 5xx, database
+ * unreachable): the request may succeed later, so they are answered 503, not 500.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } } | null;
+  if (!e || typeof e !== "object") return false;
+  if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$/.test(e.code))) return true;
+  if (e.name === "MaxRetriesPerRequestError" || e.name === "TimeoutError") return true;
+  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server/.test(e.message)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  return typeof status === "number" && status >= 500;
+}
+
+/** 404 problem for routes nobody handles. */
+export const notFoundHandler: RequestHandler = (req, res) => {
+  sendProblem(res, 404, "not-found", `No route for ${req.method} ${req.path}.`);
+};
+
+/** A named readiness check: resolves when the dependency answers, rejects otherwise. */
+export type ReadinessCheck = { name: string; check: () => Promise<unknown> };
+
+/** `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). */
+export function healthRouter(checks: ReadinessCheck[]): express.Router {
+  const router = express.Router();
+  router.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  router.get("/readyz", async (_req, res) => {
+    const results = await Promise.all(
+      checks.map(async ({ name, check }) => {
+        try {
+          await withTimeout(check(), 2000, `${name} did not answer within 2000 ms`);
+          return { name, ok: true as const };
+        } catch (err) {
+          return { name, ok: false as const, error: (err as Error).message };
+        }
+      }),
+    );
+    const ok = results.every((r) => r.ok);
+    res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "unavailable", checks: results });
+  });
+  return router;
+}
+
+/** Rejects with `message` if `p` has not settled within `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+/** Logs one line per request at debug level (info for errors) with status and duration. */
+export function requestLogger(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.on("finish", () => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      const level = res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "info" : "debug";
+      logger[level]({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
+    });
+    next();
+  };
+}
+
+/** Base express app: no `x-powered-by`, no ETag generation (services set their own), trust no proxy. */
+export function createApp(): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+  return app;
+}
+
+/** Starts listening; resolves with the server once bound. */
+export function listen(app: Express, port: number, host = "0.0.0.0"): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once("listening", () => resolve(server));
+    server.once("error", reject);
+    // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first.
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+  });
+}
+
+/** Stops accepting connections and closes idle keep-alive sockets; resolves once closed. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

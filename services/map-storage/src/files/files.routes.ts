@@ -1,0 +1,134 @@
+import express, { type Request, type RequestHandler, type Response } from "express";
+import { AppError, sendProblem } from "@vw/service-kit";
+import type { ApiKeyAuthenticator, KeyPrincipal } from "../auth/api-key-auth.js";
+import type { FilesService, WriteResult } from "./files.service.js";
+import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
+import { parsePatch } from "./json-patch.js";
+import { parseEtagList, type WriteConditions } from "./preconditions.js";
+
+export interface FilesRoutesOptions {
+  maxFileBytes: number;
+  publicBaseUrl: string;
+  playUrl: string;
+}
+
+const JSON_PATCH = "application/json-patch+json";
+const ALLOWED = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS";
+
+/**
+ * `/<organization>/<world>/<path>`: the map storage API. Order of checks, so that a refused request
+ * never touches storage: path rules (400), then the key (401/403), then the body (413/415/400/422).
+ */
+export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, options: FilesRoutesOptions): RequestHandler {
+  const readBody = express.raw({ type: () => true, limit: options.maxFileBytes });
+
+  const body = (req: Request, res: Response): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      readBody(req, res, (err?: unknown) => {
+        if (err) reject(err);
+        else resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
+      });
+    });
+
+  const authorize = async (req: Request, fp: FilePath): Promise<KeyPrincipal> => {
+    const principal = await auth.authenticate(req.headers.authorization);
+    if (principal.organization !== fp.organization || principal.world !== fp.world) {
+      throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${fp.organization}/${fp.world}'.`);
+    }
+    return principal;
+  };
+
+  const conditions = (req: Request): WriteConditions => {
+    const c: WriteConditions = {};
+    const ifMatch = parseEtagList(req.headers["if-match"]);
+    const ifNoneMatch = parseEtagList(req.headers["if-none-match"]);
+    if (ifMatch !== undefined) c.ifMatch = ifMatch;
+    if (ifNoneMatch !== undefined) c.ifNoneMatch = ifNoneMatch;
+    return c;
+  };
+
+  const written = (res: Response, fp: FilePath, principal: KeyPrincipal, result: WriteResult, status: number) => {
+    const url = `${options.publicBaseUrl}/${fp.organization}/${fp.world}/${encodeFilePath(fp.path)}`;
+    res.setHeader("ETag", result.etag);
+    if (status === 201) res.setHeader("Location", url);
+    const out: Record<string, string> = { path: fp.path, url, etag: result.etag };
+    if (fp.extension === "wam") out.roomUrl = roomUrl(options.playUrl, fp, principal.customDomain);
+    res.status(status).json(out);
+  };
+
+  return async (req, res) => {
+    const fp = parseFilePath(req.originalUrl);
+    switch (req.method) {
+      case "GET":
+      case "HEAD": {
+        const result = await files.read(fp, parseEtagList(req.headers["if-none-match"]));
+        res.setHeader("Cache-Control", "no-cache");
+        if (result.status === 304) {
+          res.setHeader("ETag", result.etag);
+          res.status(304).end();
+          return;
+        }
+        res.setHeader("ETag", result.file.etag);
+        res.setHeader("Content-Type", result.file.contentType);
+        res.setHeader("X-Content-Type-Options", "nosniff");
+        res.setHeader("Content-Length", result.file.body.length);
+        if (req.method === "HEAD") res.end();
+        else res.end(result.file.body);
+        return;
+      }
+      case "PUT": {
+        const principal = await authorize(req, fp);
+        const cond = conditions(req);
+        const result = await files.put(fp, await body(req, res), cond);
+        written(res, fp, principal, result, result.created ? 201 : 200);
+        return;
+      }
+      case "PATCH": {
+        const principal = await authorize(req, fp);
+        const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+        if (type !== JSON_PATCH) {
+          throw new AppError(415, "unsupported-media-type", `PATCH takes '${JSON_PATCH}', not '${type || "no content type"}'.`, {
+            headers: { "Accept-Patch": JSON_PATCH },
+          });
+        }
+        const cond = conditions(req);
+        const ops = parsePatch(await body(req, res));
+        const result = await files.patch(fp, ops, cond);
+        written(res, fp, principal, result, 200);
+        return;
+      }
+      case "DELETE": {
+        await authorize(req, fp);
+        await files.remove(fp, conditions(req));
+        res.status(204).end();
+        return;
+      }
+      default:
+        sendProblem(res, 405, "method-not-allowed", `${req.method} is not supported on files.`, { headers: { Allow: ALLOWED } });
+    }
+  };
+}
+
+/** Room URL of a `.wam` file (spec: "Room URL shape"). */
+export function roomUrl(playUrl: string, fp: FilePath, customDomain: string | null): string {
+  const path = encodeFilePath(fp.path);
+  return customDomain ? `https://${customDomain}/@/${path}` : `${playUrl}/@/${fp.organization}/${fp.world}/${path}`;
+}
+
+/**
+ * CORS: the play client reads rooms from other origins and browser map editors write with a bearer
+ * key (no cookies), so any origin may call; preflights are answered here.
+ */
+export const cors: RequestHandler = (req, res, next) => {
+  res.setHeader("Access-Control-Allow-Origin", "*");
+  res.setHeader("Access-Control-Expose-Headers", "ETag, Location, WWW-Authenticate, Retry-After");
+  if (req.method === "OPTIONS") {
+    res.setHeader("Access-Control-Allow-Methods", ALLOWED);
+    res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match, If-None-Match");
+    res.setHeader("Access-Control-Max-Age", "600");
+    res.setHeader("Allow", ALLOWED);
+    res.status(204).end();
+    return;
+  }
+  next();
+};

@@ -1,0 +1,35 @@
+import { createPrismaClient } from "@vw/db";
+import { closeServer, ConfigError, createLogger, listen, registerShutdown } from "@vw/service-kit";
+import { Redis } from "ioredis";
+import { loadConfig } from "./config.js";
+import { composeMapStorage } from "./compose.js";
+import { createS3Client } from "./storage/s3-object-store.js";
+
+let config;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`map-storage: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
+
+const logger = createLogger("map-storage", config.logLevel);
+const prisma = createPrismaClient(config.databaseUrl);
+// Requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
+const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+const s3 = createS3Client(config.s3);
+
+const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
+const server = await listen(app, config.port);
+logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl }, "map-storage listening");
+
+registerShutdown(logger, [
+  { name: "http", run: () => closeServer(server) },
+  { name: "redis", run: () => redis.quit() },
+  { name: "database", run: () => prisma.$disconnect() },
+  { name: "s3", run: async () => s3.destroy() },
+]);

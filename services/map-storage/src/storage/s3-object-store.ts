@@ -1,0 +1,119 @@
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { createHash } from "node:crypto";
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from "@aws-sdk/client-s3";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
+import type { ObjectHead, ObjectStore, StoredObject, WriteCondition } from "./object-store.js";
+import { WriteConflictError } from "./object-store.js";
+
+export interface S3Settings {
+  endpoint: string | undefined;
+  region: string;
+  bucket: string;
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  forcePathStyle: boolean;
+}
+
+/** One S3 client with keep-alive sockets; checksums only where S3 requires them (MinIO/R2/s3rver alike). */
+export function createS3Client(s: S3Settings): S3Client {
+  const agentOptions = { keepAlive: true, maxSockets: 128 };
+  return new S3Client({
+    region: s.region,
+    ...(s.endpoint ? { endpoint: s.endpoint } : {}),
+    forcePathStyle: s.forcePathStyle,
+    ...(s.accessKeyId && s.secretAccessKey
+      ? { credentials: { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey } }
+      : {}),
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    maxAttempts: 3,
+    requestHandler: new NodeHttpHandler({
+      httpAgent: new HttpAgent(agentOptions),
+      httpsAgent: new HttpsAgent(agentOptions),
+      connectionTimeout: 5_000,
+      requestTimeout: 20_000,
+    }),
+  });
+}
+
+function statusOf(err: unknown): number | undefined {
+  return err instanceof S3ServiceException ? err.$metadata.httpStatusCode : (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+/** {@link ObjectStore} on any S3-compatible service. */
+export class S3ObjectStore implements ObjectStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async get(key: string): Promise<StoredObject | null> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const body = Buffer.from(await out.Body!.transformToByteArray());
+      return {
+        body,
+        etag: out.ETag ?? quotedMd5(body),
+        contentType: out.ContentType ?? "application/octet-stream",
+        lastModified: out.LastModified,
+      };
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async head(key: string): Promise<ObjectHead | null> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { etag: out.ETag ?? "", contentType: out.ContentType ?? "application/octet-stream", size: out.ContentLength ?? 0 };
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async put(key: string, body: Buffer, contentType: string, condition: WriteCondition = {}): Promise<{ etag: string }> {
+    try {
+      const out = await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          ContentLength: body.length,
+          ...(condition.ifMatch ? { IfMatch: condition.ifMatch } : {}),
+          ...(condition.ifNoneMatch ? { IfNoneMatch: condition.ifNoneMatch } : {}),
+        }),
+      );
+      return { etag: out.ETag ?? quotedMd5(body) };
+    } catch (err) {
+      // 412: the condition failed; 409: AWS's ConditionalRequestConflict for concurrent writers.
+      const status = statusOf(err);
+      if (status === 412 || status === 409) throw new WriteConflictError(key);
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+  }
+
+  async ping(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+}
+
+/** The ETag S3 gives a single-part upload, for backends that omit the header. */
+export function quotedMd5(body: Buffer): string {
+  return `"${createHash("md5").update(body).digest("hex")}"`;
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from "node:crypto";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
+import { closeServer, createLogger, listen } from "@vw/service-kit";
+import { Redis } from "ioredis";
+import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
+import { loadConfig } from "../src/config.js";
+import { createS3Client } from "../src/storage/s3-object-store.js";
+import type { ObjectStore } from "../src/storage/object-store.js";
+
+export const rand = (n = 4) => randomBytes(n).toString("hex");
+
+/** A world with an API key, created straight in the test database. */
+export interface TestWorld {
+  org: string;
+  world: string;
+  token: string;
+  keyId: string;
+  worldId: string;
+}
+
+export async function createTestWorld(prisma: PrismaClient, customDomain: string | null = null): Promise<TestWorld> {
+  const org = `org-${rand()}`;
+  const world = `world-${rand()}`;
+  const o = await prisma.organization.create({ data: { slug: org, name: org } });
+  const w = await prisma.world.create({
+    data: { slug: world, name: world, organizationId: o.id, adminEmails: ["admin@example.com"], customDomain },
+  });
+  const key = generateApiKey();
+  const k = await prisma.apiKey.create({
+    data: { worldId: w.id, name: "test", tokenHash: key.tokenHash, tokenPrefix: key.tokenPrefix },
+  });
+  return { org, world, token: key.token, keyId: k.id, worldId: w.id };
+}
+
+/** Counts calls that reach the object store, to prove a refused request never touched it. */
+export class CountingStore implements ObjectStore {
+  calls = 0;
+  constructor(private readonly inner: ObjectStore) {}
+  get(key: string) { this.calls++; return this.inner.get(key); }
+  head(key: string) { this.calls++; return this.inner.head(key); }
+  put(...a: Parameters<ObjectStore["put"]>) { this.calls++; return this.inner.put(...a); }
+  delete(key: string) { this.calls++; return this.inner.delete(key); }
+  ping() { return this.inner.ping(); }
+}
+
+export interface RunningMapStorage {
+  baseUrl: string;
+  store: CountingStore;
+  redisPrefix: string;
+  close(): Promise<void>;
+}
+
+/** Starts map-storage in-process on an ephemeral port against the real PostgreSQL, Redis and S3. */
+export async function startMapStorage(
+  env: Record<string, string> = {},
+  overrides: Omit<MapStorageOverrides, "wrapStore"> = {},
+): Promise<RunningMapStorage> {
+  const redisPrefix = env.REDIS_KEY_PREFIX ?? `test:ms:${rand()}:`;
+  const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", ...env, REDIS_KEY_PREFIX: redisPrefix });
+  const prisma = createPrismaClient(config.databaseUrl);
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+  const s3 = createS3Client(config.s3);
+  let store!: CountingStore;
+  const { app } = composeMapStorage(
+    config,
+    { prisma, redis, s3, logger: createLogger("map-storage-test", "silent") },
+    { ...overrides, wrapStore: (s) => (store = new CountingStore(s)) },
+  );
+  const server: Server = await listen(app, 0, "127.0.0.1");
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    store,
+    redisPrefix,
+    async close() {
+      await closeServer(server);
+      const keys = await redis.keys(`${redisPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+      await prisma.$disconnect();
+      s3.destroy();
+    },
+  };
+}
+
+export const testPrisma = () => createPrismaClient(process.env.DATABASE_URL!);
+
+/** A WAM file as the spec shows it. */
+export function sampleWam(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    version: "2.1.0",
+    mapUrl: "https://maps.example.com/office.tmj",
+    entities: {},
+    areas: [],
+    entityCollections: [{ url: "https://maps.example.com/collections/furniture.json", type: "file" }],
+    metadata: { name: "Office", description: "Our office", thumbnail: "https://maps.example.com/thumb.png", copyright: "CC-BY" },
+    ...extra,
+  };
+}
