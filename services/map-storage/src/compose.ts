@@ -39,6 +39,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxFileBytes: config.maxFileBytes,
     conditionalWrites: config.s3.conditionalWrites,
     maxConflictRetries: 5,
+    maxPatchGroup: 100,
   });
   const auth = new ApiKeyAuthenticator(
     new PrismaKeyLookup(clients.prisma),

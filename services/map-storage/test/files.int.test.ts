@@ -233,6 +233,26 @@ describe("PATCH", () => {
     expect(doc.entities.chair).toEqual({ x: 3, y: 4 });
   });
 
+  it("concurrent patches of one file: each applies or fails on its own, none is lost", async () => {
+    const path = `rooms/${rand()}.wam`;
+    await put(path, JSON.stringify(sampleWam()));
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        patch(
+          path,
+          i % 3 === 2
+            ? [{ op: "add", path: `/entities/bad${i}`, value: 1 }, { op: "replace", path: "/entities", value: [] }]
+            : [{ op: "add", path: `/entities/e${i}`, value: { i } }],
+        ).then((r) => r.status),
+      ),
+    );
+    expect(statuses).toEqual(Array.from({ length: 30 }, (_, i) => (i % 3 === 2 ? 422 : 200)));
+    const doc = JSON.parse((await bytes(path)).toString()) as { entities: Record<string, unknown> };
+    expect(Object.keys(doc.entities).sort()).toEqual(
+      Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 3 !== 2).map((i) => `e${i}`).sort(),
+    );
+  });
+
   it("patches other JSON files without WAM rules, and refuses non-JSON files with 409", async () => {
     const path = `data/${rand()}.json`;
     expect((await put(path, JSON.stringify({ a: 1 }))).status).toBe(201);

@@ -16,9 +16,28 @@ export interface FilesServiceOptions {
   conditionalWrites: boolean;
   /** How many times a write re-reads and re-applies after losing a conditional-write race. */
   maxConflictRetries: number;
+  /** Most patches of one file committed in one S3 write. */
+  maxPatchGroup: number;
 }
 
 export type ReadResult = { status: 200; file: CachedFile } | { status: 304; etag: string };
+
+interface PendingPatch {
+  ops: Operation[];
+  conditions: WriteConditions;
+  resolve: (r: WriteResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The next group: a conditional patch alone, or unconditional ones up to `max`. */
+function takeGroup(queue: PendingPatch[], max: number): PendingPatch[] {
+  const first = queue[0]!;
+  const conditional = (p: PendingPatch) => p.conditions.ifMatch !== undefined || p.conditions.ifNoneMatch !== undefined;
+  if (conditional(first)) return queue.splice(0, 1);
+  let n = 1;
+  while (n < queue.length && n < max && !conditional(queue[n]!)) n++;
+  return queue.splice(0, n);
+}
 
 export interface WriteResult {
   created: boolean;
@@ -32,6 +51,8 @@ const notFound = (fp: FilePath) => new AppError(404, "file-not-found", `No file 
  * by {@link FileLocks}; reads are served from {@link FileCache} when its Redis marker vouches for them.
  */
 export class FilesService {
+  private readonly patchQueues = new Map<string, PendingPatch[]>();
+
   constructor(
     private readonly store: ObjectStore,
     private readonly cache: FileCache,
@@ -75,30 +96,92 @@ export class FilesService {
     });
   }
 
-  /** PATCH: JSON Patch applied atomically to the current content; re-applied if a write race is lost. */
-  async patch(fp: FilePath, ops: Operation[], conditions: WriteConditions): Promise<WriteResult> {
+  /**
+   * PATCH: JSON Patch applied atomically to the current content. Patches of one file waiting in this
+   * instance are group-committed: applied in arrival order, each on its own (one that fails is
+   * refused alone and changes nothing), then written in one S3 PUT. A conditional patch (If-Match)
+   * heads a group of its own, so it is checked against a stored ETag.
+   */
+  patch(fp: FilePath, ops: Operation[], conditions: WriteConditions): Promise<WriteResult> {
     if (!isJsonExtension(fp.extension)) {
-      throw new AppError(409, "not-json", `'${fp.path}' is not a JSON file, so a JSON Patch cannot apply to it.`);
+      return Promise.reject(new AppError(409, "not-json", `'${fp.path}' is not a JSON file, so a JSON Patch cannot apply to it.`));
     }
-    const key = fp.objectKey;
-    return this.locks.withLock(key, async () => {
-      for (let attempt = 0; ; attempt++) {
-        const current = await this.readForWrite(fp);
-        checkWriteConditions(current.etag, conditions);
-        let doc: unknown;
-        try {
-          doc = JSON.parse(current.body.toString("utf8"));
-        } catch {
-          throw new AppError(409, "not-json", `The stored content of '${fp.path}' is not JSON, so a JSON Patch cannot apply to it.`);
-        }
-        const result = applyPatchAtomically(doc, ops);
-        if (fp.extension === "wam") assertValidWam(result, "The patched file would not be a valid WAM file; nothing was changed.");
-        const body = Buffer.from(JSON.stringify(result), "utf8");
-        this.checkSize(body.length);
-        const etag = await this.write(key, body, current.contentType, { ifMatch: current.etag }, attempt);
-        if (etag) return { created: false, etag };
+    return new Promise<WriteResult>((resolve, reject) => {
+      const item: PendingPatch = { ops, conditions, resolve, reject };
+      const queue = this.patchQueues.get(fp.objectKey);
+      if (queue) {
+        queue.push(item);
+        return;
       }
+      const fresh = [item];
+      this.patchQueues.set(fp.objectKey, fresh);
+      void this.drainPatches(fp, fresh);
     });
+  }
+
+  private async drainPatches(fp: FilePath, queue: PendingPatch[]): Promise<void> {
+    const key = fp.objectKey;
+    try {
+      await this.locks.withLock(key, async () => {
+        for (;;) {
+          // Deleted synchronously when empty, so a patch arriving later starts a new drain.
+          if (queue.length === 0) {
+            this.patchQueues.delete(key);
+            return;
+          }
+          const batch = takeGroup(queue, this.options.maxPatchGroup);
+          try {
+            await this.commitGroup(fp, batch);
+          } catch (err) {
+            for (const item of batch) item.reject(err);
+          }
+        }
+      });
+    } catch (err) {
+      // The lock could not be had: everything still waiting fails the same way.
+      if (this.patchQueues.get(key) === queue) this.patchQueues.delete(key);
+      for (const item of queue.splice(0)) item.reject(err);
+    }
+  }
+
+  /** Applies a group under the lock and writes it once; settles every item of the group. */
+  private async commitGroup(fp: FilePath, group: PendingPatch[]): Promise<void> {
+    let pending = group;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const current = await this.readForWrite(fp);
+      let doc: unknown;
+      try {
+        doc = JSON.parse(current.body.toString("utf8"));
+      } catch {
+        throw new AppError(409, "not-json", `The stored content of '${fp.path}' is not JSON, so a JSON Patch cannot apply to it.`);
+      }
+      const applied: PendingPatch[] = [];
+      for (const item of pending) {
+        try {
+          checkWriteConditions(current.etag, item.conditions);
+          const next = applyPatchAtomically(doc, item.ops);
+          if (fp.extension === "wam") assertValidWam(next, "The patched file would not be a valid WAM file; nothing was changed.");
+          doc = next;
+          applied.push(item);
+        } catch (err) {
+          item.reject(err);
+        }
+      }
+      if (applied.length === 0) return;
+      const body = Buffer.from(JSON.stringify(doc), "utf8");
+      if (body.length > this.options.maxFileBytes && applied.length > 1) {
+        // Rare: find which patch crosses the limit by committing them one by one.
+        for (const item of applied) await this.commitGroup(fp, [item]).catch((err: unknown) => item.reject(err));
+        return;
+      }
+      this.checkSize(body.length);
+      const etag = await this.write(fp.objectKey, body, current.contentType, { ifMatch: current.etag }, attempt);
+      if (etag) {
+        for (const item of applied) item.resolve({ created: false, etag });
+        return;
+      }
+      pending = applied; // lost a conditional-write race: re-read and re-apply
+    }
   }
 
   /** DELETE: 404 when absent. */
