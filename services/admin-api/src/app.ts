@@ -1,0 +1,52 @@
+import { Router, type Express } from "express";
+import { pingDatabase, type PrismaClient } from "@vw/db";
+import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { adminAuth } from "./admin-auth.js";
+import { ApiKeysService } from "./api-keys.service.js";
+import { jsonBody } from "./http-support.js";
+import { OrganizationsService } from "./organizations.service.js";
+import { organizationsRouter } from "./organizations.routes.js";
+import { WorldsService } from "./worlds.service.js";
+import { worldsRouter } from "./worlds.routes.js";
+
+/** What the admin API is built from; `main.ts` passes the live ones, tests their own. */
+export interface AdminAppDeps {
+  prisma: PrismaClient;
+  logger: Logger;
+  /** The bearer token every `/admin/v1` request must present. */
+  adminToken: string;
+  /** PUBLIC_MAP_STORAGE_URL (no trailing slash). */
+  publicMapStorageUrl: string;
+  /** PLAY_URL (no trailing slash). */
+  playUrl: string;
+}
+
+/** Prefix of every authenticated admin route. */
+export const ADMIN_API_PREFIX = "/admin/v1";
+
+/**
+ * The admin-api HTTP app: `/healthz`, `/readyz` (database ping) and the authenticated
+ * `/admin/v1` routes; every error is an RFC 9457 problem document.
+ */
+export function createAdminApp(deps: AdminAppDeps): Express {
+  const organizations = new OrganizationsService(deps.prisma);
+  const worlds = new WorldsService(deps.prisma, organizations, {
+    mapStorageUrl: deps.publicMapStorageUrl.replace(/\/+$/, ""),
+    playUrl: deps.playUrl.replace(/\/+$/, ""),
+  });
+  const apiKeys = new ApiKeysService(deps.prisma, worlds);
+
+  const api = Router({ caseSensitive: true });
+  api.use(adminAuth(deps.adminToken));
+  api.use(jsonBody());
+  api.use(organizationsRouter(organizations, worlds));
+  api.use(worldsRouter(worlds, apiKeys));
+
+  const app = createApp();
+  app.use(requestLogger(deps.logger));
+  app.use(healthRouter([{ name: "database", check: () => pingDatabase(deps.prisma) }]));
+  app.use(ADMIN_API_PREFIX, api);
+  app.use(notFoundHandler);
+  app.use(errorMiddleware(deps.logger));
+  return app;
+}

@@ -1,0 +1,146 @@
+import { Prisma, uniqueViolationFields, type Organization, type PrismaClient, type World } from "@vw/db";
+import { AppError, notFound } from "@vw/service-kit";
+import {
+  DEFAULT_WORLD_ANALYTICS,
+  type CreateWorldRequest,
+  type ListResource,
+  type UpdateWorldRequest,
+  type WorldResource,
+} from "@vw/contracts";
+import { pageArgs, toPage, type PageRequest } from "./http-support.js";
+import type { OrganizationsService } from "./organizations.service.js";
+import { mergeAnalytics, normalizeIdentityProviders, readAnalytics, readIdentityProviders } from "./world-settings.js";
+
+/** Public addresses a world's representation is built with. */
+export interface PublicUrls {
+  /** PUBLIC_MAP_STORAGE_URL, without trailing slash. */
+  mapStorageUrl: string;
+  /** PLAY_URL, without trailing slash. */
+  playUrl: string;
+}
+
+type WorldWithOrganization = World & { organization: Organization };
+
+/** Worlds of an organization and their settings. */
+export class WorldsService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly organizations: OrganizationsService,
+    private readonly urls: PublicUrls,
+  ) {}
+
+  /** Creates a world; 404 for an unknown organization, 409 for a taken slug or custom domain. */
+  async create(organizationSlug: string, request: CreateWorldRequest): Promise<WorldResource> {
+    const organization = await this.organizations.find(organizationSlug);
+    const world = await this.writing(request, () =>
+      this.prisma.world.create({
+        data: {
+          organizationId: organization.id,
+          slug: request.slug,
+          name: request.name,
+          adminEmails: request.adminEmails,
+          customDomain: request.customDomain ?? null,
+          analytics: json(mergeAnalytics({ ...DEFAULT_WORLD_ANALYTICS }, request.analytics)),
+          identityProviders: json(normalizeIdentityProviders(request.identityProviders ?? [])),
+        },
+      }),
+    );
+    return this.toResource({ ...world, organization });
+  }
+
+  /** Worlds of an organization ordered by slug; 404 for an unknown organization. */
+  async list(organizationSlug: string, page: PageRequest): Promise<ListResource<WorldResource>> {
+    const organization = await this.organizations.find(organizationSlug);
+    const rows = await this.prisma.world.findMany({
+      where: { organizationId: organization.id },
+      orderBy: { slug: "asc" },
+      ...pageArgs(page),
+    });
+    return toPage(rows, page, (w) => this.toResource({ ...w, organization }));
+  }
+
+  /** One world; 404 when the organization or the world does not exist. */
+  async get(organizationSlug: string, worldSlug: string): Promise<WorldResource> {
+    return this.toResource(await this.find(organizationSlug, worldSlug));
+  }
+
+  /** The stored world with its organization; 404 when either does not exist. */
+  async find(organizationSlug: string, worldSlug: string): Promise<WorldWithOrganization> {
+    const world = await this.prisma.world.findFirst({
+      where: { slug: worldSlug, organization: { slug: organizationSlug } },
+      include: { organization: true },
+    });
+    if (!world) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
+    return world;
+  }
+
+  /**
+   * Applies a settings patch. The row is locked for the read-merge-write, so two concurrent
+   * patches of different analytics switches both take effect.
+   */
+  async update(organizationSlug: string, worldSlug: string, patch: UpdateWorldRequest): Promise<WorldResource> {
+    const world = await this.writing(patch, () =>
+      this.prisma.$transaction(async (tx) => {
+        const locked = await tx.$queryRaw<{ id: string }[]>`
+          SELECT w.id FROM worlds w JOIN organizations o ON o.id = w.organization_id
+          WHERE o.slug = ${organizationSlug} AND w.slug = ${worldSlug}
+          FOR UPDATE OF w`;
+        const id = locked[0]?.id;
+        if (id === undefined) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
+        const current = await tx.world.findUniqueOrThrow({ where: { id } });
+        const data: Prisma.WorldUpdateInput = {};
+        if (patch.name !== undefined) data.name = patch.name;
+        if (patch.adminEmails !== undefined) data.adminEmails = patch.adminEmails;
+        if (patch.customDomain !== undefined) data.customDomain = patch.customDomain;
+        if (patch.analytics !== undefined) data.analytics = json(mergeAnalytics(readAnalytics(current.analytics), patch.analytics));
+        if (patch.identityProviders !== undefined) data.identityProviders = json(normalizeIdentityProviders(patch.identityProviders));
+        return tx.world.update({ where: { id }, data, include: { organization: true } });
+      }),
+    );
+    return this.toResource(world);
+  }
+
+  /** `{PUBLIC_MAP_STORAGE_URL}/<org>/<world>` */
+  mapStorageUrl(organizationSlug: string, worldSlug: string): string {
+    return `${this.urls.mapStorageUrl}/${organizationSlug}/${worldSlug}`;
+  }
+
+  private toResource(w: WorldWithOrganization): WorldResource {
+    const org = w.organization.slug;
+    return {
+      id: w.id,
+      organization: org,
+      slug: w.slug,
+      name: w.name,
+      adminEmails: w.adminEmails,
+      customDomain: w.customDomain,
+      mapStorageUrl: this.mapStorageUrl(org, w.slug),
+      playUrl: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
+      analytics: readAnalytics(w.analytics),
+      identityProviders: readIdentityProviders(w.identityProviders),
+      createdAt: w.createdAt.toISOString(),
+      updatedAt: w.updatedAt.toISOString(),
+    };
+  }
+
+  /** Runs a write, turning unique violations into 409s that point at the member concerned. */
+  private async writing<T>(request: { slug?: string; customDomain?: string | null }, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      const fields = uniqueViolationFields(err);
+      if (!fields) throw err;
+      if (fields.includes("custom_domain")) {
+        throw new AppError(409, "custom-domain-taken", `The custom domain "${request.customDomain ?? ""}" is already used by another world.`, {
+          errors: [{ pointer: "/customDomain", detail: "is already used by another world" }],
+        });
+      }
+      throw new AppError(409, "world-exists", `The organization already has a world with the slug "${request.slug ?? ""}".`, {
+        errors: [{ pointer: "/slug", detail: "is already taken in this organization" }],
+      });
+    }
+  }
+}
+
+/** Settings objects go into JSON columns as they are. */
+const json = (value: object) => value as Prisma.InputJsonValue;

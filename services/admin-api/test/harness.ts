@@ -1,0 +1,121 @@
+/**
+ * Test harness of admin-api's integration tests: the app mounted in-process on an ephemeral port
+ * against the real PostgreSQL of the test run (DATABASE_URL from the jest global setup), a
+ * recording logger, and random slugs so test files never see each other's rows.
+ */
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createAdminApp } from "../src/app.js";
+
+export interface LogLine {
+  level: string;
+  fields: unknown;
+  msg: unknown;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, or `undefined` for an empty body. */
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  /** Serialised as JSON with `Content-Type: application/json`, unless `rawBody` is given. */
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  /** Bearer token to send; the harness's admin token by default, `null` for none. */
+  token?: string | null;
+}
+
+export interface AdminApiHarness {
+  baseUrl: string;
+  adminToken: string;
+  prisma: PrismaClient;
+  logs: LogLine[];
+  /** Prefix of every organization slug this harness creates (cleaned up by `close`). */
+  slugPrefix: string;
+  /** A fresh slug `<prefix><label>-<random>`. */
+  slug(label?: string): string;
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export const PUBLIC_MAP_STORAGE_URL = "https://maps.example.test";
+export const PLAY_URL = "https://play.example.test";
+
+/** A logger that keeps every line in memory, so tests can assert on what is (not) logged. */
+function recordingLogger(logs: LogLine[]): Logger {
+  const record =
+    (level: string) =>
+    (fields: unknown, msg?: unknown): void => {
+      logs.push({ level, fields, msg });
+    };
+  const logger = {
+    trace: record("trace"),
+    debug: record("debug"),
+    info: record("info"),
+    warn: record("warn"),
+    error: record("error"),
+    fatal: record("fatal"),
+    child: () => logger,
+  };
+  return logger as unknown as Logger;
+}
+
+export async function startAdminApi(): Promise<AdminApiHarness> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
+  const prisma = createPrismaClient(databaseUrl, { max: 4 });
+  const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
+  const logs: LogLine[] = [];
+  const app = createAdminApp({
+    prisma,
+    logger: recordingLogger(logs),
+    adminToken,
+    publicMapStorageUrl: `${PUBLIC_MAP_STORAGE_URL}/`,
+    playUrl: PLAY_URL,
+  });
+  const server = await listen(app, 0, "127.0.0.1");
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
+
+  return {
+    baseUrl,
+    adminToken,
+    prisma,
+    logs,
+    slugPrefix,
+    slug: (label = "s") => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`,
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      const token = options.token === undefined ? adminToken : options.token;
+      if (token !== null) headers["authorization"] = `Bearer ${token}`;
+      let body: string | undefined = options.rawBody;
+      if (body === undefined && options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers["content-type"] ??= "application/json";
+      }
+      const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+      const text = await res.text();
+      let parsed: unknown;
+      if (text !== "") {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+      }
+      return { status: res.status, headers: res.headers, body: parsed, text };
+    },
+    async close() {
+      await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
+      await closeServer(server);
+      await prisma.$disconnect();
+    },
+  };
+}
