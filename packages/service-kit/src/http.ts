@@ -171,10 +171,20 @@ export function listen(app: Express, port: number, host = "0.0.0.0"): Promise<Se
   });
 }
 
-/** Stops accepting connections and closes idle keep-alive sockets; resolves once closed. */
-export function closeServer(server: Server): Promise<void> {
+/**
+ * Stops accepting connections, lets in-flight requests finish, and closes keep-alive sockets as
+ * they go idle (a socket idle only after `close()` would otherwise hold the server open).
+ * After `graceMs`, remaining connections are cut.
+ */
+export function closeServer(server: Server, graceMs = 8_000): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    const reaper = setInterval(() => server.closeIdleConnections(), 50);
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearInterval(reaper);
+      clearTimeout(cut);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

@@ -18,7 +18,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([a?.stop(), b?.stop()]);
+  if (a?.child.exitCode === null) await a.stop();
+  if (b?.child.exitCode === null) await b.stop();
   const redis = new Redis(process.env.REDIS_URL!);
   const keys = await redis.keys(`${prefix}*`);
   if (keys.length) await redis.del(...keys);
@@ -76,4 +77,12 @@ describe("two map-storage processes on one file", () => {
     expect((await fetch(fileUrl(b.url, path), { method: "DELETE", headers })).status).toBe(204);
     expect((await fetch(fileUrl(a.url, path))).status).toBe(404);
   }, 60_000);
+
+  it("shuts down gracefully on SIGTERM: in-flight requests finish, exit code 0", async () => {
+    const path = `rooms/${rand()}.wam`;
+    const inflight = fetch(fileUrl(a.url, path), { method: "PUT", headers: { authorization: `Bearer ${w.token}` }, body: JSON.stringify(sampleWam()) });
+    const [res, code] = await Promise.all([inflight, new Promise<number | null>((r) => setImmediate(() => r(a.stop())))]);
+    expect(res.status).toBe(201);
+    expect(code).toBe(0);
+  }, 30_000);
 });

@@ -18,7 +18,8 @@ export async function freePort(): Promise<number> {
 export interface ServiceProcess {
   url: string;
   child: ChildProcess;
-  stop(): Promise<void>;
+  /** SIGTERM, then resolves with the exit code (0 after a graceful shutdown). */
+  stop(): Promise<number | null>;
 }
 
 /** Runs `services/map-storage/src/main.ts` as its own process (tsx, workspace sources). */
@@ -53,9 +54,9 @@ export async function spawnMapStorage(env: Record<string, string>): Promise<Serv
     url,
     child,
     stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
+      new Promise<number | null>((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once("exit", (code) => resolve(code));
         child.kill("SIGTERM");
       }),
   };
