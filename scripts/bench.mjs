@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+/**
+ * `pnpm bench <name> [args...]`: runs `services/<name>/bench/<name>.bench.ts` (under tsx, with the
+ * `development` export condition so workspace packages load from src) against private, throwaway
+ * infrastructure: an s3rver on a random port with its own bucket, a fresh migrated database
+ * `vw_bench_<random>` (created through TEST_PG_ADMIN_URL, default
+ * postgresql://postgres@127.0.0.1:5432/postgres), and REDIS_URL (default redis://127.0.0.1:6379/0).
+ * The benchmark gets DATABASE_URL, REDIS_URL, the S3_* variables and LOG_LEVEL (default `warn`);
+ * extra arguments are passed to it. Everything is stopped and dropped afterwards, also on Ctrl+C.
+ * Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import {
+  DEFAULT_PG_ADMIN_URL,
+  DEFAULT_REDIS_URL,
+  assertReachable,
+  dropDatabase,
+  ensureDatabase,
+  migrate,
+  randomSuffix,
+  startS3rver,
+} from "./lib/local-infra.mjs";
+import { ROOT, childEnv, signalExitCode } from "./lib/toolchain.mjs";
+
+const log = (msg) => console.error(`[bench] ${msg}`);
+
+/** Every `services/<service>/bench/<file>.bench.ts`, as paths relative to the repository root. */
+function availableBenches() {
+  const servicesDir = join(ROOT, "services");
+  const found = [];
+  for (const service of readdirSync(servicesDir).sort()) {
+    const dir = join(servicesDir, service, "bench");
+    if (!existsSync(dir)) continue;
+    for (const file of readdirSync(dir).sort()) if (file.endsWith(".bench.ts")) found.push(relative(ROOT, join(dir, file)));
+  }
+  return found;
+}
+
+const [name, ...benchArgs] = process.argv.slice(2);
+const script = name && /^[a-z0-9][a-z0-9-]*$/.test(name) ? join(ROOT, "services", name, "bench", `${name}.bench.ts`) : null;
+if (!script || !existsSync(script)) {
+  const list = availableBenches();
+  console.error(name ? `[bench] unknown benchmark "${name}"` : "usage: pnpm bench <name> [args...]");
+  console.error(list.length ? `available (pnpm bench <name> runs services/<name>/bench/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no services/*/bench/*.bench.ts exists yet");
+  process.exit(2);
+}
+
+const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
+const redisUrl = process.env.REDIS_URL || DEFAULT_REDIS_URL;
+const suffix = randomSuffix();
+const dbName = `vw_bench_${suffix}`;
+let s3 = null;
+let dbCreated = false;
+let child = null;
+let cleaning = null;
+
+async function cleanup() {
+  cleaning ??= (async () => {
+    if (s3) await s3.stop().catch((err) => log(`s3rver stop: ${err.message}`));
+    if (dbCreated) await dropDatabase(adminUrl, dbName).catch((err) => log(`drop database ${dbName}: ${err.message}`));
+  })();
+  return cleaning;
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => {
+    if (child && child.exitCode === null) child.kill(signal); // the benchmark's exit then cleans up
+    else void cleanup().then(() => process.exit(signalExitCode(signal)));
+  });
+}
+
+try {
+  await assertReachable(redisUrl, "Redis (REDIS_URL)", 6379);
+  const { databaseUrl } = await ensureDatabase(adminUrl, dbName);
+  dbCreated = true;
+  await migrate(databaseUrl);
+  s3 = await startS3rver({ bucket: `vw-bench-${suffix}` });
+  log(`database ${dbName}, s3rver ${s3.endpoint} bucket ${s3.bucket}, redis ${redisUrl}`);
+
+  const env = childEnv(process.env, { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, ...s3.env });
+  env.LOG_LEVEL ||= "warn";
+  log(`running ${relative(ROOT, script)}`);
+  child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", script, ...benchArgs], { cwd: ROOT, env, stdio: "inherit" });
+  const code = await new Promise((resolve) => {
+    child.on("error", (err) => {
+      log(`could not start the benchmark: ${err.message}`);
+      resolve(1);
+    });
+    child.on("close", (c, signal) => resolve(c ?? signalExitCode(signal)));
+  });
+  await cleanup();
+  process.exit(code);
+} catch (err) {
+  log(`FAILED: ${err.message}`);
+  await cleanup();
+  process.exit(1);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+/**
+ * `pnpm test` (after setup): runs jest once for the whole workspace, in ESM mode
+ * (`--experimental-vm-modules` appended to NODE_OPTIONS), with the CLI arguments passed through.
+ * jest's own reporter output is unchanged; after it comes one line `N passed, N failed` read from
+ * jest's JSON results, which CI parses. Exits with jest's exit code.
+ *
+ * Counting: `passed`/`failed` are tests; a test file that failed to run at all (a syntax error,
+ * an import that throws) adds 1 to `failed`, and a run that produced no results (the global setup
+ * failed, say) prints `0 passed, 1 failed`.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT, childEnv, signalExitCode } from "./lib/toolchain.mjs";
+import { randomBytes } from "node:crypto";
+
+const jestBin = join(ROOT, "node_modules", "jest", "bin", "jest.js");
+if (!existsSync(jestBin)) {
+  console.error("[test] jest is not installed: run `npm run setup` (or `npm test`, which runs it first)");
+  process.exit(1);
+}
+
+const userArgs = process.argv.slice(2);
+// Runs that list or print rather than test produce no results file, so get no summary line.
+const noResults = userArgs.some((a) => /^--(help|version|listTests|showConfig|clearCache|init)$/.test(a) || a === "-h" || a === "-v");
+const resultsFile = join(tmpdir(), `vw-jest-results-${process.pid}-${randomBytes(4).toString("hex")}.json`);
+const args = noResults ? userArgs : [...userArgs, "--json", `--outputFile=${resultsFile}`];
+
+const nodeOptions = (process.env.NODE_OPTIONS ?? "").split(/\s+/).filter(Boolean);
+if (!nodeOptions.includes("--experimental-vm-modules")) nodeOptions.push("--experimental-vm-modules");
+// The flag is the supported way to run jest on ESM; its warning on every run is noise.
+if (!nodeOptions.some((o) => o.startsWith("--disable-warning"))) nodeOptions.push("--disable-warning=ExperimentalWarning");
+
+const child = spawn(process.execPath, [jestBin, ...args], {
+  cwd: ROOT,
+  env: childEnv(process.env, { NODE_OPTIONS: nodeOptions.join(" ") }),
+  stdio: ["inherit", "inherit", "inherit"],
+});
+
+// Ctrl+C reaches jest directly (same process group); a SIGTERM sent to this script alone is passed on.
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => {
+    interrupted = true;
+    if (child.exitCode === null) child.kill(signal);
+  });
+}
+
+child.on("error", (err) => {
+  console.error(`[test] could not start jest: ${err.message}`);
+  process.exit(1);
+});
+
+child.on("close", (code, signal) => {
+  const exitCode = code ?? signalExitCode(signal);
+  if (!noResults) console.log(summaryLine(exitCode));
+  rmSync(resultsFile, { force: true });
+  process.exit(interrupted && exitCode === 0 ? 130 : exitCode);
+});
+
+function summaryLine(exitCode) {
+  let results;
+  try {
+    results = JSON.parse(readFileSync(resultsFile, "utf8"));
+  } catch {
+    console.log(`[test] jest wrote no results (exit code ${exitCode}); counting the run as 1 failure`);
+    return "0 passed, 1 failed";
+  }
+  const passed = results.numPassedTests ?? 0;
+  const brokenFiles = results.numRuntimeErrorTestSuites ?? 0;
+  if (brokenFiles > 0) console.log(`[test] ${brokenFiles} test file(s) failed to run; each counts as 1 failure`);
+  return `${passed} passed, ${(results.numFailedTests ?? 0) + brokenFiles} failed`;
+}

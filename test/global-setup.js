@@ -1,0 +1,44 @@
+// Starts what the integration tests need besides the machine's PostgreSQL and Redis:
+// a private database (migrated) and, unless S3_ENDPOINT is given, an embedded s3rver.
+// The environment variables set here reach every test file (jest copies process.env into the
+// workers). Everything started is recorded on globalThis and stopped in global-teardown.js.
+import {
+  DEFAULT_PG_ADMIN_URL,
+  DEFAULT_REDIS_URL,
+  ensureDatabase,
+  migrate,
+  randomSuffix,
+  startS3rver,
+} from "../scripts/lib/local-infra.mjs";
+import globalTeardown from "./global-teardown.js";
+
+export default async function globalSetup() {
+  try {
+    await start();
+  } catch (err) {
+    // jest skips the global teardown when the setup throws: undo what was started here.
+    await globalTeardown().catch(() => {});
+    throw err;
+  }
+}
+
+async function start() {
+  const suffix = `${process.pid}_${randomSuffix(3)}`;
+
+  // PostgreSQL: one fresh database for this run; test files isolate further by random slugs.
+  const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
+  const dbName = `vw_test_${suffix}`;
+  const { databaseUrl } = await ensureDatabase(adminUrl, dbName);
+  globalThis.__VW_TEST_DB__ = { adminUrl, dbName };
+  await migrate(databaseUrl);
+  process.env.DATABASE_URL = databaseUrl;
+
+  process.env.REDIS_URL ||= DEFAULT_REDIS_URL;
+
+  // S3: embedded s3rver unless an external endpoint (MinIO, say) is given with its S3_* variables.
+  if (!process.env.S3_ENDPOINT) {
+    const s3 = await startS3rver({ bucket: `vw-test-${suffix.replace(/_/g, "-")}` });
+    globalThis.__VW_TEST_S3RVER__ = s3;
+    Object.assign(process.env, s3.env);
+  }
+}
