@@ -123,3 +123,19 @@ export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
   };
 }
+
+/**
+ * For `main.ts`: loads the configuration or, on a {@link ConfigError}, prints which variables are
+ * wrong and exits 1 (a process with bad configuration must not start half-working).
+ */
+export function loadConfigOrExit<T>(service: string, load: () => T): T {
+  try {
+    return load();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${service}: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

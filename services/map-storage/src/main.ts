@@ -1,20 +1,11 @@
 import { createPrismaClient } from "@vw/db";
-import { closeServer, ConfigError, createLogger, listen, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
 import { createS3Client } from "./storage/s3-object-store.js";
 
-let config;
-try {
-  config = loadConfig(process.env);
-} catch (err) {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`map-storage: ${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit("map-storage", () => loadConfig(process.env));
 
 const logger = createLogger("map-storage", config.logLevel);
 const prisma = createPrismaClient(config.databaseUrl);

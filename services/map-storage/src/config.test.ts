@@ -1,0 +1,33 @@
+import { describe, expect, it } from "@jest/globals";
+import { ConfigError } from "@vw/service-kit";
+import { loadConfig } from "./config.js";
+
+const base = { DATABASE_URL: "postgresql://u@127.0.0.1:5432/db", S3_BUCKET: "maps" };
+
+describe("map-storage config", () => {
+  it("applies production-safe defaults", () => {
+    const c = loadConfig(base);
+    expect(c.port).toBe(3001);
+    expect(c.maxFileBytes).toBe(50 * 1024 * 1024);
+    expect(c.s3.forcePathStyle).toBe(false);
+    expect(c.s3.conditionalWrites).toBe(true);
+    expect(c.apiKeyCacheTtlMs).toBe(5000);
+    expect(Object.isFrozen(c) && Object.isFrozen(c.s3)).toBe(true);
+  });
+
+  it("keeps a Redis database number", () => {
+    expect(loadConfig({ ...base, REDIS_URL: "redis://cache:6379/3" }).redisUrl).toBe("redis://cache:6379/3");
+  });
+
+  it("names every bad variable at once", () => {
+    let err: unknown;
+    try {
+      loadConfig({ DATABASE_URL: "mysql://x", MAX_FILE_BYTES: "big", S3_FORCE_PATH_STYLE: "maybe", PORT: "70000" });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const msg = (err as Error).message;
+    for (const name of ["DATABASE_URL", "S3_BUCKET", "MAX_FILE_BYTES", "S3_FORCE_PATH_STYLE", "PORT"]) expect(msg).toContain(name);
+  });
+});
