@@ -1,0 +1,158 @@
+/**
+ * HTTP agents for deliveries: the connect-time half of the SSRF defence.
+ *
+ * Under `public-https` the agents come from `request-filtering-agent` 3.2.1, which checks the
+ * address every connection actually uses (after DNS, so a name that rebinds to a private address
+ * between creation and delivery is still refused). Our own address table (`ip-ranges.ts`) runs
+ * first, at the same two points (IP literal host, and every address DNS returns), so creation and
+ * delivery refuse exactly the same ranges; the library's check stays as a second line.
+ *
+ * The agents keep connections alive: deliveries to one receiver reuse sockets.
+ */
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import http from "node:http";
+import https from "node:https";
+import { Socket, isIP, type LookupFunction, type TcpNetConnectOpts } from "node:net";
+import type { Duplex } from "node:stream";
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from "request-filtering-agent";
+import { classifyAddress, describeAddress, type SpecialRangeName } from "./ip-ranges.js";
+import type { EndpointUrlPolicy } from "./url-policy.js";
+
+/** The agents got takes as its `agent` option, and the policy they were built for. */
+export interface DeliveryAgents {
+  readonly policy: EndpointUrlPolicy;
+  readonly http: http.Agent;
+  readonly https: https.Agent;
+}
+
+/** Options of {@link createDeliveryAgents}. */
+export interface DeliveryAgentOptions {
+  /** Extra `http.Agent` options (keep-alive is always on). */
+  agentOptions?: http.AgentOptions;
+  /** DNS lookup used for connections (default `dns.lookup`); injectable to test rebinding. */
+  lookup?: LookupFunction;
+}
+
+/** Code of the error our own connect-time check raises (got keeps it as the RequestError's code). */
+export const ADDRESS_REFUSED_CODE = "ERR_ADDRESS_REFUSED_BY_POLICY";
+
+/** A connection refused because its address is not public unicast. */
+export class AddressRefusedError extends Error {
+  override readonly name = "AddressRefusedError";
+  readonly code = ADDRESS_REFUSED_CODE;
+  constructor(
+    readonly address: string,
+    readonly range: SpecialRangeName,
+    readonly host: string,
+  ) {
+    super(`connection to ${host} refused by ENDPOINT_URL_POLICY: ${describeAddress(address)}`);
+  }
+}
+
+/**
+ * Builds the delivery agents for a policy: address-filtering keep-alive agents under
+ * `public-https`, plain keep-alive agents under `any`.
+ *
+ * Both agents of the `public-https` pair filter addresses. Plain http is refused before any
+ * connection by {@link postDelivery}, which reads `policy` from the returned object.
+ */
+export function createDeliveryAgents(policy: EndpointUrlPolicy, options: DeliveryAgentOptions = {}): DeliveryAgents {
+  const base: http.AgentOptions = { ...options.agentOptions, keepAlive: true };
+  if (policy === "any") {
+    const lookup = options.lookup;
+    const withLookup = lookup ? { ...base, lookup } : base;
+    return { policy, http: new http.Agent(withLookup), https: new https.Agent(withLookup) };
+  }
+  const lookup = policyLookup(options.lookup ?? (dnsLookup as LookupFunction));
+  // allowPrivateIPAddress false refuses every non-unicast range; meta addresses (0.0.0.0, ::) too.
+  const filter = { allowPrivateIPAddress: false, allowMetaIPAddress: false, allowIPAddressList: [], denyIPAddressList: [] };
+  return {
+    policy,
+    http: new PolicyHttpAgent({ ...base, ...filter }, lookup),
+    https: new PolicyHttpsAgent({ ...base, ...filter }, lookup),
+  };
+}
+
+/** Closes every socket the agents hold (call on shutdown). */
+export function destroyDeliveryAgents(agents: DeliveryAgents): void {
+  agents.http.destroy();
+  agents.https.destroy();
+}
+
+/**
+ * True when `err` (or an error in its `cause` chain) is a connect-time policy refusal: ours
+ * ({@link AddressRefusedError}) or request-filtering-agent's. With got 14 the latter surfaces as
+ * `ERR_GOT_REQUEST_ERROR` with a message such as `DNS lookup 127.0.0.1(family:4, host:localhost)
+ * is not allowed. Because, It is private IP address.`: a refusal, not a connection error, so it
+ * must not be retried.
+ */
+export function isPolicyRefusal(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    if (current instanceof AddressRefusedError) return true;
+    if ((current as { code?: unknown }).code === ADDRESS_REFUSED_CODE) return true;
+    if (/^DNS lookup .+ is not allowed\. Because,? It is (private IP address|meta IP address|defined in denyIPAddressList)/.test(current.message)) {
+      return true;
+    }
+    current = current.cause;
+  }
+  return false;
+}
+
+type ConnectionListener = (error: Error | null, socket: Duplex) => void;
+
+/** Wraps a DNS lookup so any non-public answer fails the lookup (all answers are checked). */
+function policyLookup(inner: LookupFunction): LookupFunction {
+  return (hostname, options, callback) => {
+    inner(hostname, options, (err, address, family) => {
+      if (err) return callback(err, address, family);
+      const answers: LookupAddress[] = Array.isArray(address) ? address : [{ address, family: family ?? isIP(address) }];
+      for (const answer of answers) {
+        if (isIP(answer.address.replace(/%.*$/, "")) === 0) continue; // the library refuses non-IPs
+        const verdict = classifyAddress(answer.address);
+        if (!verdict.public) return callback(new AddressRefusedError(answer.address, verdict.range, hostname), address, family);
+      }
+      callback(null, address, family);
+    });
+  };
+}
+
+/** Refuses an IP-literal host before connecting: Node skips the lookup for literals. */
+function refuseLiteral(options: TcpNetConnectOpts, listener: ConnectionListener | undefined): Socket | null {
+  const host = options.host;
+  if (host === undefined || isIP(host.replace(/%.*$/, "")) === 0) return null;
+  const verdict = classifyAddress(host);
+  if (verdict.public) return null;
+  const error = new AddressRefusedError(host, verdict.range, host);
+  // Same shape as request-filtering-agent's refusal: the request sees the error, no packet is sent.
+  const socket = new Socket();
+  if (listener) listener(error, socket);
+  else socket.destroy(error);
+  return socket;
+}
+
+class PolicyHttpAgent extends RequestFilteringHttpAgent {
+  constructor(
+    options: ConstructorParameters<typeof RequestFilteringHttpAgent>[0],
+    private readonly policyLookupFn: LookupFunction,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: TcpNetConnectOpts, listener?: ConnectionListener): Duplex | Socket {
+    return refuseLiteral(options, listener) ?? super.createConnection({ ...options, lookup: this.policyLookupFn }, listener);
+  }
+}
+
+class PolicyHttpsAgent extends RequestFilteringHttpsAgent {
+  constructor(
+    options: ConstructorParameters<typeof RequestFilteringHttpsAgent>[0],
+    private readonly policyLookupFn: LookupFunction,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: TcpNetConnectOpts, listener?: ConnectionListener): Duplex | Socket {
+    return refuseLiteral(options, listener) ?? super.createConnection({ ...options, lookup: this.policyLookupFn }, listener);
+  }
+}
