@@ -262,6 +262,7 @@ async function main() {
     PLAY_URL: "https://play.localhost",
     // Webhook receivers in development are on localhost; the services log this setting loudly.
     ENDPOINT_URL_POLICY: "any",
+    SECRETS_ENCRYPTION_KEY: "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE=", // fixed dev-only key ("dev-only-key-do-not-use-in-prod!"): secrets sealed in one run open in the next
     LOG_LEVEL: "info",
   };
   for (const [k, v] of Object.entries(defaults)) if (!sharedEnv[k]) sharedEnv[k] = v;

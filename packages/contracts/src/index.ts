@@ -28,3 +28,4 @@ export {
   type WamMetadata,
 } from "./wam/index.js";
 export * from "./admin.schema.js";
+export * from "./endpoints.schema.js";

@@ -1,8 +1,13 @@
 import { Router, type Express } from "express";
 import { pingDatabase, type PrismaClient } from "@vw/db";
 import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { CURRENT_API_VERSION } from "@vw/contracts";
+import type { EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import { adminAuth } from "./admin-auth.js";
 import { ApiKeysService } from "./api-keys.service.js";
+import { createEndpointUrlChecker } from "./endpoint-url.js";
+import { endpointsRouter } from "./endpoints.routes.js";
+import { EndpointsService } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
 import { OrganizationsService } from "./organizations.service.js";
 import { organizationsRouter } from "./organizations.routes.js";
@@ -19,6 +24,14 @@ export interface AdminAppDeps {
   publicMapStorageUrl: string;
   /** PLAY_URL (no trailing slash). */
   playUrl: string;
+  /** Seals endpoint secrets at rest (built from SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
+  /** ENDPOINT_URL_POLICY. */
+  endpointUrlPolicy: EndpointUrlPolicy;
+  /** DNS lookup used by the URL policy; the system resolver by default (tests inject their own). */
+  resolveHost?: HostResolver;
+  /** `apiVersion` frozen on endpoints created now; {@link CURRENT_API_VERSION} by default. */
+  currentApiVersion?: string;
 }
 
 /** Prefix of every authenticated admin route. */
@@ -35,12 +48,25 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     playUrl: deps.playUrl.replace(/\/+$/, ""),
   });
   const apiKeys = new ApiKeysService(deps.prisma, worlds);
+  const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost);
+  const endpoints = new EndpointsService(deps.prisma, worlds, {
+    secretBox: deps.secretBox,
+    currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
+  });
+  if (deps.endpointUrlPolicy === "any") {
+    deps.logger.warn(
+      { endpointUrlPolicy: "any" },
+      "ENDPOINT_URL_POLICY=any: webhook endpoint URLs are NOT checked (plain http, loopback and private addresses accepted). " +
+        "For development and tests only; never run production like this.",
+    );
+  }
 
   const api = Router({ caseSensitive: true });
   api.use(adminAuth(deps.adminToken));
   api.use(jsonBody());
   api.use(organizationsRouter(organizations, worlds));
   api.use(worldsRouter(worlds, apiKeys));
+  api.use(endpointsRouter(endpoints, endpointUrls));
 
   const app = createApp();
   app.use(requestLogger(deps.logger));

@@ -2,9 +2,14 @@ import { describe, expect, it } from "@jest/globals";
 import { ConfigError } from "@vw/service-kit";
 import { loadConfig } from "./config.js";
 
+// Two distinct base64 32-byte keys (test values only).
+const KEY_A = Buffer.alloc(32, 1).toString("base64");
+const KEY_B = Buffer.alloc(32, 2).toString("base64");
+
 const valid = {
   DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/vw",
   ADMIN_TOKEN: "0123456789abcdef",
+  SECRETS_ENCRYPTION_KEY: KEY_A,
 };
 
 function problemsOf(env: Record<string, string | undefined>): string[] {
@@ -27,6 +32,8 @@ describe("loadConfig", () => {
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",
       playUrl: "https://play.localhost",
+      endpointUrlPolicy: "public-https",
+      secretsEncryptionKey: KEY_A,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -38,17 +45,41 @@ describe("loadConfig", () => {
       LOG_LEVEL: "debug",
       PUBLIC_MAP_STORAGE_URL: "https://maps.example.com/",
       PLAY_URL: "https://play.example.com//",
+      ENDPOINT_URL_POLICY: "any",
+      SECRETS_ENCRYPTION_KEY: `${KEY_B},${KEY_A}`,
     });
     expect(config).toMatchObject({
       port: 8080,
       logLevel: "debug",
       publicMapStorageUrl: "https://maps.example.com",
       playUrl: "https://play.example.com",
+      endpointUrlPolicy: "any",
+      secretsEncryptionKey: `${KEY_B},${KEY_A}`,
     });
   });
 
-  it("names a missing DATABASE_URL and ADMIN_TOKEN", () => {
-    expect(problemsOf({})).toEqual(["ADMIN_TOKEN is required", "DATABASE_URL is required"]);
+  it("names a missing DATABASE_URL, ADMIN_TOKEN and SECRETS_ENCRYPTION_KEY", () => {
+    expect(problemsOf({})).toEqual(["ADMIN_TOKEN is required", "SECRETS_ENCRYPTION_KEY is required", "DATABASE_URL is required"]);
+  });
+
+  it("refuses an ENDPOINT_URL_POLICY other than public-https or any", () => {
+    expect(problemsOf({ ...valid, ENDPOINT_URL_POLICY: "public" })).toEqual(['ENDPOINT_URL_POLICY must be one of public-https, any, got "public"']);
+    expect(loadConfig({ ...valid, ENDPOINT_URL_POLICY: "public-https" }).endpointUrlPolicy).toBe("public-https");
+  });
+
+  it("refuses a SECRETS_ENCRYPTION_KEY that is not base64 of 32 bytes, naming the key's position, never its value", () => {
+    const short = Buffer.alloc(16, 7).toString("base64");
+    for (const [value, position] of [
+      [short, "#1"],
+      ["not base64!", "#1"],
+      [`${KEY_A},${short}`, "#2"],
+    ] as const) {
+      const problems = problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(new RegExp(`^SECRETS_ENCRYPTION_KEY: .*${position}.*openssl rand -base64 32`));
+      expect(problems[0]).not.toContain(short);
+    }
+    expect(problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: `${KEY_A},${KEY_A}` })[0]).toMatch(/^SECRETS_ENCRYPTION_KEY: .*listed twice/);
   });
 
   it("refuses an ADMIN_TOKEN shorter than 16 characters without echoing it", () => {
@@ -69,11 +100,14 @@ describe("loadConfig", () => {
       LOG_LEVEL: "loud",
       PUBLIC_MAP_STORAGE_URL: "not a url",
       PLAY_URL: "ftp://play.example.com",
+      ENDPOINT_URL_POLICY: "none",
+      SECRETS_ENCRYPTION_KEY: "c2hvcnQ=",
     });
-    expect(problems).toHaveLength(5);
-    for (const name of ["PORT", "LOG_LEVEL", "DATABASE_URL", "PUBLIC_MAP_STORAGE_URL", "PLAY_URL"]) {
+    expect(problems).toHaveLength(7);
+    for (const name of ["PORT", "LOG_LEVEL", "DATABASE_URL", "PUBLIC_MAP_STORAGE_URL", "PLAY_URL", "ENDPOINT_URL_POLICY"]) {
       expect(problems.some((p) => p.startsWith(`${name} `))).toBe(true);
     }
+    expect(problems.some((p) => p.startsWith("SECRETS_ENCRYPTION_KEY: "))).toBe(true);
   });
 
   it("refuses a port out of range", () => {

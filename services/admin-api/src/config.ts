@@ -1,11 +1,15 @@
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
+/** Values of `ENDPOINT_URL_POLICY`. */
+const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
+
 /**
  * admin-api configuration; the only reader of the environment. Throws a `ConfigError` naming
- * every missing or malformed variable (never echoing the token itself).
+ * every missing or malformed variable (never echoing the token or the encryption keys).
  */
 export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
@@ -13,6 +17,16 @@ export function loadConfig(env: Env) {
     const adminToken = r.string("ADMIN_TOKEN");
     if (adminToken !== "" && adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
       r.problem(`ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long, got ${adminToken.length}`);
+    }
+    const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
+    if (secretsEncryptionKey !== "") {
+      try {
+        createSecretBox(secretsEncryptionKey);
+      } catch (err) {
+        // SecretBoxError messages name the position of a bad key, never its value.
+        if (!(err instanceof SecretBoxError)) throw err;
+        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
+      }
     }
     return {
       ...common,
@@ -26,6 +40,16 @@ export function loadConfig(env: Env) {
        * The default matches map-storage's, a local-only name that cannot leak to real users.
        */
       playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      /**
+       * `public-https` (default): endpoint URLs must be https to public addresses.
+       * `any`: every http(s) URL, for development and tests only (logged loudly at start-up).
+       */
+      endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /**
+       * Keys of the secret box that seals endpoint secrets at rest: comma-separated base64 32-byte
+       * keys; the first seals, all open (rotation).
+       */
+      secretsEncryptionKey,
     };
   });
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient } from "@vw/db";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createSecretBox, generateSecretBoxKey } from "@vw/webhook-core";
 import { createAdminApp } from "./app.js";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
@@ -77,7 +78,15 @@ describe("health", () => {
   it("answers /readyz 503 when the database is unreachable, /healthz still 200", async () => {
     const prisma = createPrismaClient("postgresql://postgres@127.0.0.1:1/unreachable", { max: 1 });
     const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
-    const app = createAdminApp({ prisma, logger: silent, adminToken: "x".repeat(16), publicMapStorageUrl: "http://m", playUrl: "http://p" });
+    const app = createAdminApp({
+      prisma,
+      logger: silent,
+      adminToken: "x".repeat(16),
+      publicMapStorageUrl: "http://m",
+      playUrl: "http://p",
+      secretBox: createSecretBox(generateSecretBoxKey()),
+      endpointUrlPolicy: "public-https",
+    });
     const server = await listen(app, 0, "127.0.0.1");
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

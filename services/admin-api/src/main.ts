@@ -1,18 +1,10 @@
 import { createPrismaClient } from "@vw/db";
-import { closeServer, ConfigError, createLogger, listen, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { createSecretBox } from "@vw/webhook-core";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
 
-let config;
-try {
-  config = loadConfig(process.env);
-} catch (err) {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`admin-api: ${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
 const logger = createLogger("admin-api", config.logLevel);
 const prisma = createPrismaClient(config.databaseUrl);
@@ -23,9 +15,15 @@ const app = createAdminApp({
   adminToken: config.adminToken,
   publicMapStorageUrl: config.publicMapStorageUrl,
   playUrl: config.playUrl,
+  // loadConfig has already built a box from these keys, so this cannot throw.
+  secretBox: createSecretBox(config.secretsEncryptionKey),
+  endpointUrlPolicy: config.endpointUrlPolicy,
 });
 const server = await listen(app, config.port);
-logger.info({ port: config.port, publicMapStorageUrl: config.publicMapStorageUrl, playUrl: config.playUrl }, "admin-api listening");
+logger.info(
+  { port: config.port, publicMapStorageUrl: config.publicMapStorageUrl, playUrl: config.playUrl, endpointUrlPolicy: config.endpointUrlPolicy },
+  "admin-api listening",
+);
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },

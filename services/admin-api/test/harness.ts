@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createSecretBox, generateSecretBoxKey, type EndpointUrlPolicy, type HostResolver, type SecretBox } from "@vw/webhook-core";
 import { createAdminApp } from "../src/app.js";
 
 export interface LogLine {
@@ -32,10 +33,24 @@ export interface RequestOptions {
   token?: string | null;
 }
 
+/** How a harness's app is configured beyond the defaults. */
+export interface AdminApiOptions {
+  /** ENDPOINT_URL_POLICY; `public-https` (the production default) unless given. */
+  endpointUrlPolicy?: EndpointUrlPolicy;
+  /** DNS of the URL policy; by default nothing resolves (tests never use real DNS). */
+  resolveHost?: HostResolver;
+  /** `apiVersion` for endpoints created by this app (the contracts constant unless given). */
+  currentApiVersion?: string;
+  /** SECRETS_ENCRYPTION_KEY; a fresh random key unless given. */
+  secretsEncryptionKey?: string;
+}
+
 export interface AdminApiHarness {
   baseUrl: string;
   adminToken: string;
   prisma: PrismaClient;
+  /** The box sealing this app's endpoint secrets (to open what the database holds). */
+  secretBox: SecretBox;
   logs: LogLine[];
   /** Prefix of every organization slug this harness creates (cleaned up by `close`). */
   slugPrefix: string;
@@ -67,18 +82,28 @@ function recordingLogger(logs: LogLine[]): Logger {
   return logger as unknown as Logger;
 }
 
-export async function startAdminApi(): Promise<AdminApiHarness> {
+/** The default resolver of the harness: no host name resolves, so no test depends on real DNS. */
+const resolveNothing: HostResolver = async (hostname) => {
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+};
+
+export async function startAdminApi(options: AdminApiOptions = {}): Promise<AdminApiHarness> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
   const logs: LogLine[] = [];
+  const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const app = createAdminApp({
     prisma,
     logger: recordingLogger(logs),
     adminToken,
     publicMapStorageUrl: `${PUBLIC_MAP_STORAGE_URL}/`,
     playUrl: PLAY_URL,
+    secretBox,
+    endpointUrlPolicy: options.endpointUrlPolicy ?? "public-https",
+    resolveHost: options.resolveHost ?? resolveNothing,
+    ...(options.currentApiVersion === undefined ? {} : { currentApiVersion: options.currentApiVersion }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -88,6 +113,7 @@ export async function startAdminApi(): Promise<AdminApiHarness> {
     baseUrl,
     adminToken,
     prisma,
+    secretBox,
     logs,
     slugPrefix,
     slug: (label = "s") => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`,

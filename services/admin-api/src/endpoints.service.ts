@@ -1,0 +1,219 @@
+import { isRecordNotFound, type Prisma, type PrismaClient } from "@vw/db";
+import { AppError, notFound } from "@vw/service-kit";
+import {
+  canonicalSubscriptions,
+  type CreateEndpointRequest,
+  type EndpointDisabledReason,
+  type EndpointFormat,
+  type EndpointResource,
+  type EndpointWithSecretResource,
+  type ImportLegacyEndpointRequest,
+  type ListResource,
+  type UpdateEndpointRequest,
+  type WebhookSubscription,
+} from "@vw/contracts";
+import { generateSecret, type SecretBox } from "@vw/webhook-core";
+import { isUuid, pageArgs, toPage, type PageRequest } from "./http-support.js";
+import type { WorldsService } from "./worlds.service.js";
+
+type EndpointRow = Prisma.WebhookEndpointModel;
+
+/** What endpoint management is built from besides the database and the worlds. */
+export interface EndpointsServiceOptions {
+  /** Seals secrets at rest (SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
+  /** `apiVersion` given to endpoints created by this process; frozen on each endpoint. */
+  currentApiVersion: string;
+}
+
+/**
+ * Webhook endpoints of a world: create (secret shown once, stored sealed), list, read, edit,
+ * delete, disable/enable, rotate the secret, switch the body format, import the legacy endpoint.
+ * URLs arrive already accepted by ENDPOINT_URL_POLICY and normalised (`endpoint-url.ts`, applied
+ * with the body validation so one 400 lists every problem).
+ *
+ * State changes are single conditional UPDATEs, so they compose with the delivery worker's own
+ * writes (failure counting, disabling on 410) without read-modify-write races.
+ */
+export class EndpointsService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly worlds: WorldsService,
+    private readonly options: EndpointsServiceOptions,
+  ) {}
+
+  /** Creates a `current` endpoint with a new secret; the answer is the only place it is shown. */
+  async create(organizationSlug: string, worldSlug: string, request: CreateEndpointRequest): Promise<EndpointWithSecretResource> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    const secret = generateSecret();
+    const row = await this.prisma.webhookEndpoint.create({
+      data: {
+        worldId: world.id,
+        url: request.url,
+        subscriptions: canonicalSubscriptions(request.subscriptions),
+        format: "current",
+        apiVersion: this.options.currentApiVersion,
+        secretSealed: this.options.secretBox.seal(secret),
+      },
+    });
+    return { ...toEndpointResource(row), secret };
+  }
+
+  /**
+   * Carries the former single-URL setting over: a `legacy` endpoint subscribed to `auth`, with no
+   * secret (its deliveries are unsigned until a secret is generated with rotate-secret).
+   */
+  async importLegacy(organizationSlug: string, worldSlug: string, request: ImportLegacyEndpointRequest): Promise<EndpointResource> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    const row = await this.prisma.webhookEndpoint.create({
+      data: {
+        worldId: world.id,
+        url: request.url,
+        subscriptions: ["auth"],
+        format: "legacy",
+        apiVersion: this.options.currentApiVersion,
+        secretSealed: null,
+      },
+    });
+    return toEndpointResource(row);
+  }
+
+  /** Endpoints of a world, newest first. */
+  async list(organizationSlug: string, worldSlug: string, page: PageRequest): Promise<ListResource<EndpointResource>> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    const rows = await this.prisma.webhookEndpoint.findMany({
+      where: { worldId: world.id },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      ...pageArgs(page),
+    });
+    return toPage(rows, page, toEndpointResource);
+  }
+
+  /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */
+  async get(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
+    return toEndpointResource(await this.find(organizationSlug, worldSlug, id));
+  }
+
+  /** Replaces url and/or subscriptions; `{}` changes nothing. Nothing else is editable here. */
+  async update(organizationSlug: string, worldSlug: string, id: string, patch: UpdateEndpointRequest): Promise<EndpointResource> {
+    const data: Prisma.WebhookEndpointUpdateInput = {};
+    if (patch.url !== undefined) data.url = patch.url;
+    if (patch.subscriptions !== undefined) data.subscriptions = canonicalSubscriptions(patch.subscriptions);
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    if (Object.keys(data).length === 0) return this.get(organizationSlug, worldSlug, id);
+    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data })));
+  }
+
+  /** Deletes the endpoint (and, through the foreign keys, what hangs on it); 404 when unknown. */
+  async remove(organizationSlug: string, worldSlug: string, id: string): Promise<void> {
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    const { count } = await this.prisma.webhookEndpoint.deleteMany({ where });
+    if (count === 0) throw this.notFound(organizationSlug, worldSlug, id);
+  }
+
+  /**
+   * Disables the endpoint (reason `manual`). Idempotent: an endpoint already disabled, for any
+   * reason, is left as it is (its first reason and time are kept).
+   */
+  async disable(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    const reason: EndpointDisabledReason = "manual";
+    await this.prisma.webhookEndpoint.updateMany({
+      where: { ...where, enabled: true },
+      data: { enabled: false, disabledReason: reason, disabledAt: new Date() },
+    });
+    return this.get(organizationSlug, worldSlug, id);
+  }
+
+  /**
+   * Re-enables the endpoint: clears the reason and the failure count. Idempotent: an enabled
+   * endpoint is left as it is. Events of the disabled period are never delivered (no catch-up).
+   */
+  async enable(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    await this.prisma.webhookEndpoint.updateMany({
+      where: { ...where, enabled: false },
+      data: { enabled: true, disabledReason: null, disabledAt: null, consecutiveFailures: 0 },
+    });
+    return this.get(organizationSlug, worldSlug, id);
+  }
+
+  /**
+   * Replaces the secret (or gives a legacy endpoint its first one). The old secret is invalid at
+   * once: nothing keeps it, and `secretVersion` goes up so a worker caching secrets can tell.
+   */
+  async rotateSecret(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointWithSecretResource> {
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    const secret = generateSecret();
+    const row = await this.updating(organizationSlug, worldSlug, id, () =>
+      this.prisma.webhookEndpoint.update({
+        where,
+        data: { secretSealed: this.options.secretBox.seal(secret), secretRotatedAt: new Date(), secretVersion: { increment: 1 } },
+      }),
+    );
+    return { ...toEndpointResource(row), secret };
+  }
+
+  /**
+   * Switches the body format; secret, state and history are kept. An endpoint without a secret
+   * cannot use the current format (every current delivery is signed): 409 until a secret is
+   * generated. Setting the format it already has changes nothing.
+   */
+  async setFormat(organizationSlug: string, worldSlug: string, id: string, format: EndpointFormat): Promise<EndpointResource> {
+    const current = await this.find(organizationSlug, worldSlug, id);
+    if (current.format === format) return toEndpointResource(current);
+    // A secret is never removed, so a row that had one when read still has one when written.
+    if (format === "current" && current.secretSealed === null) {
+      throw new AppError(409, "endpoint-secret-required", "This endpoint has no secret, and deliveries in the current format are always signed. Generate one with POST .../rotate-secret, then switch.", {
+        errors: [{ pointer: "/format", detail: "needs an endpoint with a secret" }],
+      });
+    }
+    const where = { id: current.id, worldId: current.worldId };
+    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data: { format } })));
+  }
+
+  private async find(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointRow> {
+    const where = await this.whereOf(organizationSlug, worldSlug, id);
+    const row = await this.prisma.webhookEndpoint.findFirst({ where });
+    if (!row) throw this.notFound(organizationSlug, worldSlug, id);
+    return row;
+  }
+
+  /** `{id, worldId}` of an endpoint of the world; 404 for an unknown world or a malformed id. */
+  private async whereOf(organizationSlug: string, worldSlug: string, id: string): Promise<{ id: string; worldId: string }> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    if (!isUuid(id)) throw this.notFound(organizationSlug, worldSlug, id);
+    return { id, worldId: world.id };
+  }
+
+  /** Runs an update of one row, turning "no such row" (deleted meanwhile, other world) into 404. */
+  private async updating(organizationSlug: string, worldSlug: string, id: string, write: () => Promise<EndpointRow>): Promise<EndpointRow> {
+    try {
+      return await write();
+    } catch (err) {
+      if (isRecordNotFound(err)) throw this.notFound(organizationSlug, worldSlug, id);
+      throw err;
+    }
+  }
+
+  private notFound(organizationSlug: string, worldSlug: string, id: string): AppError {
+    return notFound(`World "${organizationSlug}/${worldSlug}" has no webhook endpoint "${id}".`);
+  }
+}
+
+/** An endpoint as the API shows it: never the secret, sealed or not. */
+export function toEndpointResource(row: EndpointRow): EndpointResource {
+  return {
+    id: row.id,
+    url: row.url,
+    subscriptions: row.subscriptions as WebhookSubscription[],
+    enabled: row.enabled,
+    format: row.format as EndpointFormat,
+    apiVersion: row.apiVersion,
+    hasSecret: row.secretSealed !== null,
+    disabledReason: (row.disabledReason as EndpointDisabledReason | null) ?? null,
+    disabledAt: row.disabledAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
