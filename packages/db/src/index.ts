@@ -7,4 +7,4 @@ export { createPrismaClient, pingDatabase, type PrismaClientOptions } from "./cl
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
-export type { Organization, World, ApiKey, WebhookEndpoint } from "./generated/prisma/client.js";
+export type { Organization, World, ApiKey, WebhookEndpoint, WebhookEvent, WebhookDelivery, DeliveryAttempt } from "./generated/prisma/client.js";

@@ -65,3 +65,13 @@ export {
   nextDelay,
   parseRetryDelays,
 } from "./retry-schedule.js";
+export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput, type LegacyAuthBodyInput, type WorldReference } from "./envelope.js";
+export {
+  DEFAULT_USER_AGENT,
+  sendAttempt,
+  toAttemptRecord,
+  type AttemptRecord,
+  type AttemptTrigger,
+  type SendAttemptInput,
+  type SentAttempt,
+} from "./attempt.js";

@@ -1,0 +1,53 @@
+import { JOB_NAMES, JobPayloadError, assertPayload, validateDeliverJob, validateEndpointDisabledMail } from "./catalogue.js";
+import { deliverJobId, infraBackoffDelay } from "./producer.js";
+
+const id = "0b9c0e55-3f43-4c1e-9a43-1c8a4a7d2f10";
+
+describe("deliver.v1 payload", () => {
+  it("accepts a well-formed payload", () => {
+    expect(assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: id, endpointId: id, trigger: "initial" })).toEqual({
+      deliveryId: id,
+      endpointId: id,
+      trigger: "initial",
+    });
+  });
+
+  it("names every bad field", () => {
+    expect(() => assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: "x", trigger: "later", attempt: -1 })).toThrow(
+      JobPayloadError,
+    );
+    const result = validateDeliverJob({ deliveryId: "x", trigger: "later", attempt: -1, extra: 1 });
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      const pointers = result.errors.map((e) => e.pointer);
+      expect(pointers).toEqual(expect.arrayContaining(["/deliveryId", "/trigger", "/attempt", "/endpointId", "/extra"]));
+    }
+  });
+
+  it("gives the initial run the deliveryId as job id and replays their own", () => {
+    expect(deliverJobId({ deliveryId: id, endpointId: id, trigger: "initial" })).toBe(id);
+    expect(deliverJobId({ deliveryId: id, endpointId: id, trigger: "replay" }, 7)).toBe(`${id}-replay-7`);
+  });
+});
+
+describe("endpoint-disabled-mail.v1 payload", () => {
+  it("refuses an unknown reason", () => {
+    const result = validateEndpointDisabledMail({
+      endpointId: id,
+      reason: "manual",
+      disabledAt: "2026-11-22T03:00:00.000Z",
+      deliveryId: id,
+      status: 410,
+      error: null,
+      consecutiveFailures: 1,
+    });
+    expect(result.ok).toBe(false);
+  });
+});
+
+describe("infra backoff", () => {
+  it("doubles from 1 s and stops at 5 minutes", () => {
+    expect([1, 2, 3, 4].map(infraBackoffDelay)).toEqual([1000, 2000, 4000, 8000]);
+    expect(infraBackoffDelay(30)).toBe(300_000);
+  });
+});

@@ -1,0 +1,8 @@
+/**
+ * @vw/queues — the BullMQ catalogue (queue names, versioned job names, payload schemas) and the
+ * connection policy shared by producers (event-ingest, admin-api) and the delivery worker.
+ * Nothing else in the repository writes a queue or job name as a string literal.
+ */
+export * from "./catalogue.js";
+export * from "./connection.js";
+export * from "./producer.js";

@@ -1,0 +1,59 @@
+/**
+ * Adding jobs, validated on the way in (STYLE: validate when added and when processed).
+ */
+import type { Queue } from "bullmq";
+import {
+  JOB_NAMES,
+  assertPayload,
+  validateDeliverJob,
+  validateEndpointDisabledMail,
+  type DeliverJobData,
+  type EndpointDisabledMailData,
+} from "./catalogue.js";
+
+/**
+ * Backoff of jobs whose processing failed for an infrastructure reason (database down, a bug):
+ * the worker's `backoffStrategy` spaces these 1 s, 2 s, 4 s… up to 5 minutes. HTTP outcomes never
+ * use it: the delivery retry schedule is applied by the worker itself.
+ */
+export const INFRA_BACKOFF_TYPE = "infra";
+/** Infrastructure failures tolerated before a job is left failed for the operator. */
+export const INFRA_ATTEMPTS = 20;
+
+/** Job id of a delivery run: the initial run is the deliveryId, so re-enqueuing it is a no-op. */
+export function deliverJobId(data: DeliverJobData, replayNumber?: number): string {
+  return data.trigger === "initial" ? data.deliveryId : `${data.deliveryId}-replay-${replayNumber ?? Date.now()}`;
+}
+
+/**
+ * Adds `deliver.v1` jobs in one round trip. Initial runs have the deliveryId as job id, so adding
+ * one that already waits is ignored by BullMQ (an ingest retry never doubles a delivery).
+ */
+export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobData[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await queue.addBulk(
+    jobs.map((data) => {
+      const payload = assertPayload(JOB_NAMES.deliver, validateDeliverJob, data);
+      return {
+        name: JOB_NAMES.deliver,
+        data: payload,
+        opts: { jobId: deliverJobId(payload), attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE } },
+      };
+    }),
+  );
+}
+
+/** Queues the mail telling a world's administrators that an endpoint was disabled (once per disable). */
+export async function enqueueEndpointDisabledMail(queue: Queue, data: EndpointDisabledMailData): Promise<void> {
+  const payload = assertPayload(JOB_NAMES.endpointDisabledMail, validateEndpointDisabledMail, data);
+  await queue.add(JOB_NAMES.endpointDisabledMail, payload, {
+    jobId: `${payload.endpointId}-${Date.parse(payload.disabledAt)}`,
+    attempts: INFRA_ATTEMPTS,
+    backoff: { type: INFRA_BACKOFF_TYPE },
+  });
+}
+
+/** The worker's backoff for {@link INFRA_BACKOFF_TYPE}: 1 s doubling, capped at 5 minutes. */
+export function infraBackoffDelay(attemptsMade: number): number {
+  return Math.min(300_000, 1000 * 2 ** Math.max(0, attemptsMade - 1));
+}

@@ -1,0 +1,96 @@
+/**
+ * One signed attempt, end to end: sign for this instant, POST the stored bytes, classify the
+ * answer, and describe it as a delivery-log record. Shared by the worker (queued deliveries), the
+ * admin API (Test) and event-ingest (the synchronous auth hook), so all three sign, send and log
+ * the same way.
+ */
+import { randomUUID } from "node:crypto";
+import type { DeliveryAgents } from "./delivery-agents.js";
+import { postDelivery } from "./delivery-http.js";
+import { classify, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
+import { signatureHeaders } from "./signing.js";
+
+/** What one attempt sends. */
+export interface SendAttemptInput {
+  url: string;
+  deliveryId: string;
+  body: Buffer;
+  /** The endpoint's current secret (`whsec_...`), or null for a legacy endpoint that never had one. */
+  secret: string | null;
+  agents: DeliveryAgents;
+  timeoutMs: number;
+  /** Sent as `user-agent`; identifies the platform in receivers' logs. */
+  userAgent?: string;
+  /** Wall clock of the attempt (the `webhook-timestamp`); injectable. */
+  now?: () => Date;
+}
+
+/** What happened, with the headers exactly as sent. */
+export interface SentAttempt {
+  startedAt: Date;
+  requestHeaders: Record<string, string>;
+  outcome: AttemptOutcome;
+  verdict: AttemptVerdict;
+}
+
+/** `user-agent` of deliveries unless the caller names another. */
+export const DEFAULT_USER_AGENT = "vw-webhooks/1.0";
+
+/** Signs and sends one attempt. Never throws for network or HTTP failures (see postDelivery). */
+export async function sendAttempt(input: SendAttemptInput): Promise<SentAttempt> {
+  const startedAt = (input.now ?? (() => new Date()))();
+  const requestHeaders = {
+    ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
+    "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
+  };
+  const outcome = await postDelivery({
+    url: input.url,
+    body: input.body,
+    headers: requestHeaders,
+    timeoutMs: input.timeoutMs,
+    agents: input.agents,
+  });
+  return { startedAt, requestHeaders, outcome, verdict: classify(outcome) };
+}
+
+/** Why an attempt was made: a queued run's first try, its retries, a replay, the Test action, the auth hook. */
+export type AttemptTrigger = "initial" | "retry" | "replay" | "test" | "hook";
+
+/** A delivery-log row (`delivery_attempts`), as plain data. */
+export interface AttemptRecord {
+  id: string;
+  deliveryId: string;
+  attemptNumber: number;
+  trigger: AttemptTrigger;
+  startedAt: Date;
+  requestHeaders: Record<string, string>;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responseBody: string | null;
+  responseBodyTruncated: boolean;
+  durationMs: number;
+  errorKind: string | null;
+  error: string | null;
+  verdict: AttemptVerdict;
+}
+
+/** Describes a sent attempt as a delivery-log row. */
+export function toAttemptRecord(sent: SentAttempt, deliveryId: string, attemptNumber: number, trigger: AttemptTrigger): AttemptRecord {
+  const { outcome } = sent;
+  return {
+    id: randomUUID(),
+    deliveryId,
+    attemptNumber,
+    trigger,
+    startedAt: sent.startedAt,
+    requestHeaders: sent.requestHeaders,
+    responseStatus: outcome.status ?? null,
+    responseHeaders: outcome.status === undefined ? null : outcome.responseHeaders,
+    responseBody: outcome.status === undefined ? null : outcome.responseBody,
+    responseBodyTruncated: outcome.responseBodyTruncated,
+    durationMs: outcome.durationMs,
+    errorKind: outcome.error?.kind ?? null,
+    error: outcome.error?.message ?? null,
+    verdict: sent.verdict,
+  };
+}
