@@ -44,6 +44,16 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
+/** Verifies a received request with `secret` as a customer would; returns the error message, or null when it verifies. */
+export function verificationError(secret: string, delivery: Pick<ReceivedDelivery, "body" | "headers">): string | null {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>);
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 /** Starts a receiver on an ephemeral loopback port. */
 export async function startWebhookReceiver(options: WebhookReceiverOptions = {}): Promise<WebhookReceiver> {
   let secret = options.secret ?? null;

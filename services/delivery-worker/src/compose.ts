@@ -1,0 +1,116 @@
+/**
+ * Builds the worker process's parts from plain options: the three BullMQ workers, the queue
+ * handles they need, the shared delivery dependencies and the metrics. `main.ts` passes the
+ * configuration; integration tests call it in-process with their own prefix, schedule and mail
+ * transport.
+ */
+import type { Queue, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { PrismaClient } from "@vw/db";
+import { QUEUE_NAMES, openQueue } from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+import { createDeliveryAgents, destroyDeliveryAgents, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
+import { DeliveryStore } from "./delivery-store.js";
+import { SecretCache, type DeliverDeps } from "./deliver.js";
+import { createDeliveriesWorker } from "./deliveries.worker.js";
+import { EndpointDisabler } from "./endpoint-disabler.js";
+import { EndpointLimiter } from "./endpoint-limiter.js";
+import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
+import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
+import { WorkerMetrics } from "./metrics.js";
+import { createNotificationsWorker } from "./notifications.worker.js";
+
+/** What the worker process is made of. */
+export interface DeliveryWorkerOptions {
+  prisma: PrismaClient;
+  /** A worker-role connection (`createRedisConnection(url, "worker")`); BullMQ duplicates it for blocking reads. */
+  connection: Redis;
+  keyPrefix: string;
+  logger: Logger;
+  secretBox: SecretBox;
+  endpointUrlPolicy: EndpointUrlPolicy;
+  deliveryTimeoutMs: number;
+  retryDelays: readonly number[];
+  disableAfterFailures: number;
+  deliveryConcurrency: number;
+  endpointConcurrency: number;
+  retentionDays: number;
+  retentionIntervalMs: number;
+  /** JOB_LOCK_MS: how soon the jobs of a dead worker are taken over. */
+  jobLockMs: number;
+  mailTransport: MailTransport | null;
+  mailFrom: string;
+  random?: () => number;
+}
+
+/** The running worker. */
+export interface DeliveryWorker {
+  metrics: WorkerMetrics;
+  queues: Record<keyof typeof QUEUE_NAMES, Queue>;
+  workers: Worker[];
+  /** Job counts per queue, for `/metrics`. */
+  queueDepths(): Promise<Record<string, Record<string, number>>>;
+  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
+  close(): Promise<void>;
+}
+
+/** Starts the delivery, notification and maintenance workers. */
+export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
+  const metrics = new WorkerMetrics();
+  const queues = {
+    deliveries: openQueue(QUEUE_NAMES.deliveries, options.connection, options.keyPrefix),
+    notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
+    maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
+  };
+  const agents = createDeliveryAgents(options.endpointUrlPolicy);
+  const deps: DeliverDeps = {
+    store: new DeliveryStore(options.prisma),
+    limiter: new EndpointLimiter({ limit: options.endpointConcurrency, timeoutMs: options.deliveryTimeoutMs }),
+    disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
+    secrets: new SecretCache(options.secretBox),
+    agents,
+    metrics,
+    timeoutMs: options.deliveryTimeoutMs,
+    retryDelays: options.retryDelays,
+    disableAfterFailures: options.disableAfterFailures,
+    random: options.random,
+  };
+  const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
+  await scheduleRetention(queues.maintenance, options.retentionIntervalMs);
+  const workers = [
+    createDeliveriesWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      concurrency: options.deliveryConcurrency,
+      jobLockMs: options.jobLockMs,
+      logger: options.logger,
+      deps,
+    }),
+    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger }),
+    createMaintenanceWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      prisma: options.prisma,
+      retentionDays: options.retentionDays,
+      metrics,
+      logger: options.logger,
+    }),
+  ];
+  return {
+    metrics,
+    queues,
+    workers,
+    async queueDepths() {
+      const depths: Record<string, Record<string, number>> = {};
+      for (const queue of Object.values(queues)) {
+        depths[queue.name] = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
+      }
+      return depths;
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+      destroyDeliveryAgents(agents);
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import {
+  DEFAULT_ENDPOINT_URL_POLICY,
+  DEFAULT_RETRY_DELAYS_TEXT,
+  RetryScheduleError,
+  SecretBoxError,
+  createSecretBox,
+  parseRetryDelays,
+  type EndpointUrlPolicy,
+} from "@vw/webhook-core";
+
+/** The spec's ceiling: "up to 9 more attempts". */
+export const MAX_RETRIES = 9;
+
+const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
+
+/**
+ * delivery-worker configuration; the only reader of the environment. Throws a `ConfigError`
+ * naming every missing or malformed variable (never echoing secrets).
+ */
+export function loadConfig(env: Env) {
+  return parseEnv(env, (r) => {
+    const common = readCommon(r, 3004);
+    const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
+    if (secretsEncryptionKey !== "") {
+      try {
+        createSecretBox(secretsEncryptionKey);
+      } catch (err) {
+        if (!(err instanceof SecretBoxError)) throw err;
+        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys, the same as admin-api's)`);
+      }
+    }
+    const retryDelaysText = r.string("RETRY_DELAYS", DEFAULT_RETRY_DELAYS_TEXT);
+    let retryDelays: readonly number[] = [];
+    try {
+      retryDelays = parseRetryDelays(retryDelaysText);
+    } catch (err) {
+      if (!(err instanceof RetryScheduleError)) throw err;
+      r.problem(`RETRY_DELAYS: ${err.message}`);
+    }
+    if (retryDelays.length > MAX_RETRIES) {
+      r.problem(`RETRY_DELAYS lists ${retryDelays.length} delays; at most ${MAX_RETRIES} retries are allowed (spec: Limits)`);
+    }
+    const smtpUrl = r.optionalString("SMTP_URL");
+    if (smtpUrl !== undefined) r.url("SMTP_URL", undefined, ["smtp:", "smtps:"]);
+    return {
+      ...common,
+      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`). */
+      redisKeyPrefix: r.string("REDIS_KEY_PREFIX", "vw"),
+      /** Same keys as admin-api: the worker opens endpoint secrets to sign with them. */
+      secretsEncryptionKey,
+      endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /** Whole-attempt budget of one delivery POST. */
+      deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 100, max: 120_000 }),
+      /** Delay before each retry (up to 9 retries); each delay gets up to +10% jitter. */
+      retryDelays,
+      /** Consecutive failed attempts (ordinary deliveries) that disable an endpoint. */
+      disableAfterFailures: r.int("DISABLE_AFTER_FAILURES", 50, { min: 1 }),
+      /** Age after which deliveries, their attempts and deduplication records are deleted. */
+      deliveryRetentionDays: r.int("DELIVERY_RETENTION_DAYS", 90, { min: 1 }),
+      /** How often the retention job runs. */
+      retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
+      /** Deliveries in flight per worker process, across all endpoints. */
+      deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 100, { min: 1, max: 2000 }),
+      /** Deliveries in flight per endpoint per worker process (2 while an endpoint is timing out). */
+      endpointConcurrency: r.int("DELIVERY_ENDPOINT_CONCURRENCY", 10, { min: 1, max: 1000 }),
+      /**
+       * Lock of an active job; a worker that dies holding one (kill -9, a crashed node) has its
+       * jobs handed to another worker within about this long (BullMQ lockDuration and
+       * stalledInterval). Too short and a long delivery could be sent twice; keep it above
+       * DELIVERY_TIMEOUT_MS.
+       */
+      jobLockMs: r.int("JOB_LOCK_MS", 30_000, { min: 1000 }),
+      /** SMTP relay for administrator mails; unset = mails are logged, not sent (loud warning). */
+      smtpUrl: smtpUrl ?? null,
+      mailFrom: r.string("MAIL_FROM", "Webhooks <webhooks@localhost>"),
+    };
+  });
+}
+
+export type WorkerConfig = ReturnType<typeof loadConfig>;

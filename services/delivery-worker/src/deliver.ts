@@ -1,0 +1,126 @@
+/**
+ * One run of a `deliver.v1` job, as a plain function of its payload and dependencies: check that
+ * the delivery may still be sent, sign and POST the stored bytes, log the attempt, apply the
+ * spec's reaction table, and say what the queue should do next.
+ */
+import type { DeliverJobData } from "@vw/queues";
+import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretBox } from "@vw/webhook-core";
+import type { DeliveryStore } from "./delivery-store.js";
+import type { EndpointDisabler } from "./endpoint-disabler.js";
+import type { EndpointLimiter } from "./endpoint-limiter.js";
+import type { WorkerMetrics } from "./metrics.js";
+
+/** What the processor does with the job afterwards. */
+export type DeliverResult =
+  | { kind: "done"; outcome: "delivered" | "failed" | "skipped" | "missing" | "not-pending" }
+  | { kind: "retry"; delayMs: number; attempt: number }
+  | { kind: "defer"; delayMs: number };
+
+/** Everything a delivery run needs; `main.ts` builds the live ones, tests their own. */
+export interface DeliverDeps {
+  store: DeliveryStore;
+  limiter: EndpointLimiter;
+  disabler: EndpointDisabler;
+  secrets: SecretCache;
+  agents: DeliveryAgents;
+  metrics: WorkerMetrics;
+  timeoutMs: number;
+  retryDelays: readonly number[];
+  disableAfterFailures: number;
+  random?: () => number;
+  now?: () => Date;
+}
+
+/** Opens sealed endpoint secrets once per (endpoint, secret version): rotation changes the version. */
+export class SecretCache {
+  private readonly cache = new Map<string, { version: number; secret: string }>();
+  constructor(private readonly box: SecretBox) {}
+
+  secretOf(endpointId: string, sealed: string | null, version: number): string | null {
+    if (sealed === null) return null;
+    const hit = this.cache.get(endpointId);
+    if (hit && hit.version === version) return hit.secret;
+    const secret = this.box.open(sealed);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(endpointId, { version, secret });
+    return secret;
+  }
+}
+
+/**
+ * Runs one attempt of a delivery.
+ *
+ * @param data the validated job payload
+ * @param timesDeferred how often this job was already turned away by the endpoint limiter
+ */
+export async function deliver(data: DeliverJobData, timesDeferred: number, deps: DeliverDeps): Promise<DeliverResult> {
+  if (!deps.limiter.tryAcquire(data.endpointId)) {
+    deps.metrics.deferred += 1;
+    return { kind: "defer", delayMs: deps.limiter.deferDelay(data.endpointId, timesDeferred) };
+  }
+  let unresponsive: boolean | undefined;
+  try {
+    const delivery = await deps.store.load(data.deliveryId);
+    if (delivery === null) {
+      // Its endpoint (and so the delivery) was deleted, or retention removed it: nothing to send.
+      deps.metrics.skipped += 1;
+      return { kind: "done", outcome: "missing" };
+    }
+    if (!delivery.enabled) {
+      await deps.store.markSkipped(delivery.deliveryId);
+      deps.metrics.skipped += 1;
+      return { kind: "done", outcome: "skipped" };
+    }
+    if (delivery.status !== "pending") {
+      // Skipped by a disable while it waited, or already finished by a run that crashed before
+      // completing its job: either way nothing more is owed.
+      deps.metrics.skipped += 1;
+      return { kind: "done", outcome: delivery.status === "skipped" ? "skipped" : "not-pending" };
+    }
+
+    const attemptsInRun = data.attempt ?? 0;
+    const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : data.trigger;
+    const sent = await sendAttempt({
+      url: delivery.url,
+      deliveryId: delivery.deliveryId,
+      body: delivery.body,
+      secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed, delivery.secretVersion),
+      agents: deps.agents,
+      timeoutMs: deps.timeoutMs,
+      now: deps.now,
+    });
+    const errorKind = sent.outcome.error?.kind;
+    unresponsive = sent.outcome.status === undefined && (errorKind === "timeout" || errorKind === "connection");
+    deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
+
+    const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
+    const now = (deps.now ?? (() => new Date()))();
+    const status = sent.verdict === "delivered" ? "delivered" : retryDelay !== null ? "pending" : "failed";
+    const failures = await deps.store.record({
+      attempt: toAttemptRecord(sent, delivery.deliveryId, delivery.attemptCount + 1, trigger),
+      endpointId: delivery.endpointId,
+      status,
+      nextAttemptAt: retryDelay === null ? null : new Date(now.getTime() + retryDelay),
+      counts: !delivery.test,
+      succeeded: sent.verdict === "delivered",
+    });
+
+    if (sent.verdict === "gone" || (failures !== null && failures >= deps.disableAfterFailures)) {
+      const disabled = await deps.disabler.disable({
+        endpointId: delivery.endpointId,
+        reason: sent.verdict === "gone" ? "gone" : "failures",
+        deliveryId: delivery.deliveryId,
+        status: sent.outcome.status ?? null,
+        error: sent.outcome.error?.message ?? null,
+        consecutiveFailures: failures ?? 0,
+      });
+      if (disabled) deps.metrics.endpointsDisabled += 1;
+      // A retry of this delivery would only find its endpoint disabled.
+      if (status === "pending") return { kind: "done", outcome: "skipped" };
+    }
+    if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay, attempt: attemptsInRun + 1 };
+    return { kind: "done", outcome: status === "delivered" ? "delivered" : "failed" };
+  } finally {
+    deps.limiter.release(data.endpointId, unresponsive);
+  }
+}

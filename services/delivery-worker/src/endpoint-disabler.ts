@@ -1,0 +1,51 @@
+/**
+ * Automatic disabling of an endpoint (410 Gone, or DISABLE_AFTER_FAILURES consecutive failed
+ * attempts): one conditional UPDATE decides which worker wins, so however many attempts race,
+ * the endpoint is disabled once and the administrators get one mail. Its waiting deliveries are
+ * marked skipped in the same transaction: a disabled endpoint receives nothing, now or after it
+ * is re-enabled (no catch-up).
+ */
+import type { PrismaClient } from "@vw/db";
+import { enqueueEndpointDisabledMail, type AutomaticDisableReason } from "@vw/queues";
+import type { Queue } from "bullmq";
+import type { Logger } from "@vw/service-kit";
+
+/** What caused the disable (goes into the mail). */
+export interface DisableCause {
+  endpointId: string;
+  reason: AutomaticDisableReason;
+  deliveryId: string;
+  status: number | null;
+  error: string | null;
+  consecutiveFailures: number;
+}
+
+/** Disables endpoints and queues the administrators' mail. */
+export class EndpointDisabler {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly notifications: Queue,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Returns true when this call disabled the endpoint (false: already disabled or deleted). */
+  async disable(cause: DisableCause): Promise<boolean> {
+    const disabledAt = await this.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<{ disabled_at: Date }[]>`
+        UPDATE webhook_endpoints
+        SET enabled = false, disabled_reason = ${cause.reason}, disabled_at = now(), updated_at = now()
+        WHERE id = ${cause.endpointId}::uuid AND enabled
+        RETURNING disabled_at`;
+      const row = rows[0];
+      if (!row) return null;
+      await tx.$executeRaw`
+        UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
+        WHERE endpoint_id = ${cause.endpointId}::uuid AND status = 'pending'`;
+      return row.disabled_at;
+    });
+    if (disabledAt === null) return false;
+    this.logger.warn({ ...cause }, `endpoint disabled (${cause.reason === "gone" ? "410 Gone" : "consecutive failures"})`);
+    await enqueueEndpointDisabledMail(this.notifications, { ...cause, disabledAt: disabledAt.toISOString() });
+    return true;
+  }
+}

@@ -1,0 +1,65 @@
+import { createPrismaClient } from "@vw/db";
+import { createRedisConnection } from "@vw/queues";
+import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { createSecretBox } from "@vw/webhook-core";
+import { createWorkerApp } from "./app.js";
+import { startDeliveryWorker } from "./compose.js";
+import { loadConfig } from "./config.js";
+import { smtpTransport } from "./mailer.js";
+
+const config = loadConfigOrExit("delivery-worker", () => loadConfig(process.env));
+const logger = createLogger("delivery-worker", config.logLevel);
+if (config.endpointUrlPolicy === "any") {
+  logger.warn({ endpointUrlPolicy: "any" }, "ENDPOINT_URL_POLICY=any: deliveries may go to loopback and private addresses. Development and tests only.");
+}
+if (config.smtpUrl === null) {
+  logger.warn("SMTP_URL is not set: administrators will NOT be e-mailed when an endpoint is disabled (the mails are logged instead).");
+}
+
+const prisma = createPrismaClient(config.databaseUrl, { max: 10 });
+const redis = createRedisConnection(config.redisUrl, "worker");
+const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
+
+const worker = await startDeliveryWorker({
+  prisma,
+  connection: redis,
+  keyPrefix: config.redisKeyPrefix,
+  logger,
+  // loadConfig has already built a box from these keys, so this cannot throw.
+  secretBox: createSecretBox(config.secretsEncryptionKey),
+  endpointUrlPolicy: config.endpointUrlPolicy,
+  deliveryTimeoutMs: config.deliveryTimeoutMs,
+  retryDelays: config.retryDelays,
+  disableAfterFailures: config.disableAfterFailures,
+  deliveryConcurrency: config.deliveryConcurrency,
+  endpointConcurrency: config.endpointConcurrency,
+  retentionDays: config.deliveryRetentionDays,
+  retentionIntervalMs: config.retentionIntervalMs,
+  jobLockMs: config.jobLockMs,
+  mailTransport: mail,
+  mailFrom: config.mailFrom,
+});
+const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port);
+logger.info(
+  {
+    port: config.port,
+    concurrency: config.deliveryConcurrency,
+    endpointConcurrency: config.endpointConcurrency,
+    retryDelays: config.retryDelays,
+    disableAfterFailures: config.disableAfterFailures,
+  },
+  "delivery-worker running",
+);
+
+// Workers first (in-flight deliveries finish and are logged), then HTTP, Redis and the database.
+registerShutdown(
+  logger,
+  [
+    { name: "workers", run: () => worker.close() },
+    { name: "http", run: () => closeServer(server) },
+    { name: "smtp", run: async () => mail?.close() },
+    { name: "redis", run: () => redis.quit() },
+    { name: "database", run: () => prisma.$disconnect() },
+  ],
+  30_000,
+);

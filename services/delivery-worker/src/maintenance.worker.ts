@@ -1,0 +1,46 @@
+/**
+ * The BullMQ worker of the maintenance queue and its schedule: `retention.v1` every
+ * RETENTION_INTERVAL_MS. The schedule is upserted by every worker replica at start-up; BullMQ's job
+ * scheduler keeps a single one, so replicas never run it twice for the same slot.
+ */
+import { Queue, UnrecoverableError, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { PrismaClient } from "@vw/db";
+import { JOB_NAMES, QUEUE_NAMES, assertPayload, bullPrefix, validateRetentionJob } from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+import type { WorkerMetrics } from "./metrics.js";
+import { runRetention } from "./retention.js";
+
+/** Id of the retention schedule in the maintenance queue. */
+export const RETENTION_SCHEDULER_ID = "delivery-retention";
+
+/** Upserts the retention schedule. */
+export async function scheduleRetention(queue: Queue, everyMs: number): Promise<void> {
+  await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: everyMs }, { name: JOB_NAMES.retention, data: {} });
+}
+
+/** Starts the maintenance worker. */
+export function createMaintenanceWorker(options: {
+  connection: Redis;
+  keyPrefix: string;
+  prisma: PrismaClient;
+  retentionDays: number;
+  metrics: WorkerMetrics;
+  logger: Logger;
+}): Worker {
+  const worker = new Worker(
+    QUEUE_NAMES.maintenance,
+    async (job) => {
+      if (job.name !== JOB_NAMES.retention) throw new UnrecoverableError(`unknown job name ${job.name}`);
+      assertPayload(JOB_NAMES.retention, validateRetentionJob, job.data);
+      const deleted = await runRetention(options.prisma, { retentionDays: options.retentionDays });
+      options.metrics.retentionDeleted += deleted.deliveries;
+      if (deleted.deliveries + deleted.events > 0) options.logger.info(deleted, "retention: old delivery history deleted");
+      return deleted;
+    },
+    { connection: options.connection, prefix: bullPrefix(options.keyPrefix), concurrency: 1 },
+  );
+  worker.on("failed", (job, err) => options.logger.error({ jobId: job?.id, err }, "maintenance job failed"));
+  worker.on("error", (err) => options.logger.error({ err }, "maintenance worker error"));
+  return worker;
+}

@@ -1,0 +1,61 @@
+/**
+ * Counters of this worker process, served in the Prometheus text format on `/metrics` with the
+ * queue depths read from Redis at scrape time (the operator's view of the queues).
+ */
+import type { AttemptVerdict } from "@vw/webhook-core";
+
+/** Upper bounds (ms) of the attempt-duration histogram. */
+const DURATION_BUCKETS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 15000, 30000];
+
+/** In-process counters; plain fields so the hot path pays one increment. */
+export class WorkerMetrics {
+  attempts: Record<AttemptVerdict, number> = { delivered: 0, retry: 0, gone: 0, rejected: 0 };
+  deferred = 0;
+  skipped = 0;
+  endpointsDisabled = 0;
+  mailsSent = 0;
+  retentionDeleted = 0;
+  private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
+  private durationSum = 0;
+  private durationCount = 0;
+
+  observeAttempt(verdict: AttemptVerdict, durationMs: number): void {
+    this.attempts[verdict] += 1;
+    this.durationSum += durationMs;
+    this.durationCount += 1;
+    for (let i = 0; i < DURATION_BUCKETS.length; i += 1) {
+      if (durationMs <= (DURATION_BUCKETS[i] as number)) this.buckets[i] = (this.buckets[i] as number) + 1;
+    }
+  }
+
+  /** The Prometheus exposition text, with queue depths given by the caller. */
+  render(queues: Record<string, Record<string, number>>, extra: Record<string, number> = {}): string {
+    const lines: string[] = [];
+    const metric = (name: string, type: string, help: string, samples: [string, number][]): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+    };
+    metric(
+      "vw_delivery_attempts_total",
+      "counter",
+      "Delivery attempts by verdict.",
+      Object.entries(this.attempts).map(([verdict, n]) => [`{verdict="${verdict}"}`, n]),
+    );
+    metric("vw_delivery_deferred_total", "counter", "Jobs put back because their endpoint had its share in flight.", [["", this.deferred]]);
+    metric("vw_delivery_skipped_total", "counter", "Deliveries not sent: endpoint disabled or deleted.", [["", this.skipped]]);
+    metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
+    metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
+    metric("vw_retention_deleted_total", "counter", "Deliveries deleted by the retention job.", [["", this.retentionDeleted]]);
+    lines.push("# HELP vw_delivery_attempt_duration_ms Duration of delivery attempts.", "# TYPE vw_delivery_attempt_duration_ms histogram");
+    DURATION_BUCKETS.forEach((bound, i) => lines.push(`vw_delivery_attempt_duration_ms_bucket{le="${bound}"} ${this.buckets[i]}`));
+    lines.push(`vw_delivery_attempt_duration_ms_bucket{le="+Inf"} ${this.durationCount}`);
+    lines.push(`vw_delivery_attempt_duration_ms_sum ${this.durationSum}`, `vw_delivery_attempt_duration_ms_count ${this.durationCount}`);
+    const depth: [string, number][] = [];
+    for (const [queue, counts] of Object.entries(queues)) {
+      for (const [state, n] of Object.entries(counts)) depth.push([`{queue="${queue}",state="${state}"}`, n]);
+    }
+    metric("vw_queue_jobs", "gauge", "Jobs per queue and state.", depth);
+    for (const [name, value] of Object.entries(extra)) metric(name, "gauge", name.replace(/_/g, " "), [["", value]]);
+    return `${lines.join("\n")}\n`;
+  }
+}

@@ -1,0 +1,51 @@
+/** The BullMQ worker of the notifications queue: endpoint-disabled mails, retried on SMTP failures. */
+import { UnrecoverableError, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import {
+  INFRA_BACKOFF_TYPE,
+  JOB_NAMES,
+  JobPayloadError,
+  QUEUE_NAMES,
+  assertPayload,
+  bullPrefix,
+  infraBackoffDelay,
+  validateEndpointDisabledMail,
+} from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+import type { EndpointDisabledMailer } from "./mailer.js";
+import type { WorkerMetrics } from "./metrics.js";
+
+/** Starts the notifications worker. */
+export function createNotificationsWorker(options: {
+  connection: Redis;
+  keyPrefix: string;
+  mailer: EndpointDisabledMailer;
+  metrics: WorkerMetrics;
+  logger: Logger;
+}): Worker {
+  const worker = new Worker(
+    QUEUE_NAMES.notifications,
+    async (job) => {
+      if (job.name !== JOB_NAMES.endpointDisabledMail) throw new UnrecoverableError(`unknown job name ${job.name}`);
+      let data;
+      try {
+        data = assertPayload(JOB_NAMES.endpointDisabledMail, validateEndpointDisabledMail, job.data);
+      } catch (err) {
+        if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
+        throw err;
+      }
+      const to = await options.mailer.send(data);
+      if (to.length > 0) options.metrics.mailsSent += 1;
+      return { to };
+    },
+    {
+      connection: options.connection,
+      prefix: bullPrefix(options.keyPrefix),
+      concurrency: 4,
+      settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
+    },
+  );
+  worker.on("failed", (job, err: Error) => options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "notification job failed"));
+  worker.on("error", (err) => options.logger.error({ err }, "notifications worker error"));
+  return worker;
+}

@@ -1,0 +1,169 @@
+/**
+ * In-process harness of the delivery worker's integration tests: the real PostgreSQL of the test
+ * run (DATABASE_URL from the jest global setup), the real Redis under a random key prefix, the
+ * worker built by `startDeliveryWorker` with a short retry schedule, loopback receivers that
+ * verify like a customer's, and an SMTP sink. Rows are created directly, the way event-ingest and
+ * admin-api write them, so these tests exercise the worker alone.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Job } from "bullmq";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { createRedisConnection, enqueueDeliveries, type DeliverJobData } from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+import { startSmtpSink, type SmtpSink } from "@vw/testing";
+import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
+import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
+import { smtpTransport } from "../src/mailer.js";
+import type { Redis } from "ioredis";
+
+/** A logger that keeps nothing (tests assert on rows, requests and mails). */
+export const silentLogger: Logger = (() => {
+  const noop = (): void => undefined;
+  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => logger, level: "silent" };
+  return logger as unknown as Logger;
+})();
+
+export interface HarnessOptions {
+  retryDelays?: number[];
+  disableAfterFailures?: number;
+  deliveryTimeoutMs?: number;
+  endpointUrlPolicy?: EndpointUrlPolicy;
+  endpointConcurrency?: number;
+  deliveryConcurrency?: number;
+  random?: () => number;
+}
+
+export interface TestEndpoint {
+  id: string;
+  worldId: string;
+  secret: string | null;
+}
+
+export interface Harness {
+  prisma: PrismaClient;
+  redis: Redis;
+  keyPrefix: string;
+  secretBox: SecretBox;
+  secretsKey: string;
+  smtp: SmtpSink;
+  worker: DeliveryWorker;
+  /** Resolves with the processor's result when the job with this id completes. */
+  completion(jobId: string, timeoutMs?: number): Promise<string>;
+  createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
+  createEndpoint(worldId: string, options: { url: string; format?: "current" | "legacy"; withSecret?: boolean; subscriptions?: string[] }): Promise<TestEndpoint>;
+  /** Stores a delivery the way event-ingest does and queues its job; returns the deliveryId. */
+  seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; enqueue?: boolean }): Promise<string>;
+  enqueue(jobs: DeliverJobData[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts a harness; call `close` in afterAll. */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const databaseUrl = process.env.DATABASE_URL;
+  const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through `pnpm test` (jest global setup)");
+  const prisma = createPrismaClient(databaseUrl, { max: 5 });
+  const redis = createRedisConnection(redisUrl, "worker");
+  const keyPrefix = `vwtest-${randomBytes(6).toString("hex")}`;
+  const secretsKey = generateSecretBoxKey();
+  const secretBox = createSecretBox(secretsKey);
+  const smtp = await startSmtpSink();
+  const mail = smtpTransport(smtp.url);
+  const worker = await startDeliveryWorker({
+    prisma,
+    connection: redis,
+    keyPrefix,
+    logger: silentLogger,
+    secretBox,
+    endpointUrlPolicy: options.endpointUrlPolicy ?? "any",
+    deliveryTimeoutMs: options.deliveryTimeoutMs ?? 2000,
+    retryDelays: options.retryDelays ?? [100, 200, 300],
+    disableAfterFailures: options.disableAfterFailures ?? 50,
+    deliveryConcurrency: options.deliveryConcurrency ?? 50,
+    endpointConcurrency: options.endpointConcurrency ?? 10,
+    retentionDays: 90,
+    retentionIntervalMs: 3_600_000,
+    jobLockMs: 30_000,
+    mailTransport: mail,
+    mailFrom: "Webhooks <webhooks@test.local>",
+    random: options.random,
+  });
+
+  const done = new Map<string, string>();
+  const waiters = new Map<string, (result: string) => void>();
+  const deliveriesWorker = worker.workers[0]!;
+  deliveriesWorker.on("completed", (job: Job, result: string) => {
+    const id = String(job.id);
+    done.set(id, result);
+    waiters.get(id)?.(result);
+  });
+
+  const organizationIds: string[] = [];
+  return {
+    prisma,
+    redis,
+    keyPrefix,
+    secretBox,
+    secretsKey,
+    smtp,
+    worker,
+    completion(jobId, timeoutMs = 20_000) {
+      const hit = done.get(jobId);
+      if (hit !== undefined) return Promise.resolve(hit);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`job ${jobId} did not complete within ${timeoutMs} ms`)), timeoutMs);
+        waiters.set(jobId, (result) => {
+          clearTimeout(timer);
+          resolve(result);
+        });
+      });
+    },
+    async createWorld({ adminEmails = ["owner@example.com", "ops@example.com"] } = {}) {
+      const suffix = randomBytes(5).toString("hex");
+      const organization = await prisma.organization.create({ data: { slug: `dw-${suffix}`, name: `Org ${suffix}` } });
+      organizationIds.push(organization.id);
+      const world = await prisma.world.create({
+        data: { organizationId: organization.id, slug: `world-${suffix}`, name: `World ${suffix}`, adminEmails },
+      });
+      return { id: world.id, slug: world.slug, organizationSlug: organization.slug };
+    },
+    async createEndpoint(worldId, { url, format = "current", withSecret = true, subscriptions = ["visitor", "recording", "consent"] }) {
+      const secret = withSecret ? generateSecret() : null;
+      const row = await prisma.webhookEndpoint.create({
+        data: { worldId, url, subscriptions, format, apiVersion: "2026-11-01", secretSealed: secret === null ? null : secretBox.seal(secret) },
+      });
+      return { id: row.id, worldId, secret };
+    },
+    async seedDelivery(endpoint, { type = "visitor.registered", data, test = false, enqueue = true } = {}) {
+      const deliveryId = randomUUID();
+      const body = buildEnvelope({
+        deliveryId,
+        apiVersion: "2026-11-01",
+        type,
+        timestamp: new Date().toISOString(),
+        world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
+        data: data ?? { uuid: randomUUID(), name: "Ada", email: "ada@example.com", via: "sso" },
+        test,
+      });
+      await prisma.webhookDelivery.create({
+        data: { id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test, status: "pending" },
+      });
+      if (enqueue) await enqueueDeliveries(worker.queues.deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
+      return deliveryId;
+    },
+    enqueue: (jobs) => enqueueDeliveries(worker.queues.deliveries, jobs),
+    async close() {
+      await worker.close();
+      for (const queue of Object.values(worker.queues)) {
+        const handle = new (await import("bullmq")).Queue(queue.name, { connection: redis, prefix: `${keyPrefix}:bull` });
+        await handle.obliterate({ force: true });
+        await handle.close();
+      }
+      await prisma.organization.deleteMany({ where: { id: { in: organizationIds } } });
+      mail.close();
+      await smtp.close();
+      await redis.quit();
+      await prisma.$disconnect();
+    },
+  };
+}
