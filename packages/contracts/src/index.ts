@@ -29,3 +29,4 @@ export {
 } from "./wam/index.js";
 export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
+export * from "./events/index.js";
