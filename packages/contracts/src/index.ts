@@ -30,3 +30,4 @@ export {
 export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
+export * from "./deliveries.schema.js";

@@ -155,7 +155,22 @@ export class DeliveryStore {
   private async writeMany(results: AttemptResult[]): Promise<(number | null)[]> {
     const counters = failureCounterChanges(results);
     const counterIds = [...counters.keys()];
-    const [, , counterRows] = await this.prisma.$transaction([
+    // A delivery skipped while its attempt was in flight (the endpoint was disabled) stays
+    // skipped: its retry must not be sent, even if the endpoint is re-enabled (no catch-up).
+    // Lock order, shared with every disable (admin-api and EndpointDisabler): endpoint rows
+    // first, sorted by id, then deliveries. Any other order deadlocks against a disable that
+    // updates the endpoint and then its waiting deliveries.
+    counterIds.sort();
+    const [, counterRows] = await this.prisma.$transaction([
+      this.prisma.$queryRaw`
+        SELECT id FROM webhook_endpoints WHERE id = ANY(${counterIds}::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
+      this.prisma.$queryRaw<CounterRow[]>`
+        UPDATE webhook_endpoints e
+        SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
+        FROM unnest(${counterIds}::uuid[], ${counterIds.map((id) => counters.get(id)!.reset)}::bool[],
+                    ${counterIds.map((id) => counters.get(id)!.n)}::int[]) AS v(id, reset, n)
+        WHERE e.id = v.id AND (v.n > 0 OR e.consecutive_failures <> 0)
+        RETURNING e.id, e.consecutive_failures`,
       this.prisma.deliveryAttempt.createMany({
         data: results.map(({ attempt }) => ({
           ...attempt,
@@ -165,19 +180,13 @@ export class DeliveryStore {
       }),
       this.prisma.$executeRaw`
         UPDATE webhook_deliveries d
-        SET status = v.status, attempt_count = d.attempt_count + 1, last_status = v.last_status,
-            next_attempt_at = v.next_at, updated_at = now()
+        SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
+            attempt_count = d.attempt_count + 1, last_status = v.last_status,
+            next_attempt_at = CASE WHEN d.status = 'skipped' THEN NULL ELSE v.next_at END, updated_at = now()
         FROM unnest(${results.map((r) => r.attempt.deliveryId)}::uuid[], ${results.map((r) => r.status)}::text[],
                     ${results.map((r) => r.attempt.responseStatus)}::int[], ${results.map((r) => r.nextAttemptAt)}::timestamptz[])
              AS v(id, status, last_status, next_at)
         WHERE d.id = v.id`,
-      this.prisma.$queryRaw<CounterRow[]>`
-        UPDATE webhook_endpoints e
-        SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
-        FROM unnest(${counterIds}::uuid[], ${counterIds.map((id) => counters.get(id)!.reset)}::bool[],
-                    ${counterIds.map((id) => counters.get(id)!.n)}::int[]) AS v(id, reset, n)
-        WHERE e.id = v.id AND (v.n > 0 OR e.consecutive_failures <> 0)
-        RETURNING e.id, e.consecutive_failures`,
     ]);
     const failuresById = new Map(counterRows.map((row) => [row.id, row.consecutive_failures]));
     return results.map((r) => (r.counts ? (failuresById.get(r.endpointId) ?? null) : null));
