@@ -5,3 +5,4 @@
  */
 export * from "./receiver.js";
 export * from "./smtp-sink.js";
+export * from "./processes.js";

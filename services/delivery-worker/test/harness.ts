@@ -6,9 +6,9 @@
  * admin-api write them, so these tests exercise the worker alone.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Job } from "bullmq";
+import { Queue, type Job } from "bullmq";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { createRedisConnection, enqueueDeliveries, type DeliverJobData } from "@vw/queues";
+import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { startSmtpSink, type SmtpSink } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -31,6 +31,8 @@ export interface HarnessOptions {
   endpointConcurrency?: number;
   deliveryConcurrency?: number;
   random?: () => number;
+  /** False: no worker in this process (a test spawns worker processes itself). Default true. */
+  inProcessWorker?: boolean;
 }
 
 export interface TestEndpoint {
@@ -46,7 +48,10 @@ export interface Harness {
   secretBox: SecretBox;
   secretsKey: string;
   smtp: SmtpSink;
+  /** The in-process worker (throws when the harness was started without one). */
   worker: DeliveryWorker;
+  /** The deliveries queue (a producer handle). */
+  deliveries: Queue;
   /** Resolves with the processor's result when the job with this id completes. */
   completion(jobId: string, timeoutMs?: number): Promise<string>;
   createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
@@ -69,7 +74,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const secretBox = createSecretBox(secretsKey);
   const smtp = await startSmtpSink();
   const mail = smtpTransport(smtp.url);
-  const worker = await startDeliveryWorker({
+  const worker = options.inProcessWorker === false ? null : await startDeliveryWorker({
     prisma,
     connection: redis,
     keyPrefix,
@@ -91,8 +96,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const done = new Map<string, string>();
   const waiters = new Map<string, (result: string) => void>();
-  const deliveriesWorker = worker.workers[0]!;
-  deliveriesWorker.on("completed", (job: Job, result: string) => {
+  const deliveries = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
+  worker?.workers[0]!.on("completed", (job: Job, result: string) => {
     const id = String(job.id);
     done.set(id, result);
     waiters.get(id)?.(result);
@@ -106,7 +111,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     secretBox,
     secretsKey,
     smtp,
-    worker,
+    get worker(): DeliveryWorker {
+      if (worker === null) throw new Error("this harness runs no worker in-process");
+      return worker;
+    },
+    deliveries,
     completion(jobId, timeoutMs = 20_000) {
       const hit = done.get(jobId);
       if (hit !== undefined) return Promise.resolve(hit);
@@ -148,14 +157,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await prisma.webhookDelivery.create({
         data: { id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test, status: "pending" },
       });
-      if (enqueue) await enqueueDeliveries(worker.queues.deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
+      if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
       return deliveryId;
     },
-    enqueue: (jobs) => enqueueDeliveries(worker.queues.deliveries, jobs),
+    enqueue: (jobs) => enqueueDeliveries(deliveries, jobs),
     async close() {
-      await worker.close();
-      for (const queue of Object.values(worker.queues)) {
-        const handle = new (await import("bullmq")).Queue(queue.name, { connection: redis, prefix: `${keyPrefix}:bull` });
+      await worker?.close();
+      await deliveries.close();
+      for (const name of Object.values(QUEUE_NAMES)) {
+        const handle = new Queue(name, { connection: redis, prefix: bullPrefix(keyPrefix) });
         await handle.obliterate({ force: true });
         await handle.close();
       }

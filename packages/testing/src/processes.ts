@@ -1,0 +1,74 @@
+/**
+ * Runs a service's `src/main.ts` as its own process (tsx, workspace sources), for tests that need
+ * a real process boundary: kill -9, SIGTERM, two replicas. Readiness is awaited on `/readyz`,
+ * never on a sleep.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A free TCP port on 127.0.0.1 (bound once, then released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** A running service process. */
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  stderr(): string;
+  /** SIGTERM, then resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL (kill -9): no shutdown code runs. Resolves once the process is gone. */
+  kill9(): Promise<void>;
+}
+
+/** Spawns `<serviceDir>/src/main.ts` with `env` (plus PORT) and waits for its `/readyz`. */
+export async function spawnService(serviceDir: string, env: Record<string, string>, readyTimeoutMs = 30_000): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", "src/main.ts"], {
+    cwd: serviceDir,
+    env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`${serviceDir} exited with ${code}: ${stderr}`))));
+  exited.catch(() => undefined);
+  const deadline = Date.now() + readyTimeoutMs;
+  const ready = (async () => {
+    while (Date.now() < deadline) {
+      try {
+        if ((await fetch(`${url}/readyz`)).status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill("SIGKILL");
+    throw new Error(`${serviceDir} not ready within ${readyTimeoutMs} ms: ${stderr}`);
+  })();
+  await Promise.race([ready, exited]);
+  const gone = (): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+  return {
+    url,
+    child,
+    stderr: () => stderr,
+    stop: async () => {
+      const code = new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (c) => resolve(c))));
+      child.kill("SIGTERM");
+      return code;
+    },
+    kill9: async () => {
+      const done = gone();
+      child.kill("SIGKILL");
+      await done;
+    },
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * One dead endpoint never holds up the others: with the worker's slots fewer than the dead
+ * endpoint's backlog, a healthy endpoint's deliveries still go out while the dead one's requests
+ * hang, and the dead endpoint never has more than its share in flight.
+ */
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+const TIMEOUT_MS = 3000;
+let h: Harness;
+let dead: WebhookReceiver;
+let healthy: WebhookReceiver;
+
+beforeAll(async () => {
+  h = await startHarness({ deliveryConcurrency: 8, endpointConcurrency: 4, deliveryTimeoutMs: TIMEOUT_MS, retryDelays: [60_000] });
+  dead = await startWebhookReceiver({ answer: "hang" });
+  healthy = await startWebhookReceiver({ answer: 204 });
+});
+afterAll(async () => {
+  await h.close();
+  await dead.close();
+  await healthy.close();
+});
+
+it("keeps a healthy endpoint flowing while another one hangs on every request", async () => {
+  const world = await h.createWorld();
+  const deadEndpoint = await h.createEndpoint(world.id, { url: dead.url });
+  const healthyEndpoint = await h.createEndpoint(world.id, { url: healthy.url });
+  // The dead endpoint's backlog is queued first and is larger than the worker's 8 slots.
+  for (let i = 0; i < 30; i += 1) await h.seedDelivery(deadEndpoint);
+  const healthyIds: string[] = [];
+  for (let i = 0; i < 40; i += 1) healthyIds.push(await h.seedDelivery(healthyEndpoint));
+
+  const results = await Promise.all(healthyIds.map((id) => h.completion(id)));
+  expect(results.every((r) => r === "delivered")).toBe(true);
+  expect(healthy.received).toHaveLength(40);
+  // The dead endpoint got at most its per-endpoint share of requests, all still hanging.
+  expect(dead.received.length).toBeGreaterThan(0);
+  expect(dead.received.length).toBeLessThanOrEqual(4);
+  // Every healthy delivery was answered before the first hung request could even time out.
+  const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: healthyIds } } });
+  const firstHang = Math.min(...dead.received.map((r) => r.at));
+  expect(Math.max(...attempts.map((a) => a.startedAt.getTime() + a.durationMs))).toBeLessThan(firstHang + TIMEOUT_MS);
+  expect(h.worker.metrics.deferred).toBeGreaterThan(0);
+});

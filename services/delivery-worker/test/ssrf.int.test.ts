@@ -1,0 +1,49 @@
+/**
+ * SSRF at delivery time under the default ENDPOINT_URL_POLICY (public-https): whatever URL got
+ * into the database (a policy tightened later, a row written by hand, DNS that changed since
+ * creation), the worker refuses to connect to a non-public address, sends nothing and logs the
+ * refusal without retrying.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+let h: Harness;
+let probe: WebhookReceiver;
+
+beforeAll(async () => {
+  h = await startHarness({ endpointUrlPolicy: "public-https", retryDelays: [100] });
+  probe = await startWebhookReceiver({ answer: 204 });
+});
+afterAll(async () => {
+  await h.close();
+  await probe.close();
+});
+
+describe("with ENDPOINT_URL_POLICY=public-https the worker refuses", () => {
+  const cases = (port: number): [string, string][] => [
+    ["plain http", `http://example.com:${port}/hook`],
+    ["loopback", `https://127.0.0.1:${port}/hook`],
+    ["IPv6 loopback", `https://[::1]:${port}/hook`],
+    ["localhost", `https://localhost:${port}/hook`],
+    ["decimal IPv4", `https://2130706433:${port}/hook`],
+    ["octal IPv4", `https://0177.0.0.1:${port}/hook`],
+    ["IPv4-mapped IPv6", `https://[::ffff:127.0.0.1]:${port}/hook`],
+    ["private 10/8", `https://10.0.0.1:${port}/hook`],
+    ["link-local metadata", `https://169.254.169.254/latest/meta-data`],
+    ["CGNAT", `https://100.64.0.1:${port}/hook`],
+    ["IPv6 unique-local", `https://[fd00::1]:${port}/hook`],
+  ];
+
+  it.each(cases(0).map(([name]) => name))("%s", async (name) => {
+    const url = cases(probe.port).find(([n]) => n === name)![1];
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url });
+    const deliveryId = await h.seedDelivery(endpoint);
+    expect(await h.completion(deliveryId)).toBe("failed");
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ errorKind: "refused-by-policy", verdict: "rejected", responseStatus: null });
+    expect(probe.received).toHaveLength(0);
+  });
+});
