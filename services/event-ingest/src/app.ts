@@ -1,0 +1,62 @@
+import { Router, type Express } from "express";
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { pingDatabase, type PrismaClient } from "@vw/db";
+import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { DEFAULT_MAX_EVENTS_PER_REQUEST } from "./config.js";
+import { eventsRouter } from "./events.routes.js";
+import { DEFAULT_BODY_LIMIT, jsonBody } from "./http-support.js";
+import { ingestAuth } from "./ingest-auth.js";
+import { IngestService } from "./ingest.service.js";
+
+/** What event-ingest is built from; `main.ts` passes the live ones, tests their own. */
+export interface IngestAppDeps {
+  prisma: PrismaClient;
+  /** The producer connection (fails fast); `/readyz` pings it. */
+  redis: Redis;
+  /** The deliveries queue (`QUEUE_NAMES.deliveries`) opened on `redis`. */
+  queue: Queue;
+  logger: Logger;
+  /** The bearer token every `/v1` request must present. */
+  ingestToken: string;
+  /** PLAY_URL (a trailing slash is ignored). */
+  playUrl: string;
+  /** MAX_EVENTS_PER_REQUEST; 500 by default. */
+  maxEventsPerRequest?: number;
+  /** Largest JSON body (bytes, or a size such as "5mb"); 5 MiB by default. */
+  bodyLimit?: string | number;
+  /** How long adding the jobs may take before the request is a 503; 5 s by default. */
+  enqueueTimeoutMs?: number;
+}
+
+/** Prefix of every authenticated route. */
+export const INGEST_API_PREFIX = "/v1";
+
+/**
+ * The event-ingest HTTP app: `/healthz`, `/readyz` (database and Redis) and the authenticated
+ * `/v1` routes; every error is an RFC 9457 problem document.
+ */
+export function createIngestApp(deps: IngestAppDeps): Express {
+  const ingest = new IngestService(deps.prisma, deps.queue, {
+    playUrl: deps.playUrl,
+    enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
+  });
+
+  const api = Router({ caseSensitive: true });
+  api.use(ingestAuth(deps.ingestToken));
+  api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
+  api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
+
+  const app = createApp();
+  app.use(requestLogger(deps.logger));
+  app.use(
+    healthRouter([
+      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "redis", check: () => deps.redis.ping() },
+    ]),
+  );
+  app.use(INGEST_API_PREFIX, api);
+  app.use(notFoundHandler);
+  app.use(errorMiddleware(deps.logger));
+  return app;
+}

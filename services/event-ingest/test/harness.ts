@@ -1,0 +1,217 @@
+/**
+ * Test harness of event-ingest's integration tests: the app mounted in-process on an ephemeral
+ * port against the real PostgreSQL (DATABASE_URL from the jest global setup) and Redis
+ * (REDIS_URL) of the test run, a random Redis key prefix and random slugs per harness so test
+ * files never see each other's rows or jobs, and helpers that create worlds and endpoints
+ * directly with Prisma.
+ */
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import type { Job, Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } from "@vw/queues";
+import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createIngestApp } from "../src/app.js";
+
+export const PLAY_URL = "https://play.example.test";
+
+export interface LogLine {
+  level: string;
+  fields: unknown;
+  msg: unknown;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, or `undefined` for an empty or non-JSON body. */
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  /** Serialised as JSON with `Content-Type: application/json`, unless `rawBody` is given. */
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  /** Bearer token to send; the harness's ingest token by default, `null` for none. */
+  token?: string | null;
+}
+
+export interface IngestHarnessOptions {
+  /** Redis of the app's producer connection; REDIS_URL by default (a dead address to test failures). */
+  redisUrl?: string;
+  /** Key prefix of the deliveries queue; a fresh random one (obliterated by `close`) unless given. */
+  keyPrefix?: string;
+  maxEventsPerRequest?: number;
+  bodyLimit?: string | number;
+  enqueueTimeoutMs?: number;
+}
+
+export interface TestWorld {
+  id: string;
+  organizationSlug: string;
+  slug: string;
+  /** `<org>/<world>`, as events name it. */
+  ref: string;
+}
+
+export interface EndpointOptions {
+  subscriptions: WebhookSubscription[];
+  enabled?: boolean;
+  format?: "current" | "legacy";
+  apiVersion?: string;
+}
+
+export interface IngestHarness {
+  baseUrl: string;
+  token: string;
+  prisma: PrismaClient;
+  redis: Redis;
+  queue: Queue;
+  keyPrefix: string;
+  logs: LogLine[];
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** `POST /v1/events` with `body`. */
+  post(body: unknown, options?: Omit<RequestOptions, "body">): Promise<TestResponse>;
+  /** A new organization and world (random slugs under this harness's prefix). */
+  createWorld(options?: { customDomain?: string }): Promise<TestWorld>;
+  /** A webhook endpoint row of `world`; returns its id. */
+  createEndpoint(world: TestWorld, options: EndpointOptions): Promise<string>;
+  /** Every job of the deliveries queue, whatever its state. */
+  jobs(): Promise<Job<DeliverJobData>[]>;
+  close(): Promise<void>;
+}
+
+/** A logger that keeps every line in memory, so tests can assert on what is (not) logged. */
+function recordingLogger(logs: LogLine[]): Logger {
+  const record =
+    (level: string) =>
+    (fields: unknown, msg?: unknown): void => {
+      logs.push({ level, fields, msg });
+    };
+  const logger = {
+    trace: record("trace"),
+    debug: record("debug"),
+    info: record("info"),
+    warn: record("warn"),
+    error: record("error"),
+    fatal: record("fatal"),
+    child: () => logger,
+  };
+  return logger as unknown as Logger;
+}
+
+export async function startIngest(options: IngestHarnessOptions = {}): Promise<IngestHarness> {
+  const databaseUrl = process.env.DATABASE_URL;
+  const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
+  if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest (test/global-setup.js)");
+  const prisma = createPrismaClient(databaseUrl, { max: 4 });
+  const redis = createRedisConnection(redisUrl, "producer");
+  const ownsPrefix = options.keyPrefix === undefined;
+  const keyPrefix = options.keyPrefix ?? `vwtest-${randomBytes(4).toString("hex")}`;
+  const queue = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
+  const logs: LogLine[] = [];
+  // Failures of a deliberately dead Redis are expected; keep them off the console.
+  redis.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "redis error" }));
+  queue.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "queue error" }));
+
+  const token = `test-ingest-${randomBytes(16).toString("hex")}`;
+  const app = createIngestApp({
+    prisma,
+    redis,
+    queue,
+    logger: recordingLogger(logs),
+    ingestToken: token,
+    playUrl: `${PLAY_URL}/`,
+    ...(options.maxEventsPerRequest === undefined ? {} : { maxEventsPerRequest: options.maxEventsPerRequest }),
+    ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
+  });
+  const server = await listen(app, 0, "127.0.0.1");
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
+  const slug = (label: string) => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`;
+
+  const request: IngestHarness["request"] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    const bearer = opts.token === undefined ? token : opts.token;
+    if (bearer !== null) headers["authorization"] = `Bearer ${bearer}`;
+    let body: string | undefined = opts.rawBody;
+    if (body === undefined && opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    let parsed: unknown;
+    if (text !== "") {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+
+  return {
+    baseUrl,
+    token,
+    prisma,
+    redis,
+    queue,
+    keyPrefix,
+    logs,
+    request,
+    post: (body, opts = {}) => request("POST", "/v1/events", { ...opts, body }),
+    async createWorld(opts = {}) {
+      const organization = await prisma.organization.create({ data: { slug: slug("org"), name: "Test organization" } });
+      const world = await prisma.world.create({
+        data: {
+          organizationId: organization.id,
+          slug: slug("w"),
+          name: "Test world",
+          adminEmails: ["admin@example.test"],
+          customDomain: opts.customDomain ?? null,
+        },
+      });
+      return { id: world.id, organizationSlug: organization.slug, slug: world.slug, ref: `${organization.slug}/${world.slug}` };
+    },
+    async createEndpoint(world, opts) {
+      const enabled = opts.enabled ?? true;
+      const endpoint = await prisma.webhookEndpoint.create({
+        data: {
+          worldId: world.id,
+          url: "https://receiver.example.test/hook",
+          subscriptions: opts.subscriptions,
+          enabled,
+          disabledReason: enabled ? null : "manual",
+          disabledAt: enabled ? null : new Date(),
+          format: opts.format ?? "current",
+          apiVersion: opts.apiVersion ?? CURRENT_API_VERSION,
+          secretSealed: null,
+        },
+      });
+      return endpoint.id;
+    },
+    jobs: () => queue.getJobs(["waiting", "active", "delayed", "prioritized", "completed", "failed"]) as Promise<Job<DeliverJobData>[]>,
+    async close() {
+      await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
+      await closeServer(server);
+      if (redis.status === "ready") {
+        if (ownsPrefix) await queue.obliterate({ force: true });
+        await queue.close();
+        await redis.quit();
+      } else {
+        // A dead or closed connection: nothing to clean in Redis. Disconnecting an ended one
+        // again would leave ioredis's 2 s stream-destroy timer behind.
+        if (redis.status !== "end") redis.disconnect();
+        await queue.close();
+      }
+      await prisma.$disconnect();
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startIngest, type IngestHarness } from "./harness.js";
+
+let api: IngestHarness;
+
+beforeAll(async () => {
+  api = await startIngest({ bodyLimit: 2048 });
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+describe("authentication", () => {
+  it("refuses a request without a token with 401 and WWW-Authenticate", async () => {
+    const res = await api.post({}, { token: null });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(res.headers.get("www-authenticate")).toBe('Bearer realm="event-ingest"');
+    expect(res.body).toMatchObject({ type: "/problems/unauthorized", status: 401 });
+  });
+
+  it("refuses a wrong token with 401 invalid_token and never logs it", async () => {
+    const wrong = `${api.token}x`;
+    const res = await api.post({}, { token: wrong });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toBe('Bearer realm="event-ingest", error="invalid_token"');
+    expect(res.body).toMatchObject({ type: "/problems/invalid-token" });
+    expect(JSON.stringify(api.logs)).not.toContain(wrong);
+  });
+
+  it("refuses a malformed Authorization header", async () => {
+    const res = await api.request("POST", "/v1/events", { token: null, headers: { authorization: `Basic ${api.token}` }, body: {} });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_request"');
+  });
+
+  it("checks the token before anything else under /v1, unknown routes included", async () => {
+    expect((await api.request("GET", "/v1/nothing", { token: null })).status).toBe(401);
+    expect((await api.request("GET", "/v1/nothing")).status).toBe(404);
+  });
+});
+
+describe("HTTP surface", () => {
+  it("answers /healthz and /readyz with the database and Redis checked", async () => {
+    expect((await api.request("GET", "/healthz", { token: null })).body).toEqual({ status: "ok" });
+    const ready = await api.request("GET", "/readyz", { token: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: "ready", checks: [{ name: "database", ok: true }, { name: "redis", ok: true }] });
+  });
+
+  it("answers 405 with Allow for another method on /v1/events", async () => {
+    const res = await api.request("GET", "/v1/events");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+
+  it("refuses a missing body, malformed JSON, another media type and an oversized body", async () => {
+    const missing = await api.request("POST", "/v1/events");
+    expect(missing.status).toBe(400);
+    expect(missing.body.errors).toEqual([{ pointer: "", detail: "is required" }]);
+
+    const malformed = await api.request("POST", "/v1/events", { rawBody: "{", headers: { "content-type": "application/json" } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.type).toBe("/problems/malformed-json");
+
+    const text = await api.request("POST", "/v1/events", { rawBody: "id=1", headers: { "content-type": "text/plain" } });
+    expect(text.status).toBe(415);
+
+    const big = await api.post({ events: [{ id: "x".repeat(4096) }] });
+    expect(big.status).toBe(413);
+    expect(big.body.type).toBe("/problems/payload-too-large");
+  });
+
+  it("answers unknown routes with a 404 problem", async () => {
+    const res = await api.request("GET", "/nowhere", { token: null });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  });
+});
+
+describe("readiness without Redis", () => {
+  it("reports redis unavailable with 503 when its connection is gone", async () => {
+    const down = await startIngest({ keyPrefix: api.keyPrefix });
+    try {
+      await down.queue.waitUntilReady();
+      down.redis.disconnect();
+      const res = await down.request("GET", "/readyz", { token: null });
+      expect(res.status).toBe(503);
+      expect(res.body.checks).toEqual([{ name: "database", ok: true }, expect.objectContaining({ name: "redis", ok: false })]);
+    } finally {
+      await down.close();
+    }
+  });
+});
