@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `pnpm bench <name> [args...]`: runs `services/<name>/bench/<name>.bench.ts` (under tsx, with the
+ * `pnpm bench <name> [args...]`: runs `services/<service>/bench/<name>.bench.ts` (under tsx, with the
  * `development` export condition so workspace packages load from src) against private, throwaway
  * infrastructure: an s3rver on a random port with its own bucket, a fresh migrated database
  * `vw_bench_<random>` (created through TEST_PG_ADMIN_URL, default
@@ -38,12 +38,19 @@ function availableBenches() {
   return found;
 }
 
+/** `services/<any service>/bench/<name>.bench.ts` (a service may hold several benchmarks), or null. */
+function findBench(name) {
+  if (!name || !/^[a-z0-9][a-z0-9-]*$/.test(name)) return null;
+  const match = availableBenches().find((path) => path.endsWith(`/bench/${name}.bench.ts`));
+  return match ? join(ROOT, match) : null;
+}
+
 const [name, ...benchArgs] = process.argv.slice(2);
-const script = name && /^[a-z0-9][a-z0-9-]*$/.test(name) ? join(ROOT, "services", name, "bench", `${name}.bench.ts`) : null;
+const script = findBench(name);
 if (!script || !existsSync(script)) {
   const list = availableBenches();
   console.error(name ? `[bench] unknown benchmark "${name}"` : "usage: pnpm bench <name> [args...]");
-  console.error(list.length ? `available (pnpm bench <name> runs services/<name>/bench/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no services/*/bench/*.bench.ts exists yet");
+  console.error(list.length ? `available (pnpm bench <name> runs services/<service>/bench/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no services/*/bench/*.bench.ts exists yet");
   process.exit(2);
 }
 

@@ -29,9 +29,14 @@ export interface ServiceProcess {
 }
 
 /** Spawns `<serviceDir>/src/main.ts` with `env` (plus PORT) and waits for its `/readyz`. */
-export async function spawnService(serviceDir: string, env: Record<string, string>, readyTimeoutMs = 30_000): Promise<ServiceProcess> {
+export async function spawnService(
+  serviceDir: string,
+  env: Record<string, string>,
+  options: { readyTimeoutMs?: number; nodeArgs?: string[] } = {},
+): Promise<ServiceProcess> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", "src/main.ts"], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
     cwd: serviceDir,
     env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },
     stdio: ["ignore", "ignore", "pipe"],

@@ -7,7 +7,7 @@ import type { DeliverJobData } from "@vw/queues";
 import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretBox } from "@vw/webhook-core";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
-import type { EndpointLimiter } from "./endpoint-limiter.js";
+import type { AttemptSignal, EndpointLimiter } from "./endpoint-limiter.js";
 import type { WorkerMetrics } from "./metrics.js";
 
 /** What the processor does with the job afterwards. */
@@ -58,7 +58,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     deps.metrics.deferred += 1;
     return { kind: "defer", delayMs: deps.limiter.deferDelay(data.endpointId, timesDeferred) };
   }
-  let unresponsive: boolean | undefined;
+  let signal: AttemptSignal = "none";
   try {
     const delivery = await deps.store.load(data.deliveryId);
     if (delivery === null) {
@@ -90,7 +90,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
       now: deps.now,
     });
     const errorKind = sent.outcome.error?.kind;
-    unresponsive = sent.outcome.status === undefined && (errorKind === "timeout" || errorKind === "connection");
+    signal = sent.outcome.status !== undefined ? "answered" : errorKind === "timeout" || errorKind === "connection" ? "unresponsive" : "none";
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
 
     const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
@@ -121,6 +121,6 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay, attempt: attemptsInRun + 1 };
     return { kind: "done", outcome: status === "delivered" ? "delivered" : "failed" };
   } finally {
-    deps.limiter.release(data.endpointId, unresponsive);
+    deps.limiter.release(data.endpointId, signal);
   }
 }

@@ -5,7 +5,7 @@
  * waits for its own write to commit before it completes, so a crash never loses a logged attempt
  * (the job is simply run again: at least once).
  */
-import { Prisma, type PrismaClient } from "@vw/db";
+import type { PrismaClient } from "@vw/db";
 import type { DeliveryStatus } from "@vw/contracts";
 import type { AttemptRecord } from "@vw/webhook-core";
 
@@ -40,40 +40,48 @@ interface Waiter<T> {
 }
 
 /**
- * Runs `flush` over everything queued while the previous flush was running. One flush at a time;
- * callers get their own result back.
+ * Runs `flush` over what was queued while earlier flushes were running, with at most
+ * `maxInFlight` flushes at once; callers get their own result back.
  */
 class Coalescer<In, Out> {
   private queue: { input: In; waiter: Waiter<Out> }[] = [];
-  private running = false;
+  private inFlight = 0;
+  private scheduled = false;
 
   constructor(
     private readonly flush: (inputs: In[]) => Promise<Out[]>,
     private readonly maxBatch: number,
+    /** Flushes running at once: while one waits on the database, the next batch can be sent. */
+    private readonly maxInFlight: number,
   ) {}
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.queue.push({ input, waiter: { resolve, reject } });
-      if (!this.running) setImmediate(() => void this.drain());
+      if (!this.scheduled && this.inFlight < this.maxInFlight) {
+        // One tick lets the jobs resolved by the same I/O event join the batch.
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
     });
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        try {
-          const outputs = await this.flush(batch.map((b) => b.input));
-          batch.forEach((b, i) => b.waiter.resolve(outputs[i] as Out));
-        } catch (err) {
-          for (const b of batch) b.waiter.reject(err);
-        }
-      }
-    } finally {
-      this.running = false;
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      this.inFlight += 1;
+      this.flush(batch.map((b) => b.input))
+        .then(
+          (outputs) => batch.forEach((b, i) => b.waiter.resolve(outputs[i] as Out)),
+          (err: unknown) => batch.forEach((b) => b.waiter.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight -= 1;
+          this.pump();
+        });
     }
   }
 }
@@ -102,8 +110,8 @@ export class DeliveryStore {
   private readonly writes: Coalescer<AttemptResult, number | null>;
 
   constructor(private readonly prisma: PrismaClient) {
-    this.loads = new Coalescer((ids) => this.loadMany(ids), 500);
-    this.writes = new Coalescer((results) => this.writeMany(results), 500);
+    this.loads = new Coalescer((ids) => this.loadMany(ids), 500, 2);
+    this.writes = new Coalescer((results) => this.writeMany(results), 500, 3);
   }
 
   /** The delivery with its endpoint's current state, or null when either no longer exists. */
@@ -153,44 +161,72 @@ export class DeliveryStore {
   }
 
   private async writeMany(results: AttemptResult[]): Promise<(number | null)[]> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.writeOnce(results);
+      } catch (err) {
+        // A deadlock or serialization failure aborts the whole statement: nothing was written,
+        // so running it again is safe. Anything else is the job's failure (retried by BullMQ).
+        if (attempt >= 5 || !isRetryableTransactionError(err)) throw err;
+      }
+    }
+  }
+
+  /**
+   * One statement, so one round trip and one implicit transaction, however many attempts it
+   * logs. Lock order, shared with every disable (admin-api and EndpointDisabler): endpoint rows
+   * first (sorted, `locked`), then deliveries (`upd` waits for `counters` through its scalar
+   * subquery). A delivery skipped while its attempt was in flight (its endpoint was disabled)
+   * stays skipped: its retry must not be sent, even after a re-enable (no catch-up).
+   */
+  private async writeOnce(results: AttemptResult[]): Promise<(number | null)[]> {
     const counters = failureCounterChanges(results);
-    const counterIds = [...counters.keys()];
-    // A delivery skipped while its attempt was in flight (the endpoint was disabled) stays
-    // skipped: its retry must not be sent, even if the endpoint is re-enabled (no catch-up).
-    // Lock order, shared with every disable (admin-api and EndpointDisabler): endpoint rows
-    // first, sorted by id, then deliveries. Any other order deadlocks against a disable that
-    // updates the endpoint and then its waiting deliveries.
-    counterIds.sort();
-    const [, counterRows] = await this.prisma.$transaction([
-      this.prisma.$queryRaw`
-        SELECT id FROM webhook_endpoints WHERE id = ANY(${counterIds}::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
-      this.prisma.$queryRaw<CounterRow[]>`
+    const counterIds = [...counters.keys()].sort();
+    const a = results.map((r) => r.attempt);
+    const rows = await this.prisma.$queryRaw<CounterRow[]>`
+      WITH locked AS (
+        SELECT id FROM webhook_endpoints WHERE id = ANY(${counterIds}::uuid[]) ORDER BY id FOR NO KEY UPDATE
+      ), counters AS (
         UPDATE webhook_endpoints e
         SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
         FROM unnest(${counterIds}::uuid[], ${counterIds.map((id) => counters.get(id)!.reset)}::bool[],
                     ${counterIds.map((id) => counters.get(id)!.n)}::int[]) AS v(id, reset, n)
-        WHERE e.id = v.id AND (v.n > 0 OR e.consecutive_failures <> 0)
-        RETURNING e.id, e.consecutive_failures`,
-      this.prisma.deliveryAttempt.createMany({
-        data: results.map(({ attempt }) => ({
-          ...attempt,
-          requestHeaders: attempt.requestHeaders,
-          responseHeaders: attempt.responseHeaders ?? Prisma.DbNull,
-        })),
-      }),
-      this.prisma.$executeRaw`
+        WHERE e.id = v.id AND e.id IN (SELECT id FROM locked) AND (v.n > 0 OR e.consecutive_failures <> 0)
+        RETURNING e.id, e.consecutive_failures
+      ), inserted AS (
+        INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, request_headers,
+          response_status, response_headers, response_body, response_body_truncated, duration_ms, error_kind, error, verdict)
+        SELECT id, delivery_id, attempt_number, trigger, started_at, request_headers::jsonb, response_status,
+               response_headers::jsonb, response_body, response_body_truncated, duration_ms, error_kind, error, verdict
+        FROM unnest(${a.map((x) => x.id)}::uuid[], ${a.map((x) => x.deliveryId)}::uuid[], ${a.map((x) => x.attemptNumber)}::int[],
+                    ${a.map((x) => x.trigger)}::text[], ${a.map((x) => x.startedAt)}::timestamptz[],
+                    ${a.map((x) => JSON.stringify(x.requestHeaders))}::text[], ${a.map((x) => x.responseStatus)}::int[],
+                    ${a.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders)))}::text[],
+                    ${a.map((x) => x.responseBody)}::text[], ${a.map((x) => x.responseBodyTruncated)}::bool[],
+                    ${a.map((x) => x.durationMs)}::int[], ${a.map((x) => x.errorKind)}::text[], ${a.map((x) => x.error)}::text[],
+                    ${a.map((x) => x.verdict)}::text[])
+             AS t(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
+                  response_body, response_body_truncated, duration_ms, error_kind, error, verdict)
+      ), upd AS (
         UPDATE webhook_deliveries d
         SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
             attempt_count = d.attempt_count + 1, last_status = v.last_status,
             next_attempt_at = CASE WHEN d.status = 'skipped' THEN NULL ELSE v.next_at END, updated_at = now()
-        FROM unnest(${results.map((r) => r.attempt.deliveryId)}::uuid[], ${results.map((r) => r.status)}::text[],
-                    ${results.map((r) => r.attempt.responseStatus)}::int[], ${results.map((r) => r.nextAttemptAt)}::timestamptz[])
+        FROM unnest(${a.map((x) => x.deliveryId)}::uuid[], ${results.map((r) => r.status)}::text[],
+                    ${a.map((x) => x.responseStatus)}::int[], ${results.map((r) => r.nextAttemptAt)}::timestamptz[])
              AS v(id, status, last_status, next_at)
-        WHERE d.id = v.id`,
-    ]);
-    const failuresById = new Map(counterRows.map((row) => [row.id, row.consecutive_failures]));
+        WHERE d.id = v.id AND (SELECT count(*) FROM counters) >= 0
+      )
+      SELECT id, consecutive_failures FROM counters`;
+    const failuresById = new Map(rows.map((row) => [row.id, row.consecutive_failures]));
     return results.map((r) => (r.counts ? (failuresById.get(r.endpointId) ?? null) : null));
   }
+}
+
+/** PostgreSQL deadlock (40P01) or serialization failure (40001), as the driver adapter reports them. */
+function isRetryableTransactionError(err: unknown): boolean {
+  const text = err instanceof Error ? `${err.message} ${JSON.stringify((err as { cause?: unknown }).cause ?? "")}` : "";
+  return /deadlock detected|40P01|could not serialize|40001/.test(text);
 }
 
 /**

@@ -42,6 +42,7 @@ function spawnWorker(): Promise<ServiceProcess> {
     RETRY_DELAYS: "100ms,200ms",
     DELIVERY_TIMEOUT_MS: "5000",
     JOB_LOCK_MS: "1500",
+    DELIVERY_RETENTION_DAYS: "36500", // the test database is shared: leave other files' old rows alone
     DELIVERY_CONCURRENCY: "20",
     LOG_LEVEL: "error",
   }).then((p) => {

@@ -15,7 +15,8 @@ afterAll(async () => {
 it("deletes deliveries, attempts and events older than the retention, batch by batch, and keeps the rest", async () => {
   const world = await h.createWorld();
   const endpoint = await h.createEndpoint(world.id, { url: "https://example.com/hook" });
-  const now = new Date("2030-01-01T00:00:00.000Z");
+  // Real time: the database is shared with the other test files, whose rows are all recent.
+  const now = new Date();
   const day = 86_400_000;
   const ages = [200, 120, 91, 90.5, 89, 10];
   const ids: string[] = [];

@@ -1,0 +1,214 @@
+/**
+ * `pnpm bench delivery`: events through event-ingest → BullMQ → one delivery-worker process → a
+ * receiver in its own process, with the attempt log on; against two baselines measured in the same
+ * run on the same receiver: the raw ceiling (signed got POSTs at the worker's concurrency, no
+ * queue, no log) and the no-op BullMQ job rate. Then the same end-to-end run with 10% of the
+ * endpoints never answering, comparing the healthy endpoints' throughput with the all-healthy run.
+ * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
+ */
+import { spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Queue, Worker } from "bullmq";
+import { Redis } from "ioredis";
+import { createPrismaClient } from "@vw/db";
+import { bullPrefix } from "@vw/queues";
+import { spawnService, type ServiceProcess } from "@vw/testing";
+import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecret, generateSecretBoxKey, sendAttempt } from "@vw/webhook-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..", "..", "..");
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
+const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 20);
+const BATCH = Number(process.env.BENCH_BATCH ?? 100);
+const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
+const INGEST_TOKEN = "bench-ingest-token-0123456789";
+
+const databaseUrl = process.env.DATABASE_URL!;
+const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
+const secretsKey = generateSecretBoxKey();
+const box = createSecretBox(secretsKey);
+const log = (msg: string): void => console.log(msg);
+
+interface Stats {
+  count: number;
+  p50: number;
+  p99: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+async function startReceiver(): Promise<{ origin: string; stop: () => void }> {
+  const child = spawn(process.execPath, [join(here, "receiver.mjs")], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(JSON.parse(d.toString()).port)));
+  return { origin: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGKILL") };
+}
+
+async function stats(origin: string): Promise<Stats> {
+  return (await (await fetch(`${origin}/_stats`)).json()) as Stats;
+}
+
+/** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
+async function rawCeiling(origin: string, total: number): Promise<number> {
+  const agents = createDeliveryAgents("any");
+  const secret = generateSecret();
+  const body = Buffer.from(JSON.stringify({ deliveryId: randomUUID(), type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: "u", name: "n", email: "e@example.com", via: "sso" } }));
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) {
+        next += 1;
+        const sent = await sendAttempt({ url: `${origin}/ok/raw`, deliveryId: randomUUID(), body, secret, agents, timeoutMs: 15_000 });
+        if (sent.verdict !== "delivered") throw new Error(`raw POST failed: ${JSON.stringify(sent.outcome.error)}`);
+      }
+    }),
+  );
+  destroyDeliveryAgents(agents);
+  return total / ((performance.now() - start) / 1000);
+}
+
+/** No-op BullMQ job rate: addBulk then a worker with the same concurrency that does nothing. */
+async function noopBullmq(total: number): Promise<number> {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const prefix = bullPrefix(`${keyPrefix}-noop`);
+  const queue = new Queue("noop", { connection, prefix });
+  for (let i = 0; i < total; i += 1000) {
+    await queue.addBulk(Array.from({ length: Math.min(1000, total - i) }, () => ({ name: "noop.v1", data: {}, opts: { removeOnComplete: true } })));
+  }
+  let done = 0;
+  const start = performance.now();
+  const finished = new Promise<void>((resolve) => {
+    const worker = new Worker("noop", async () => undefined, { connection, prefix, concurrency: CONCURRENCY });
+    worker.on("completed", () => {
+      done += 1;
+      if (done === total) void worker.close().then(() => resolve());
+    });
+  });
+  await finished;
+  const rate = total / ((performance.now() - start) / 1000);
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await connection.quit();
+  return rate;
+}
+
+async function main(): Promise<void> {
+  const prisma = createPrismaClient(databaseUrl);
+  const receiver = await startReceiver();
+  const processes: ServiceProcess[] = [];
+  try {
+    const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
+    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN });
+    processes.push(ingest);
+    processes.push(
+      await spawnService(join(root, "services", "delivery-worker"), {
+        ...commonEnv,
+        SECRETS_ENCRYPTION_KEY: secretsKey,
+        ENDPOINT_URL_POLICY: "any",
+        DELIVERY_CONCURRENCY: String(CONCURRENCY),
+      }, { nodeArgs: process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [] }),
+    );
+
+    const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
+
+    /** One end-to-end run: a world with `healthy` + `hung` endpoints, events until `deliveries` healthy deliveries. */
+    const endToEnd = async (healthy: number, hung: number, deliveries: number) => {
+      const world = await prisma.world.create({ data: { organizationId: organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
+      for (let i = 0; i < healthy + hung; i += 1) {
+        await prisma.webhookEndpoint.create({
+          data: {
+            worldId: world.id,
+            url: `${receiver.origin}/${i < healthy ? "ok" : "hang"}/${i}`,
+            subscriptions: ["visitor"],
+            format: "current",
+            apiVersion: "2026-11-01",
+            secretSealed: box.seal(generateSecret()),
+          },
+        });
+      }
+      await fetch(`${receiver.origin}/_reset`, { method: "POST" });
+      const events = Math.ceil(deliveries / healthy);
+      const batches: unknown[][] = [];
+      for (let i = 0; i < events; i += BATCH) {
+        batches.push(
+          Array.from({ length: Math.min(BATCH, events - i) }, (_, j) => ({
+            id: `evt-${i + j}-${randomUUID()}`,
+            world: `${organization.slug}/${world.slug}`,
+            type: "visitor.registered",
+            timestamp: "", // set at send time
+            data: { uuid: randomUUID(), name: "Bench Visitor", email: "visitor@example.com", via: "email" },
+          })),
+        );
+      }
+      const expected = events * healthy;
+      const start = Date.now();
+      let nextBatch = 0;
+      await Promise.all(
+        Array.from({ length: POSTERS }, async () => {
+          while (nextBatch < batches.length) {
+            const batch = batches[nextBatch++]!;
+            const now = new Date().toISOString();
+            for (const e of batch) (e as { timestamp: string }).timestamp = now;
+            const res = await fetch(`${ingest.url}/v1/events`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" },
+              body: JSON.stringify({ events: batch }),
+            });
+            if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+          }
+        }),
+      );
+      const ingestSeconds = (Date.now() - start) / 1000;
+      let s = await stats(receiver.origin);
+      while (s.count < expected) {
+        await new Promise((r) => setTimeout(r, 100));
+        s = await stats(receiver.origin);
+      }
+      const seconds = (s.lastAt - start) / 1000;
+      return { expected, rate: expected / seconds, seconds, ingestRate: expected / ingestSeconds, p50: s.p50, p99: s.p99 };
+    };
+
+    log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters`);
+    // Warm-up: JIT, connection pools, prepared paths.
+    await endToEnd(ENDPOINTS, 0, 2000);
+    await rawCeiling(receiver.origin, 2000);
+
+    const raw = await rawCeiling(receiver.origin, DELIVERIES);
+    const noop = await noopBullmq(DELIVERIES);
+    const healthyRun = await endToEnd(ENDPOINTS, 0, DELIVERIES);
+    const hungCount = Math.max(1, Math.round(ENDPOINTS / 10));
+    const hangRun = await endToEnd(ENDPOINTS - hungCount, hungCount, DELIVERIES);
+
+    const fmt = (n: number): string => n.toFixed(0);
+    log("");
+    log(`raw ceiling (signed got POSTs, no queue, no log):   ${fmt(raw)} POSTs/s`);
+    log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop)} jobs/s`);
+    log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s  (ingest accepted at ${fmt(healthyRun.ingestRate)}/s)`);
+    log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 60%), ${((healthyRun.rate / noop) * 100).toFixed(1)}% of the no-op job rate`);
+    log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
+    log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s`);
+    log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
+    log(`  delivery lag of healthy endpoints: p50 ${fmt(hangRun.p50)} ms, p99 ${fmt(hangRun.p99)} ms`);
+  } finally {
+    for (const p of processes) {
+      if (process.env.BENCH_PROFILE_DIR) await p.stop();
+      else await p.kill9();
+    }
+    receiver.stop();
+    const cleanup = new Redis(redisUrl);
+    let cursor = "0";
+    do {
+      const [nextCursor, keys] = await cleanup.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
+      cursor = nextCursor;
+      if (keys.length > 0) await cleanup.del(...keys);
+    } while (cursor !== "0");
+    await cleanup.quit();
+    await prisma.$disconnect();
+  }
+}
+
+await main();

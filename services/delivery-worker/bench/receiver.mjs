@@ -1,0 +1,49 @@
+/**
+ * The benchmark's webhook receiver, in its own process so its CPU is not the benchmark's:
+ * `/ok/...` answers 200 at once, `/hang/...` never answers. For every `/ok` request it records the
+ * lag from the envelope's `timestamp` (when the event happened) to its arrival. Control:
+ * `GET /_stats` → {count, p50, p99, firstAt, lastAt}, `POST /_reset`.
+ * Prints `{"port": n}` on stdout once listening.
+ */
+import http from "node:http";
+
+let lags = [];
+let firstAt = 0;
+let lastAt = 0;
+
+const quantile = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
+
+const server = http.createServer((req, res) => {
+  if (req.url === "/_stats") {
+    const sorted = Float64Array.from(lags).sort();
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt }));
+    return;
+  }
+  if (req.url === "/_reset") {
+    lags = [];
+    firstAt = 0;
+    lastAt = 0;
+    res.end();
+    return;
+  }
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    if (req.url.startsWith("/hang/")) return; // never answered
+    const now = Date.now();
+    try {
+      const { timestamp } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      if (timestamp) lags.push(now - Date.parse(timestamp));
+      else lags.push(0);
+    } catch {
+      lags.push(0);
+    }
+    if (firstAt === 0) firstAt = now;
+    lastAt = now;
+    res.statusCode = 200;
+    res.end("ok");
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, "127.0.0.1", () => process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`));
