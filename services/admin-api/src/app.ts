@@ -2,9 +2,13 @@ import { Router, type Express } from "express";
 import { pingDatabase, type PrismaClient } from "@vw/db";
 import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
-import type { EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
+import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
+import type { Queue } from "bullmq";
 import { adminAuth } from "./admin-auth.js";
 import { ApiKeysService } from "./api-keys.service.js";
+import { deliveriesRouter } from "./deliveries.routes.js";
+import { DeliveriesService } from "./deliveries.service.js";
+import { EndpointTestService } from "./endpoint-test.service.js";
 import { createEndpointUrlChecker } from "./endpoint-url.js";
 import { endpointsRouter } from "./endpoints.routes.js";
 import { EndpointsService } from "./endpoints.service.js";
@@ -32,13 +36,21 @@ export interface AdminAppDeps {
   resolveHost?: HostResolver;
   /** `apiVersion` frozen on endpoints created now; {@link CURRENT_API_VERSION} by default. */
   currentApiVersion?: string;
+  /** Producer handle of the `QUEUE_NAMES.deliveries` queue (Replay adds its jobs there). */
+  deliveryQueue: Queue;
+  /** HTTP agents of the Test action: `createDeliveryAgents(ENDPOINT_URL_POLICY)`, as the worker's. */
+  deliveryAgents: DeliveryAgents;
+  /** DELIVERY_TIMEOUT_MS: budget of a Test attempt. */
+  deliveryTimeoutMs: number;
+  /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
+  enqueueTimeoutMs?: number;
 }
 
 /** Prefix of every authenticated admin route. */
 export const ADMIN_API_PREFIX = "/admin/v1";
 
 /**
- * The admin-api HTTP app: `/healthz`, `/readyz` (database ping) and the authenticated
+ * The admin-api HTTP app: `/healthz`, `/readyz` (database and Redis ping) and the authenticated
  * `/admin/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createAdminApp(deps: AdminAppDeps): Express {
@@ -52,6 +64,13 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const endpoints = new EndpointsService(deps.prisma, worlds, {
     secretBox: deps.secretBox,
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
+  });
+  const deliveries = new DeliveriesService(deps.prisma, endpoints, deps.deliveryQueue, deps.enqueueTimeoutMs);
+  const endpointTests = new EndpointTestService(deps.prisma, endpoints, {
+    playUrl: deps.playUrl.replace(/\/+$/, ""),
+    secretBox: deps.secretBox,
+    agents: deps.deliveryAgents,
+    timeoutMs: deps.deliveryTimeoutMs,
   });
   if (deps.endpointUrlPolicy === "any") {
     deps.logger.warn(
@@ -67,10 +86,17 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   api.use(organizationsRouter(organizations, worlds));
   api.use(worldsRouter(worlds, apiKeys));
   api.use(endpointsRouter(endpoints, endpointUrls));
+  api.use(deliveriesRouter(deliveries, endpointTests));
 
   const app = createApp();
   app.use(requestLogger(deps.logger));
-  app.use(healthRouter([{ name: "database", check: () => pingDatabase(deps.prisma) }]));
+  app.use(
+    healthRouter([
+      { name: "database", check: () => pingDatabase(deps.prisma) },
+      // One cheap read through the queue's own connection: Replay needs exactly that to work.
+      { name: "redis", check: () => deps.deliveryQueue.getJobCounts("wait") },
+    ]),
+  );
   app.use(ADMIN_API_PREFIX, api);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

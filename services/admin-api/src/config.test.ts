@@ -34,6 +34,9 @@ describe("loadConfig", () => {
       playUrl: "https://play.localhost",
       endpointUrlPolicy: "public-https",
       secretsEncryptionKey: KEY_A,
+      redisUrl: "redis://127.0.0.1:6379",
+      redisKeyPrefix: "vw",
+      deliveryTimeoutMs: 15_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -47,6 +50,9 @@ describe("loadConfig", () => {
       PLAY_URL: "https://play.example.com//",
       ENDPOINT_URL_POLICY: "any",
       SECRETS_ENCRYPTION_KEY: `${KEY_B},${KEY_A}`,
+      REDIS_URL: "redis://redis.internal:6380/3",
+      REDIS_KEY_PREFIX: "vw-staging",
+      DELIVERY_TIMEOUT_MS: "2500",
     });
     expect(config).toMatchObject({
       port: 8080,
@@ -55,7 +61,24 @@ describe("loadConfig", () => {
       playUrl: "https://play.example.com",
       endpointUrlPolicy: "any",
       secretsEncryptionKey: `${KEY_B},${KEY_A}`,
+      // The database number stays in the URL; ioredis selects it.
+      redisUrl: "redis://redis.internal:6380/3",
+      redisKeyPrefix: "vw-staging",
+      deliveryTimeoutMs: 2500,
     });
+  });
+
+  it("refuses a REDIS_URL that is not redis(s), a DELIVERY_TIMEOUT_MS that is not a positive integer, a malformed REDIS_KEY_PREFIX", () => {
+    expect(problemsOf({ ...valid, REDIS_URL: "http://127.0.0.1:6379" })).toEqual(['REDIS_URL must use redis: or rediss:, got "http:"']);
+    expect(loadConfig({ ...valid, REDIS_URL: "rediss://cache.example.com:6380/0" }).redisUrl).toBe("rediss://cache.example.com:6380/0");
+    for (const value of ["0", "-5", "1.5", "soon"]) {
+      const problems = problemsOf({ ...valid, DELIVERY_TIMEOUT_MS: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^DELIVERY_TIMEOUT_MS must be/);
+    }
+    expect(loadConfig({ ...valid, DELIVERY_TIMEOUT_MS: "1" }).deliveryTimeoutMs).toBe(1);
+    expect(problemsOf({ ...valid, REDIS_KEY_PREFIX: "vw prod" })).toEqual([`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "vw prod"`]);
+    expect(problemsOf({ ...valid, REDIS_KEY_PREFIX: "x".repeat(65) })).toHaveLength(1);
   });
 
   it("names a missing DATABASE_URL, ADMIN_TOKEN and SECRETS_ENCRYPTION_KEY", () => {

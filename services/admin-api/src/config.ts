@@ -4,6 +4,9 @@ import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type Endp
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
+/** REDIS_KEY_PREFIX: what BullMQ can put in front of its key names (same rule as event-ingest's). */
+const KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
 /** Values of `ENDPOINT_URL_POLICY`. */
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
 
@@ -28,6 +31,10 @@ export function loadConfig(env: Env) {
         r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
       }
     }
+    const redisKeyPrefix = r.string("REDIS_KEY_PREFIX", "vw");
+    if (!KEY_PREFIX_RE.test(redisKeyPrefix)) {
+      r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redisKeyPrefix}"`);
+    }
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -50,6 +57,12 @@ export function loadConfig(env: Env) {
        * keys; the first seals, all open (rotation).
        */
       secretsEncryptionKey,
+      /** Redis of the delivery queue; a database number in the path is honoured (`redis://host:6379/3`). */
+      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** Prefix of every Redis key; must be the delivery worker's, or replays land in a queue nobody reads. */
+      redisKeyPrefix,
+      /** Whole-attempt budget of a Test delivery (the spec's 15 s answer time by default). */
+      deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 1, max: 120_000 }),
     };
   });
 }

@@ -3,6 +3,7 @@ import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
   type CreateEndpointRequest,
+  type DeliveryStatus,
   type EndpointDisabledReason,
   type EndpointFormat,
   type EndpointResource,
@@ -14,9 +15,10 @@ import {
 } from "@vw/contracts";
 import { generateSecret, type SecretBox } from "@vw/webhook-core";
 import { isUuid, pageArgs, toPage, type PageRequest } from "./http-support.js";
-import type { WorldsService } from "./worlds.service.js";
+import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
-type EndpointRow = Prisma.WebhookEndpointModel;
+/** A stored endpoint row. */
+export type EndpointRow = Prisma.WebhookEndpointModel;
 
 /** What endpoint management is built from besides the database and the worlds. */
 export interface EndpointsServiceOptions {
@@ -114,14 +116,27 @@ export class EndpointsService {
   /**
    * Disables the endpoint (reason `manual`). Idempotent: an endpoint already disabled, for any
    * reason, is left as it is (its first reason and time are kept).
+   *
+   * In the same transaction its `pending` deliveries (queued, or waiting for a retry) become
+   * `skipped`: events of the disabled period are never delivered, so nothing waiting may go out
+   * later, and re-enabling brings no catch-up. A job of such a delivery still in the queue finds
+   * it skipped and sends nothing.
    */
   async disable(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     const reason: EndpointDisabledReason = "manual";
-    await this.prisma.webhookEndpoint.updateMany({
-      where: { ...where, enabled: true },
-      data: { enabled: false, disabledReason: reason, disabledAt: new Date() },
-    });
+    const now = new Date();
+    await this.prisma.$transaction([
+      this.prisma.webhookEndpoint.updateMany({
+        where: { ...where, enabled: true },
+        data: { enabled: false, disabledReason: reason, disabledAt: now },
+      }),
+      // Scoped by world too: an id of another world's endpoint must not touch its deliveries.
+      this.prisma.webhookDelivery.updateMany({
+        where: { endpointId: where.id, endpoint: { worldId: where.worldId }, status: "pending" satisfies DeliveryStatus },
+        data: { status: "skipped" satisfies DeliveryStatus, nextAttemptAt: null, updatedAt: now },
+      }),
+    ]);
     return this.get(organizationSlug, worldSlug, id);
   }
 
@@ -172,11 +187,18 @@ export class EndpointsService {
     return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data: { format } })));
   }
 
-  private async find(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointRow> {
-    const where = await this.whereOf(organizationSlug, worldSlug, id);
-    const row = await this.prisma.webhookEndpoint.findFirst({ where });
-    if (!row) throw this.notFound(organizationSlug, worldSlug, id);
-    return row;
+  /** The stored endpoint (sealed secret included); 404 for an unknown id or an endpoint of another world. */
+  async find(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointRow> {
+    return (await this.findWithWorld(organizationSlug, worldSlug, id)).endpoint;
+  }
+
+  /** The stored endpoint and its world (with the organization), for routes that need both. */
+  async findWithWorld(organizationSlug: string, worldSlug: string, id: string): Promise<{ world: WorldWithOrganization; endpoint: EndpointRow }> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    if (!isUuid(id)) throw this.notFound(organizationSlug, worldSlug, id);
+    const endpoint = await this.prisma.webhookEndpoint.findFirst({ where: { id, worldId: world.id } });
+    if (!endpoint) throw this.notFound(organizationSlug, worldSlug, id);
+    return { world, endpoint };
   }
 
   /** `{id, worldId}` of an endpoint of the world; 404 for an unknown world or a malformed id. */

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { AddressInfo } from "node:net";
-import { createPrismaClient } from "@vw/db";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
-import { createSecretBox, generateSecretBoxKey } from "@vw/webhook-core";
+import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey } from "@vw/webhook-core";
+import type { Queue } from "bullmq";
 import { createAdminApp } from "./app.js";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
@@ -72,12 +74,19 @@ describe("health", () => {
     expect(health.body).toEqual({ status: "ok" });
     const ready = await api.request("GET", "/readyz", { token: null });
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: "ready", checks: [{ name: "database", ok: true }] });
+    expect(ready.body).toEqual({
+      status: "ready",
+      checks: [
+        { name: "database", ok: true },
+        { name: "redis", ok: true },
+      ],
+    });
   });
 
-  it("answers /readyz 503 when the database is unreachable, /healthz still 200", async () => {
-    const prisma = createPrismaClient("postgresql://postgres@127.0.0.1:1/unreachable", { max: 1 });
+  /** Serves an app built on the given database and queue; returns its /readyz and /healthz answers. */
+  async function probe(prisma: PrismaClient, deliveryQueue: Queue) {
     const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
+    const deliveryAgents = createDeliveryAgents("public-https");
     const app = createAdminApp({
       prisma,
       logger: silent,
@@ -86,17 +95,63 @@ describe("health", () => {
       playUrl: "http://p",
       secretBox: createSecretBox(generateSecretBoxKey()),
       endpointUrlPolicy: "public-https",
+      deliveryQueue,
+      deliveryAgents,
+      deliveryTimeoutMs: 1000,
     });
     const server = await listen(app, 0, "127.0.0.1");
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const ready = await fetch(`${base}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(await ready.json()).toMatchObject({ status: "unavailable", checks: [{ name: "database", ok: false }] });
-      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      return { ready: { status: ready.status, body: await ready.json() }, health: (await fetch(`${base}/healthz`)).status };
     } finally {
       await closeServer(server);
+      destroyDeliveryAgents(deliveryAgents);
+    }
+  }
+
+  it("answers /readyz 503 when the database is unreachable, /healthz still 200", async () => {
+    const prisma = createPrismaClient("postgresql://postgres@127.0.0.1:1/unreachable", { max: 1 });
+    try {
+      const { ready, health } = await probe(prisma, api.deliveryQueue);
+      expect(ready).toEqual({
+        status: 503,
+        body: {
+          status: "unavailable",
+          checks: [
+            { name: "database", ok: false, error: expect.any(String) },
+            { name: "redis", ok: true },
+          ],
+        },
+      });
+      expect(health).toBe(200);
+    } finally {
       await prisma.$disconnect();
+    }
+  });
+
+  it("answers /readyz 503 when Redis is gone, /healthz still 200", async () => {
+    // A queue whose connection is lost: what the producer connection sees while Redis is down.
+    const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
+    redis.on("error", () => {});
+    const queue = openQueue(QUEUE_NAMES.deliveries, redis, `${api.redisKeyPrefix}-gone`);
+    await queue.waitUntilReady();
+    redis.disconnect();
+    try {
+      const { ready, health } = await probe(api.prisma, queue);
+      expect(ready).toEqual({
+        status: 503,
+        body: {
+          status: "unavailable",
+          checks: [
+            { name: "database", ok: true },
+            { name: "redis", ok: false, error: expect.any(String) },
+          ],
+        },
+      });
+      expect(health).toBe(200);
+    } finally {
+      await queue.close().catch(() => {});
     }
   });
 });

@@ -1,6 +1,7 @@
 import { createPrismaClient } from "@vw/db";
+import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
-import { createSecretBox } from "@vw/webhook-core";
+import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
 
@@ -8,6 +9,12 @@ const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
 const logger = createLogger("admin-api", config.logLevel);
 const prisma = createPrismaClient(config.databaseUrl);
+// A producer connection: a request fails fast (503) while Redis is away instead of hanging.
+const redis = createRedisConnection(config.redisUrl, "producer");
+const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
+// The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
+deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
+const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 
 const app = createAdminApp({
   prisma,
@@ -18,14 +25,27 @@ const app = createAdminApp({
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
   endpointUrlPolicy: config.endpointUrlPolicy,
+  deliveryQueue,
+  deliveryAgents,
+  deliveryTimeoutMs: config.deliveryTimeoutMs,
 });
 const server = await listen(app, config.port);
 logger.info(
-  { port: config.port, publicMapStorageUrl: config.publicMapStorageUrl, playUrl: config.playUrl, endpointUrlPolicy: config.endpointUrlPolicy },
+  {
+    port: config.port,
+    publicMapStorageUrl: config.publicMapStorageUrl,
+    playUrl: config.playUrl,
+    endpointUrlPolicy: config.endpointUrlPolicy,
+    redisKeyPrefix: config.redisKeyPrefix,
+  },
   "admin-api listening",
 );
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
+  { name: "delivery queue", run: () => deliveryQueue.close() },
+  // QUIT needs a live connection; one that is down is simply dropped.
+  { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
+  { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "database", run: () => prisma.$disconnect() },
 ]);

@@ -19,7 +19,8 @@ export interface PublicUrls {
   playUrl: string;
 }
 
-type WorldWithOrganization = World & { organization: Organization };
+/** A stored world with its organization row. */
+export type WorldWithOrganization = World & { organization: Organization };
 
 /** Worlds of an organization and their settings. */
 export class WorldsService {

@@ -1,13 +1,24 @@
 /**
  * Test harness of admin-api's integration tests: the app mounted in-process on an ephemeral port
- * against the real PostgreSQL of the test run (DATABASE_URL from the jest global setup), a
- * recording logger, and random slugs so test files never see each other's rows.
+ * against the real PostgreSQL and Redis of the test run (DATABASE_URL and REDIS_URL from the jest
+ * global setup), a recording logger, random slugs so test files never see each other's rows, and
+ * a random Redis key prefix so they never see each other's queue (obliterated by `close`).
  */
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import type { Queue } from "bullmq";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
-import { createSecretBox, generateSecretBoxKey, type EndpointUrlPolicy, type HostResolver, type SecretBox } from "@vw/webhook-core";
+import {
+  createDeliveryAgents,
+  createSecretBox,
+  destroyDeliveryAgents,
+  generateSecretBoxKey,
+  type EndpointUrlPolicy,
+  type HostResolver,
+  type SecretBox,
+} from "@vw/webhook-core";
 import { createAdminApp } from "../src/app.js";
 
 export interface LogLine {
@@ -43,6 +54,8 @@ export interface AdminApiOptions {
   currentApiVersion?: string;
   /** SECRETS_ENCRYPTION_KEY; a fresh random key unless given. */
   secretsEncryptionKey?: string;
+  /** DELIVERY_TIMEOUT_MS of Test attempts; 5 s unless given. */
+  deliveryTimeoutMs?: number;
 }
 
 export interface AdminApiHarness {
@@ -54,6 +67,10 @@ export interface AdminApiHarness {
   logs: LogLine[];
   /** Prefix of every organization slug this harness creates (cleaned up by `close`). */
   slugPrefix: string;
+  /** The app's delivery queue (its own random REDIS_KEY_PREFIX), to inspect the jobs Replay adds. */
+  deliveryQueue: Queue;
+  /** The random REDIS_KEY_PREFIX of this harness. */
+  redisKeyPrefix: string;
   /** A fresh slug `<prefix><label>-<random>`. */
   slug(label?: string): string;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
@@ -94,6 +111,11 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
   const logs: LogLine[] = [];
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
+  const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
+  const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
+  const redisKeyPrefix = `vw-test-admin-${randomBytes(4).toString("hex")}`;
+  const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
+  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
   const app = createAdminApp({
     prisma,
     logger: recordingLogger(logs),
@@ -101,9 +123,12 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     publicMapStorageUrl: `${PUBLIC_MAP_STORAGE_URL}/`,
     playUrl: PLAY_URL,
     secretBox,
-    endpointUrlPolicy: options.endpointUrlPolicy ?? "public-https",
+    endpointUrlPolicy,
     resolveHost: options.resolveHost ?? resolveNothing,
     ...(options.currentApiVersion === undefined ? {} : { currentApiVersion: options.currentApiVersion }),
+    deliveryQueue,
+    deliveryAgents,
+    deliveryTimeoutMs: options.deliveryTimeoutMs ?? 5000,
   });
   const server = await listen(app, 0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -116,6 +141,8 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     secretBox,
     logs,
     slugPrefix,
+    deliveryQueue,
+    redisKeyPrefix,
     slug: (label = "s") => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
@@ -141,6 +168,10 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     async close() {
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       await closeServer(server);
+      await deliveryQueue.obliterate({ force: true });
+      await deliveryQueue.close();
+      await redis.quit();
+      destroyDeliveryAgents(deliveryAgents);
       await prisma.$disconnect();
     },
   };

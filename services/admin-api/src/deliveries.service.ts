@@ -1,0 +1,173 @@
+import type { Prisma, PrismaClient } from "@vw/db";
+import { AppError, notFound, withTimeout } from "@vw/service-kit";
+import type {
+  AttemptResource,
+  DeliveryResource,
+  DeliveryStatus,
+  DeliverySummaryResource,
+  ListResource,
+} from "@vw/contracts";
+import { enqueueDeliveries } from "@vw/queues";
+import type { Queue } from "bullmq";
+import type { EndpointsService } from "./endpoints.service.js";
+import { isUuid, toPage, type PageRequest } from "./http-support.js";
+
+type DeliveryRow = Prisma.WebhookDeliveryModel;
+type AttemptRow = Prisma.DeliveryAttemptModel;
+
+/** A page request of the delivery list, with its optional status filter. */
+export interface DeliveryPageRequest extends PageRequest {
+  status: DeliveryStatus | undefined;
+}
+
+/**
+ * Delivery history of one endpoint (list, one delivery with every attempt) and Replay.
+ *
+ * Deliveries are written by event-ingest (fan-out), the delivery worker (attempts, retries,
+ * skips) and the Test action; this service only reads them, except Replay, which puts one back
+ * to `pending` and queues it.
+ */
+export class DeliveriesService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly endpoints: EndpointsService,
+    private readonly deliveryQueue: Queue,
+    /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
+    private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
+  ) {}
+
+  /**
+   * Deliveries of the endpoint, newest first (`created_at` desc, then id desc), optionally of one
+   * status. Keyset pagination on (created_at, id) read from the cursor's row: unlike an offset
+   * past the cursor, it neither skips nor repeats a row when the cursor's delivery changes status
+   * between two pages (a pending delivery gets delivered while the list is read).
+   */
+  async list(organizationSlug: string, worldSlug: string, endpointId: string, page: DeliveryPageRequest): Promise<ListResource<DeliverySummaryResource>> {
+    const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
+    const where: Prisma.WebhookDeliveryWhereInput = { endpointId: endpoint.id };
+    if (page.status !== undefined) where.status = page.status;
+    if (page.cursor !== undefined) {
+      const after = await this.prisma.webhookDelivery.findFirst({ where: { id: page.cursor, endpointId: endpoint.id }, select: { id: true, createdAt: true } });
+      if (!after) {
+        // A cursor of another endpoint, or of a delivery removed by retention since.
+        throw new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
+      }
+      where.OR = [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }];
+    }
+    const rows = await this.prisma.webhookDelivery.findMany({
+      where,
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: page.limit + 1,
+    });
+    return toPage(rows, page, toDeliverySummary);
+  }
+
+  /** One delivery of the endpoint with its body and every attempt, oldest first; 404 otherwise. */
+  async get(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliveryResource> {
+    const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
+    if (!isUuid(deliveryId)) throw deliveryNotFound(endpoint.id, deliveryId);
+    const row = await this.prisma.webhookDelivery.findFirst({
+      where: { id: deliveryId, endpointId: endpoint.id },
+      include: { attempts: { orderBy: [{ startedAt: "asc" }, { attemptNumber: "asc" }] } },
+    });
+    if (!row) throw deliveryNotFound(endpoint.id, deliveryId);
+    const body = Buffer.from(row.body).toString("utf8");
+    return { ...toDeliverySummary(row), body, attempts: row.attempts.map((attempt) => toAttemptResource(attempt, body)) };
+  }
+
+  /**
+   * Queues a past delivery again: same `deliveryId`, and the worker sends the stored bytes, so the
+   * body is byte-identical (only the signature headers are new, for the new timestamp).
+   *
+   * Refused with 409 `endpoint-disabled` while the endpoint is disabled (this project's choice:
+   * a disabled endpoint receives nothing; re-enable it first). The check is part of the UPDATE
+   * itself, so a disable landing at the same moment cannot be overtaken. The row becomes
+   * `pending` before the job exists, because the worker only sends pending deliveries; if the job
+   * cannot be added (Redis down, or not answering within `enqueueTimeoutMs`), the row gets its
+   * previous status back and the caller a 503. Should a timed-out add still land once Redis is
+   * back, its run sends the delivery only if it is pending by then (at least once, never lost).
+   */
+  async replay(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
+    const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
+    if (!isUuid(deliveryId)) throw deliveryNotFound(endpoint.id, deliveryId);
+    const before = await this.prisma.webhookDelivery.findFirst({ where: { id: deliveryId, endpointId: endpoint.id } });
+    if (!before) throw deliveryNotFound(endpoint.id, deliveryId);
+
+    const replayedAt = new Date();
+    const { count } = await this.prisma.webhookDelivery.updateMany({
+      where: { id: before.id, endpointId: endpoint.id, endpoint: { enabled: true } },
+      data: { status: "pending" satisfies DeliveryStatus, nextAttemptAt: null, updatedAt: replayedAt },
+    });
+    if (count === 0) {
+      // The delivery exists (read above), so its endpoint is disabled, or was deleted meanwhile.
+      const current = await this.prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id }, select: { enabled: true } });
+      if (!current) throw deliveryNotFound(endpoint.id, deliveryId);
+      throw new AppError(409, "endpoint-disabled", "This endpoint is disabled, and a disabled endpoint receives nothing, replays included. Enable it with POST .../enable, then replay.");
+    }
+
+    const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, trigger: "replay" }]);
+    try {
+      await withTimeout(enqueued, this.enqueueTimeoutMs, ENQUEUE_TIMEOUT_MESSAGE);
+    } catch (err) {
+      enqueued.catch(() => undefined); // settled or not, nobody waits for it any more
+      // Only if nothing else touched the row since (a worker run of an earlier job, a disable).
+      await this.prisma.webhookDelivery
+        .updateMany({
+          where: { id: before.id, status: "pending", updatedAt: replayedAt },
+          data: { status: before.status, nextAttemptAt: before.nextAttemptAt, updatedAt: before.updatedAt },
+        })
+        .catch(() => undefined);
+      if (err instanceof Error && err.message === ENQUEUE_TIMEOUT_MESSAGE) {
+        throw new AppError(503, "dependency-unavailable", `${ENQUEUE_TIMEOUT_MESSAGE}; the delivery was not replayed, retry shortly.`, { headers: { "Retry-After": "2" } });
+      }
+      throw err;
+    }
+    const row = await this.prisma.webhookDelivery.findUnique({ where: { id: before.id } });
+    if (!row) throw deliveryNotFound(endpoint.id, deliveryId);
+    return toDeliverySummary(row);
+  }
+}
+
+/** Default of {@link DeliveriesService}'s `enqueueTimeoutMs`. */
+export const DEFAULT_ENQUEUE_TIMEOUT_MS = 5000;
+const ENQUEUE_TIMEOUT_MESSAGE = "Redis did not take the replay job in time";
+
+function deliveryNotFound(endpointId: string, deliveryId: string): AppError {
+  return notFound(`Webhook endpoint "${endpointId}" has no delivery "${deliveryId}".`);
+}
+
+/** A delivery as the list shows it. */
+export function toDeliverySummary(row: DeliveryRow): DeliverySummaryResource {
+  return {
+    deliveryId: row.id,
+    endpointId: row.endpointId,
+    type: row.type,
+    test: row.test,
+    status: row.status as DeliveryStatus,
+    attemptCount: row.attemptCount,
+    lastStatus: row.lastStatus,
+    nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+/** One attempt as sent and answered; `requestBody` is the delivery's body (the same on every attempt). */
+export function toAttemptResource(row: AttemptRow, requestBody: string): AttemptResource {
+  return {
+    attemptId: row.id,
+    attemptNumber: row.attemptNumber,
+    trigger: row.trigger,
+    startedAt: row.startedAt.toISOString(),
+    requestHeaders: row.requestHeaders as Record<string, string>,
+    requestBody,
+    responseStatus: row.responseStatus,
+    responseHeaders: row.responseHeaders as Record<string, string> | null,
+    responseBody: row.responseBody,
+    responseBodyTruncated: row.responseBodyTruncated,
+    durationMs: row.durationMs,
+    errorKind: row.errorKind,
+    error: row.error,
+    verdict: row.verdict,
+  };
+}

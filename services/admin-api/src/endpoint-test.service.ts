@@ -1,0 +1,164 @@
+import { randomUUID } from "node:crypto";
+import type { PrismaClient } from "@vw/db";
+import { badRequest } from "@vw/service-kit";
+import {
+  compileValidator,
+  EVENT_SAMPLES,
+  sampleFor,
+  WEBHOOK_SUBSCRIPTIONS,
+  type DeliveryStatus,
+  type TestDeliveryResource,
+  type ValidationResult,
+  type WebhookSubscription,
+} from "@vw/contracts";
+import {
+  buildEnvelope,
+  buildLegacyAuthBody,
+  sendAttempt,
+  toAttemptRecord,
+  worldReference,
+  type DeliveryAgents,
+  type SecretBox,
+} from "@vw/webhook-core";
+import type { EndpointRow, EndpointsService } from "./endpoints.service.js";
+import type { WorldWithOrganization } from "./worlds.service.js";
+
+/** Body of `POST .../endpoints/{id}/test`; no body at all means `{}`. */
+export interface TestDeliveryRequest {
+  /** One of the endpoint's subscriptions; absent: a `ping`. */
+  subscription?: WebhookSubscription;
+}
+
+/** JSON Schema of {@link TestDeliveryRequest}. */
+export const TEST_DELIVERY_REQUEST_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: { subscription: { enum: [...WEBHOOK_SUBSCRIPTIONS] } },
+} as const;
+
+/** Validates a Test request body. */
+export const validateTestDeliveryRequest: (data: unknown) => ValidationResult<TestDeliveryRequest> =
+  compileValidator<TestDeliveryRequest>(TEST_DELIVERY_REQUEST_SCHEMA);
+
+/** What the Test action is built from besides the database and the endpoints. */
+export interface EndpointTestOptions {
+  /** PLAY_URL, for the envelope's `world.url`. */
+  playUrl: string;
+  /** Opens the endpoint's sealed secret. */
+  secretBox: SecretBox;
+  /** The same connect-time URL policy as the worker's deliveries. */
+  agents: DeliveryAgents;
+  /** Budget of the one attempt (DELIVERY_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Clock of the envelope's `timestamp` and of the attempt; the system clock by default. */
+  now?: () => Date;
+}
+
+/**
+ * The dashboard's Test action: one realistic sample (or a `ping`) sent at once, signed like any
+ * delivery, answered with what the receiver did.
+ *
+ * It is an action of the owner, not an event: it works on a disabled endpoint, and never changes
+ * the endpoint's state (no disabling on 410, no failure counting). The delivery and its one
+ * attempt are written together after the attempt, with their final status: a test delivery is
+ * never `pending`, so no worker and no disable ever acts on it.
+ */
+export class EndpointTestService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly endpoints: EndpointsService,
+    private readonly options: EndpointTestOptions,
+  ) {}
+
+  /**
+   * Sends the sample of `request.subscription` (400 pointing at `/subscription` when the endpoint
+   * does not have it), or a `ping` with `data: {}` when none is named.
+   */
+  async send(organizationSlug: string, worldSlug: string, endpointId: string, request: TestDeliveryRequest): Promise<TestDeliveryResource> {
+    const { world, endpoint } = await this.endpoints.findWithWorld(organizationSlug, worldSlug, endpointId);
+    const subscriptions = endpoint.subscriptions as WebhookSubscription[];
+    if (request.subscription !== undefined && !subscriptions.includes(request.subscription)) {
+      throw badRequest("invalid-request", "The endpoint can only be tested with one of its subscriptions, or with a ping (no subscription).", [
+        { pointer: "/subscription", detail: `is not one of this endpoint's subscriptions (${subscriptions.join(", ")})` },
+      ]);
+    }
+
+    const now = this.options.now ?? (() => new Date());
+    const deliveryId = randomUUID();
+    const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
+    const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
+    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
+    const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
+    const status: DeliveryStatus = sent.verdict === "delivered" ? "delivered" : "failed";
+
+    const finishedAt = new Date();
+    await this.prisma.webhookDelivery.create({
+      data: {
+        id: deliveryId,
+        endpointId: endpoint.id,
+        worldId: world.id,
+        type,
+        // Prisma's Bytes is a Uint8Array over a plain ArrayBuffer; a Buffer may sit on a shared one.
+        body: new Uint8Array(body),
+        test: true,
+        status,
+        attemptCount: 1,
+        lastStatus: attempt.responseStatus,
+        nextAttemptAt: null,
+        createdAt: attempt.startedAt,
+        updatedAt: finishedAt,
+        attempts: {
+          create: {
+            id: attempt.id,
+            attemptNumber: attempt.attemptNumber,
+            trigger: attempt.trigger,
+            startedAt: attempt.startedAt,
+            requestHeaders: attempt.requestHeaders,
+            responseStatus: attempt.responseStatus,
+            // Prisma writes SQL NULL into a nullable Json column only through its own marker.
+            ...(attempt.responseHeaders === null ? {} : { responseHeaders: attempt.responseHeaders }),
+            responseBody: attempt.responseBody,
+            responseBodyTruncated: attempt.responseBodyTruncated,
+            durationMs: attempt.durationMs,
+            errorKind: attempt.errorKind,
+            error: attempt.error,
+            verdict: attempt.verdict,
+          },
+        },
+      },
+    });
+
+    return {
+      deliveryId,
+      type,
+      status: attempt.responseStatus,
+      durationMs: attempt.durationMs,
+      responseBody: attempt.responseBody,
+      verdict: attempt.verdict,
+      error: attempt.error,
+    };
+  }
+
+  /**
+   * The bytes of the sample: an envelope with `test: true`, except `member.connecting` to a
+   * legacy-format endpoint, whose flat body has no room for the marker (spec: it "looks like a
+   * real hook with a sample member").
+   */
+  private sampleBody(endpoint: EndpointRow, world: WorldWithOrganization, deliveryId: string, subscription: WebhookSubscription | undefined, at: Date): { type: string; body: Buffer } {
+    if (subscription === "auth" && endpoint.format === "legacy") {
+      const hook = sampleFor("auth");
+      return { type: hook.type, body: buildLegacyAuthBody(hook.data) };
+    }
+    const sample: { type: string; data: unknown } = subscription === undefined ? { type: "ping", data: structuredClone(EVENT_SAMPLES.ping) } : sampleFor(subscription);
+    const body = buildEnvelope({
+      deliveryId,
+      apiVersion: endpoint.apiVersion,
+      type: sample.type,
+      timestamp: at.toISOString(),
+      world: worldReference(this.options.playUrl, world.organization.slug, world.slug, world.customDomain),
+      data: sample.data,
+      test: true,
+    });
+    return { type: sample.type, body };
+  }
+}
