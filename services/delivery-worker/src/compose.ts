@@ -41,6 +41,8 @@ export interface DeliveryWorkerOptions {
   mailTransport: MailTransport | null;
   mailFrom: string;
   random?: () => number;
+  /** Wall clock of attempts (the `webhook-timestamp`); injectable for tests. */
+  now?: () => Date;
 }
 
 /** The running worker. */
@@ -74,6 +76,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     retryDelays: options.retryDelays,
     disableAfterFailures: options.disableAfterFailures,
     random: options.random,
+    now: options.now,
   };
   const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
   await scheduleRetention(queues.maintenance, options.retentionIntervalMs);

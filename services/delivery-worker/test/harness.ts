@@ -31,6 +31,7 @@ export interface HarnessOptions {
   endpointConcurrency?: number;
   deliveryConcurrency?: number;
   random?: () => number;
+  now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
   inProcessWorker?: boolean;
 }
@@ -94,6 +95,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     mailTransport: mail,
     mailFrom: "Webhooks <webhooks@test.local>",
     random: options.random,
+    now: options.now,
   });
 
   const done = new Map<string, string>();
