@@ -102,7 +102,7 @@ async function main(): Promise<void> {
   const processes: ServiceProcess[] = [];
   try {
     const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
-    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN });
+    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
     processes.push(ingest);
     processes.push(
       await spawnService(join(root, "services", "delivery-worker"), {

@@ -27,7 +27,7 @@ beforeAll(async () => {
     LOG_LEVEL: "error",
   };
   [ingest, worker] = await Promise.all([
-    spawnService(join(servicesDir, "event-ingest"), { ...env, INGEST_TOKEN, PLAY_URL: "https://play.example.test" }),
+    spawnService(join(servicesDir, "event-ingest"), { ...env, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: h.secretsKey, PLAY_URL: "https://play.example.test" }),
     spawnService(join(servicesDir, "delivery-worker"), {
       ...env,
       SECRETS_ENCRYPTION_KEY: h.secretsKey,

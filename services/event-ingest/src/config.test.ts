@@ -5,6 +5,7 @@ import { loadConfig } from "./config.js";
 const valid = {
   DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/vw",
   INGEST_TOKEN: "0123456789abcdef",
+  SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
 };
 
 function problemsOf(env: Record<string, string | undefined>): string[] {
@@ -29,6 +30,9 @@ describe("loadConfig", () => {
       ingestToken: valid.INGEST_TOKEN,
       playUrl: "https://play.localhost",
       maxEventsPerRequest: 500,
+      authHookTimeoutMs: 5000,
+      endpointUrlPolicy: "public-https",
+      secretsEncryptionKey: valid.SECRETS_ENCRYPTION_KEY,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -42,6 +46,8 @@ describe("loadConfig", () => {
       REDIS_KEY_PREFIX: "vw:staging:",
       PLAY_URL: "https://play.example.com//",
       MAX_EVENTS_PER_REQUEST: "50",
+      AUTH_HOOK_TIMEOUT_MS: "750",
+      ENDPOINT_URL_POLICY: "any",
     });
     expect(config).toMatchObject({
       port: 8080,
@@ -50,11 +56,22 @@ describe("loadConfig", () => {
       redisKeyPrefix: "vw:staging:",
       playUrl: "https://play.example.com",
       maxEventsPerRequest: 50,
+      authHookTimeoutMs: 750,
+      endpointUrlPolicy: "any",
     });
   });
 
-  it("names a missing DATABASE_URL and INGEST_TOKEN", () => {
-    expect(problemsOf({})).toEqual(["INGEST_TOKEN is required", "DATABASE_URL is required"]);
+  it("names a missing DATABASE_URL, INGEST_TOKEN and SECRETS_ENCRYPTION_KEY", () => {
+    expect(problemsOf({})).toEqual(["INGEST_TOKEN is required", "SECRETS_ENCRYPTION_KEY is required", "DATABASE_URL is required"]);
+  });
+
+  it("refuses a malformed SECRETS_ENCRYPTION_KEY without echoing it, an unknown ENDPOINT_URL_POLICY and a zero AUTH_HOOK_TIMEOUT_MS", () => {
+    const problems = problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: "not-a-key", ENDPOINT_URL_POLICY: "open", AUTH_HOOK_TIMEOUT_MS: "0" });
+    expect(problems).toHaveLength(3);
+    expect(problems.some((p) => p.startsWith("SECRETS_ENCRYPTION_KEY: "))).toBe(true);
+    expect(problems.join("\n")).not.toContain("not-a-key");
+    expect(problems.some((p) => p.startsWith("ENDPOINT_URL_POLICY "))).toBe(true);
+    expect(problems.some((p) => p.startsWith("AUTH_HOOK_TIMEOUT_MS "))).toBe(true);
   });
 
   it("refuses an INGEST_TOKEN shorter than 16 characters without echoing it, and accepts exactly 16", () => {
@@ -68,6 +85,7 @@ describe("loadConfig", () => {
     const problems = problemsOf({
       DATABASE_URL: "mysql://localhost/vw",
       INGEST_TOKEN: valid.INGEST_TOKEN,
+      SECRETS_ENCRYPTION_KEY: valid.SECRETS_ENCRYPTION_KEY,
       PORT: "http",
       LOG_LEVEL: "loud",
       REDIS_URL: "http://localhost:6379",

@@ -1,4 +1,5 @@
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted INGEST_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_INGEST_TOKEN_LENGTH = 16;
@@ -6,6 +7,12 @@ export const MIN_INGEST_TOKEN_LENGTH = 16;
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
 export const DEFAULT_MAX_EVENTS_PER_REQUEST = 500;
 export const MAX_EVENTS_PER_REQUEST_CEILING = 10_000;
+
+/** Default of AUTH_HOOK_TIMEOUT_MS: the spec's 5-second answer time of `member.connecting`. */
+export const DEFAULT_AUTH_HOOK_TIMEOUT_MS = 5_000;
+
+/** Values of `ENDPOINT_URL_POLICY`. */
+const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
 
 /** A Redis key prefix: letters, digits and separators (map-storage's default is `vw:map-storage:`). */
 const KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -25,6 +32,17 @@ export function loadConfig(env: Env) {
     if (!KEY_PREFIX_RE.test(redisKeyPrefix)) {
       r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redisKeyPrefix}"`);
     }
+    // Same rule as admin-api's: the auth hook signs with endpoint secrets that admin-api sealed.
+    const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
+    if (secretsEncryptionKey !== "") {
+      try {
+        createSecretBox(secretsEncryptionKey);
+      } catch (err) {
+        // SecretBoxError messages name the position of a bad key, never its value.
+        if (!(err instanceof SecretBoxError)) throw err;
+        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
+      }
+    }
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -41,6 +59,15 @@ export function loadConfig(env: Env) {
       playUrl: r.url("PLAY_URL", "https://play.localhost"),
       /** Most events in one `{events: [...]}` request. */
       maxEventsPerRequest: r.int("MAX_EVENTS_PER_REQUEST", DEFAULT_MAX_EVENTS_PER_REQUEST, { min: 1, max: MAX_EVENTS_PER_REQUEST_CEILING }),
+      /** Budget of each endpoint's `member.connecting` attempt (the endpoints are called one after another). */
+      authHookTimeoutMs: r.int("AUTH_HOOK_TIMEOUT_MS", DEFAULT_AUTH_HOOK_TIMEOUT_MS, { min: 1, max: 60_000 }),
+      /**
+       * `public-https` (default): the auth hook connects only to public addresses over https.
+       * `any`: every http(s) URL, for development and tests only (logged loudly at start-up).
+       */
+      endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /** Keys of the secret box that opens endpoint secrets (admin-api's SECRETS_ENCRYPTION_KEY). */
+      secretsEncryptionKey,
     };
   });
 }
