@@ -3,6 +3,10 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
 import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { authHookRouter } from "./auth-hook.routes.js";
+import type { AuthHookService } from "./auth-hook.service.js";
+import { analyticsRouter } from "./analytics.routes.js";
+import type { AnalyticsIntake } from "./analytics.service.js";
 import { DEFAULT_MAX_EVENTS_PER_REQUEST } from "./config.js";
 import { eventsRouter } from "./events.routes.js";
 import { DEFAULT_BODY_LIMIT, jsonBody } from "./http-support.js";
@@ -27,6 +31,13 @@ export interface IngestAppDeps {
   bodyLimit?: string | number;
   /** How long adding the jobs may take before the request is a 503; 5 s by default. */
   enqueueTimeoutMs?: number;
+  /** Analytics intake; `POST /v1/analytics` is mounted only when given (main.ts always gives it). */
+  analytics?: AnalyticsIntake;
+  /**
+   * The synchronous `member.connecting` hook; `POST /v1/auth-hook` is mounted only when given
+   * (main.ts always gives it, so it can also drain its history writes at shutdown).
+   */
+  authHook?: AuthHookService;
 }
 
 /** Prefix of every authenticated route. */
@@ -46,6 +57,8 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   api.use(ingestAuth(deps.ingestToken));
   api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
   api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
+  if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
+  if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
   const app = createApp();
   app.use(requestLogger(deps.logger));

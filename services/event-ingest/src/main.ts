@@ -1,7 +1,9 @@
 import { createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { createIngestApp } from "./app.js";
+import { AuthHookService } from "./auth-hook.service.js";
 import { loadConfig } from "./config.js";
 
 const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
@@ -14,6 +16,23 @@ redis.on("error", (err: Error) => logger.warn({ err: err.message }, "redis conne
 const queue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
 queue.on("error", (err: Error) => logger.warn({ err: err.message }, "deliveries queue error"));
 
+// The auth hook's HTTP agents enforce ENDPOINT_URL_POLICY at connect time, like the worker's.
+const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
+if (config.endpointUrlPolicy === "any") {
+  logger.warn(
+    { endpointUrlPolicy: "any" },
+    "ENDPOINT_URL_POLICY=any: the auth hook connects to ANY address (plain http, loopback, private). For development and tests only.",
+  );
+}
+const authHook = new AuthHookService(prisma, {
+  playUrl: config.playUrl,
+  // loadConfig has already built a box from these keys, so this cannot throw.
+  secretBox: createSecretBox(config.secretsEncryptionKey),
+  agents: deliveryAgents,
+  timeoutMs: config.authHookTimeoutMs,
+  logger,
+});
+
 const app = createIngestApp({
   prisma,
   redis,
@@ -22,6 +41,7 @@ const app = createIngestApp({
   ingestToken: config.ingestToken,
   playUrl: config.playUrl,
   maxEventsPerRequest: config.maxEventsPerRequest,
+  authHook,
 });
 const server = await listen(app, config.port);
 logger.info(
@@ -31,6 +51,9 @@ logger.info(
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
+  // Hook history rows are written after the answer: let the ones in flight land before Prisma goes.
+  { name: "auth hook history", run: () => authHook.drain() },
+  { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
   { name: "redis", run: () => redis.quit() },
   { name: "database", run: () => prisma.$disconnect() },

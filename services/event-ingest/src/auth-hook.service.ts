@@ -1,0 +1,222 @@
+/**
+ * The synchronous `member.connecting` hook (spec: Events > member.connecting): while the platform
+ * authenticates a member, every enabled endpoint of the world subscribed to `auth` is called, one
+ * after another in creation order, each bounded by AUTH_HOOK_TIMEOUT_MS. It never blocks access:
+ * whatever the receivers do, the caller gets 200 with one result per endpoint.
+ *
+ * No retry, no failure counting, no disabling: the endpoint row is only read, never written
+ * (a 410 here leaves the endpoint enabled; spec: "Its failures do not count towards disabling").
+ *
+ * History: each call is recorded as a finished delivery (`member.connecting`, delivered or
+ * failed, one attempt with trigger `hook`) so it shows in the dashboard like any other. The rows
+ * are written AFTER the answer is computed, in one statement, and the caller does not wait for
+ * them: the access check is on the member's critical path and the history is not. The cost of
+ * that choice is that a crash between the answer and the write loses those rows; a failed write
+ * is logged. {@link AuthHookService.drain} waits for the writes in flight (shutdown does).
+ */
+import { randomUUID } from "node:crypto";
+import type { PrismaClient } from "@vw/db";
+import type { Logger } from "@vw/service-kit";
+import { AppError } from "@vw/service-kit";
+import {
+  buildEnvelope,
+  buildLegacyAuthBody,
+  sendAttempt,
+  toAttemptRecord,
+  worldReference,
+  type AttemptRecord,
+  type DeliveryAgents,
+  type SecretBox,
+} from "@vw/webhook-core";
+import type { AuthHookRequest } from "./auth-hook.schema.js";
+
+/** The event type of the hook. */
+export const MEMBER_CONNECTING = "member.connecting";
+
+/** One endpoint's outcome, as answered to the caller. */
+export interface AuthHookResult {
+  endpointId: string;
+  /** The receiver's HTTP status; null when there was none (timeout, connection error, refused address). */
+  status: number | null;
+  durationMs: number;
+  /** Why there was no HTTP status: `timeout`, `connection`, `refused-by-policy`, `redirect`, `secret-unavailable`. */
+  error?: string;
+}
+
+/** What `POST /v1/auth-hook` answers. */
+export interface AuthHookResponse {
+  results: AuthHookResult[];
+}
+
+/** What the hook is built from besides the database. */
+export interface AuthHookOptions {
+  /** PLAY_URL, for the envelope's `world.url`. */
+  playUrl: string;
+  /** Opens endpoint secrets (SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
+  /** `createDeliveryAgents(ENDPOINT_URL_POLICY)`: the connect-time address check. */
+  agents: DeliveryAgents;
+  /** AUTH_HOOK_TIMEOUT_MS: budget of each endpoint's attempt. */
+  timeoutMs: number;
+  logger: Logger;
+  /** Clock of the envelope's `timestamp` and of the attempts; the system clock by default. */
+  now?: () => Date;
+}
+
+interface HookTarget {
+  world_id: string;
+  world_slug: string;
+  org_slug: string;
+  custom_domain: string | null;
+  identity_providers: unknown;
+  /** Enabled `auth` endpoints in creation order; empty when there are none. */
+  endpoints: { id: string; url: string; format: string; apiVersion: string; secretSealed: string | null }[];
+}
+
+interface HistoryRow {
+  endpointId: string;
+  body: Buffer;
+  attempt: AttemptRecord;
+  finishedAt: Date;
+}
+
+/**
+ * The tokens that may leave: only those of the world's `openid-connect` providers configured to
+ * expose them. Generic logins (Google, Microsoft, Discord, GitHub, LinkedIn) are never sent,
+ * whatever `provider` the caller names; unknown providers are dropped too. Order is the caller's.
+ */
+export function exposedAccessTokens(storedProviders: unknown, tokens: readonly { provider: string; token: string }[]): { provider: string; token: string }[] {
+  const exposed = new Set<string>();
+  if (Array.isArray(storedProviders)) {
+    for (const p of storedProviders as unknown[]) {
+      if (typeof p !== "object" || p === null) continue;
+      const { id, kind, exposeAccessToken } = p as Record<string, unknown>;
+      if (typeof id === "string" && kind === "openid-connect" && exposeAccessToken === true) exposed.add(id);
+    }
+  }
+  return tokens.filter((t) => exposed.has(t.provider)).map((t) => ({ provider: t.provider, token: t.token }));
+}
+
+/** Runs the hook; the route calls {@link AuthHookService.run}. */
+export class AuthHookService {
+  private readonly playUrl: string;
+  private readonly writes = new Set<Promise<void>>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly options: AuthHookOptions,
+  ) {
+    this.playUrl = options.playUrl.replace(/\/+$/, "");
+  }
+
+  /** Calls the world's `auth` endpoints one after another; 404 for an unknown world. */
+  async run(request: AuthHookRequest): Promise<AuthHookResponse> {
+    const target = await this.findTarget(request);
+    const now = this.options.now ?? (() => new Date());
+    const accessTokens = exposedAccessTokens(target.identity_providers, request.accessTokens);
+    const world = worldReference(this.playUrl, target.org_slug, target.world_slug, target.custom_domain);
+
+    const results: AuthHookResult[] = [];
+    const history: HistoryRow[] = [];
+    // One after another (spec rule 5): a receiver may change the member's tags before the next one runs.
+    for (const endpoint of target.endpoints) {
+      const deliveryId = randomUUID();
+      const body =
+        endpoint.format === "legacy"
+          ? buildLegacyAuthBody({ roomUrl: request.roomUrl, uuid: request.uuid, accessTokens })
+          : buildEnvelope({
+              deliveryId,
+              apiVersion: endpoint.apiVersion,
+              type: MEMBER_CONNECTING,
+              timestamp: now().toISOString(),
+              world,
+              data: { roomUrl: request.roomUrl, uuid: request.uuid, accessTokens },
+            });
+      let secret: string | null;
+      try {
+        secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
+      } catch (err) {
+        // A secret sealed with a key this process lacks: sending unsigned would be worse than not sending.
+        this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
+        results.push({ endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" });
+        continue;
+      }
+      const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
+      const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
+      history.push({ endpointId: endpoint.id, body, attempt, finishedAt: new Date() });
+      results.push({
+        endpointId: endpoint.id,
+        status: attempt.responseStatus,
+        durationMs: attempt.durationMs,
+        ...(attempt.errorKind === null ? {} : { error: attempt.errorKind }),
+      });
+    }
+    this.record(target.world_id, history);
+    return { results };
+  }
+
+  /** Resolves once every history write started so far has finished (successfully or not). */
+  async drain(): Promise<void> {
+    while (this.writes.size > 0) await Promise.all([...this.writes]);
+  }
+
+  /** The world and its enabled `auth` endpoints, in one round trip. */
+  private async findTarget(request: AuthHookRequest): Promise<HookTarget> {
+    const rows = await this.prisma.$queryRaw<HookTarget[]>`
+      SELECT w.id AS world_id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.identity_providers,
+        COALESCE((
+          SELECT json_agg(json_build_object('id', e.id, 'url', e.url, 'format', e.format, 'apiVersion', e.api_version, 'secretSealed', e.secret_sealed)
+                          ORDER BY e.created_at, e.id)
+          FROM webhook_endpoints e
+          WHERE e.world_id = w.id AND e.enabled = true AND 'auth' = ANY(e.subscriptions)
+        ), '[]'::json) AS endpoints
+      FROM organizations o JOIN worlds w ON w.organization_id = o.id
+      WHERE o.slug = ${request.organizationSlug} AND w.slug = ${request.worldSlug}`;
+    const target = rows[0];
+    if (target === undefined) {
+      throw new AppError(404, "unknown-world", `No such world: ${request.world}.`, { errors: [{ pointer: "/world", detail: "names no known world" }] });
+    }
+    return target;
+  }
+
+  /** Starts the history write in the background (see the file comment); failures are logged. */
+  private record(worldId: string, rows: readonly HistoryRow[]): void {
+    if (rows.length === 0) return;
+    const write = insertHistory(this.prisma, worldId, rows).catch((err: unknown) => {
+      this.options.logger.error({ err: (err as Error).message, deliveries: rows.map((r) => r.attempt.deliveryId) }, "auth hook: delivery history not recorded");
+    });
+    this.writes.add(write);
+    void write.finally(() => this.writes.delete(write));
+  }
+}
+
+/**
+ * Every delivery of one hook run and its single attempt, in ONE statement (a data-modifying CTE is
+ * atomic): no delivery without its attempt, one round trip whatever the number of endpoints.
+ * Bodies travel as base64 so the stored bytes are exactly the ones sent.
+ */
+async function insertHistory(prisma: PrismaClient, worldId: string, rows: readonly HistoryRow[]): Promise<void> {
+  const a = rows.map((r) => r.attempt);
+  await prisma.$executeRaw`
+    WITH d AS (
+      INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
+      SELECT id, endpoint_id, ${worldId}::uuid, NULL, ${MEMBER_CONNECTING}, decode(body, 'base64'), false, status, 1, last_status, NULL, created_at, updated_at
+      FROM unnest(${a.map((x) => x.deliveryId)}::uuid[], ${rows.map((r) => r.endpointId)}::uuid[], ${rows.map((r) => r.body.toString("base64"))}::text[],
+                  ${a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed"))}::text[], ${a.map((x) => x.responseStatus)}::int[],
+                  ${a.map((x) => x.startedAt)}::timestamptz[], ${rows.map((r) => r.finishedAt)}::timestamptz[])
+           AS v(id, endpoint_id, body, status, last_status, created_at, updated_at)
+      RETURNING id
+    )
+    INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
+                                   response_body, response_body_truncated, duration_ms, error_kind, error, verdict)
+    SELECT v.id, v.delivery_id, 1, 'hook', v.started_at, v.request_headers, v.response_status, v.response_headers,
+           v.response_body, v.response_body_truncated, v.duration_ms, v.error_kind, v.error, v.verdict
+    FROM unnest(${a.map((x) => x.id)}::uuid[], ${a.map((x) => x.deliveryId)}::uuid[], ${a.map((x) => x.startedAt)}::timestamptz[],
+                ${a.map((x) => JSON.stringify(x.requestHeaders))}::jsonb[], ${a.map((x) => x.responseStatus)}::int[],
+                ${a.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders)))}::jsonb[],
+                ${a.map((x) => x.responseBody)}::text[], ${a.map((x) => x.responseBodyTruncated)}::boolean[], ${a.map((x) => x.durationMs)}::int[],
+                ${a.map((x) => x.errorKind)}::text[], ${a.map((x) => x.error)}::text[], ${a.map((x) => x.verdict)}::text[])
+         AS v(id, delivery_id, started_at, request_headers, response_status, response_headers, response_body, response_body_truncated,
+              duration_ms, error_kind, error, verdict)
+    JOIN d ON d.id = v.delivery_id`;
+}

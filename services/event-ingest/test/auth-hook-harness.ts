@@ -1,0 +1,124 @@
+/**
+ * Harness of the auth-hook integration tests: event-ingest mounted in-process with its
+ * AuthHookService (ENDPOINT_URL_POLICY any, a short AUTH_HOOK_TIMEOUT_MS, a fresh secret box)
+ * against the real PostgreSQL and Redis of the test run; worlds and endpoints are created with
+ * Prisma under random slugs and removed by `close`.
+ */
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { CURRENT_API_VERSION, type IdentityProvider, type WebhookSubscription } from "@vw/contracts";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
+import { createIngestApp } from "../src/app.js";
+import { AuthHookService } from "../src/auth-hook.service.js";
+
+export const PLAY_URL = "https://play.example.test";
+
+export interface HookWorld {
+  id: string;
+  ref: string;
+  organizationSlug: string;
+  slug: string;
+}
+
+export interface HookEndpointOptions {
+  url: string;
+  subscriptions?: WebhookSubscription[];
+  enabled?: boolean;
+  format?: "current" | "legacy";
+  /** The displayed `whsec_` secret, sealed into the row; null for none. */
+  secret: string | null;
+  createdAt?: Date;
+}
+
+export interface HookHarness {
+  baseUrl: string;
+  token: string;
+  prisma: PrismaClient;
+  hook: AuthHookService;
+  secretBox: SecretBox;
+  logs: { level: string; fields: unknown; msg: unknown }[];
+  post(body: unknown, token?: string | null): Promise<{ status: number; headers: Headers; body: any; ms: number }>;
+  createWorld(identityProviders?: IdentityProvider[]): Promise<HookWorld>;
+  createEndpoint(world: HookWorld, options: HookEndpointOptions): Promise<string>;
+  close(): Promise<void>;
+}
+
+function recordingLogger(logs: HookHarness["logs"]): Logger {
+  const record = (level: string) => (fields: unknown, msg?: unknown) => void logs.push({ level, fields, msg });
+  const logger = { trace: record("trace"), debug: record("debug"), info: record("info"), warn: record("warn"), error: record("error"), fatal: record("fatal"), child: () => logger };
+  return logger as unknown as Logger;
+}
+
+export async function startHookHarness(options: { timeoutMs: number }): Promise<HookHarness> {
+  const databaseUrl = process.env.DATABASE_URL;
+  const redisUrl = process.env.REDIS_URL;
+  if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
+  const prisma = createPrismaClient(databaseUrl, { max: 4 });
+  const redis = createRedisConnection(redisUrl, "producer");
+  const queue = openQueue(QUEUE_NAMES.deliveries, redis, `vwtest-${randomBytes(4).toString("hex")}`);
+  const logs: HookHarness["logs"] = [];
+  const logger = recordingLogger(logs);
+  const secretBox = createSecretBox(generateSecretBoxKey());
+  const agents = createDeliveryAgents("any");
+  const hook = new AuthHookService(prisma, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger });
+  const token = `test-ingest-${randomBytes(16).toString("hex")}`;
+  const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
+  const server = await listen(app, 0, "127.0.0.1");
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const slugPrefix = `h${randomBytes(3).toString("hex")}-`;
+  const slug = (label: string) => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`;
+
+  return {
+    baseUrl,
+    token,
+    prisma,
+    hook,
+    secretBox,
+    logs,
+    async post(body, bearer = token) {
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (bearer !== null) headers["authorization"] = `Bearer ${bearer}`;
+      const start = performance.now();
+      const res = await fetch(`${baseUrl}/v1/auth-hook`, { method: "POST", headers, body: JSON.stringify(body) });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text === "" ? undefined : JSON.parse(text), ms: performance.now() - start };
+    },
+    async createWorld(identityProviders = []) {
+      const organization = await prisma.organization.create({ data: { slug: slug("org"), name: "Hook test" } });
+      const world = await prisma.world.create({
+        data: { organizationId: organization.id, slug: slug("w"), name: "Hook world", adminEmails: ["admin@example.test"], identityProviders: identityProviders.map((p) => ({ ...p })) },
+      });
+      return { id: world.id, ref: `${organization.slug}/${world.slug}`, organizationSlug: organization.slug, slug: world.slug };
+    },
+    async createEndpoint(world, opts) {
+      const enabled = opts.enabled ?? true;
+      const endpoint = await prisma.webhookEndpoint.create({
+        data: {
+          worldId: world.id,
+          url: opts.url,
+          subscriptions: opts.subscriptions ?? ["auth"],
+          enabled,
+          disabledReason: enabled ? null : "manual",
+          disabledAt: enabled ? null : new Date(),
+          format: opts.format ?? "current",
+          apiVersion: CURRENT_API_VERSION,
+          secretSealed: opts.secret === null ? null : secretBox.seal(opts.secret),
+          ...(opts.createdAt ? { createdAt: opts.createdAt } : {}),
+        },
+      });
+      return endpoint.id;
+    },
+    async close() {
+      await closeServer(server);
+      await hook.drain();
+      await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
+      destroyDeliveryAgents(agents);
+      await queue.close();
+      await redis.quit();
+      await prisma.$disconnect();
+    },
+  };
+}
