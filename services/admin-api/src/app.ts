@@ -13,6 +13,7 @@ import { createEndpointUrlChecker } from "./endpoint-url.js";
 import { endpointsRouter } from "./endpoints.routes.js";
 import { EndpointsService } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
+import { openApiRouter } from "./openapi.routes.js";
 import { OrganizationsService } from "./organizations.service.js";
 import { organizationsRouter } from "./organizations.routes.js";
 import { WorldsService } from "./worlds.service.js";
@@ -97,6 +98,8 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       { name: "redis", check: () => deps.deliveryQueue.getJobCounts("wait") },
     ]),
   );
+  // Public, so mounted before (and outside) the authenticated router.
+  app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
