@@ -13,6 +13,8 @@ export const QUEUE_NAMES = {
   notifications: "notifications",
   /** Scheduled housekeeping (delivery-history retention). */
   maintenance: "maintenance",
+  /** The analytics flush schedule: buffered inner events become `analytics.batch` deliveries. */
+  analytics: "analytics",
 } as const;
 
 /** Job names, versioned. */
@@ -20,6 +22,7 @@ export const JOB_NAMES = {
   deliver: "deliver.v1",
   endpointDisabledMail: "endpoint-disabled-mail.v1",
   retention: "retention.v1",
+  analyticsFlush: "analytics-flush.v1",
 } as const;
 
 /** Why a delivery run was queued. Retries continue the run of their job. */
@@ -55,6 +58,9 @@ export interface EndpointDisabledMailData {
 /** Payload of `retention.v1`: nothing; the worker's configuration says how old is too old. */
 export type RetentionJobData = Record<string, never>;
 
+/** Payload of `analytics-flush.v1`: nothing; the flush reads the buffers of every pending endpoint. */
+export type AnalyticsFlushJobData = Record<string, never>;
+
 const UUID = { type: "string", pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" };
 
 /** `deliver.v1` payload validator. */
@@ -89,6 +95,12 @@ export const validateEndpointDisabledMail: (data: unknown) => ValidationResult<E
 
 /** `retention.v1` payload validator. */
 export const validateRetentionJob: (data: unknown) => ValidationResult<RetentionJobData> = compileValidator<RetentionJobData>({
+  type: "object",
+  additionalProperties: false,
+});
+
+/** `analytics-flush.v1` payload validator. */
+export const validateAnalyticsFlushJob: (data: unknown) => ValidationResult<AnalyticsFlushJobData> = compileValidator<AnalyticsFlushJobData>({
   type: "object",
   additionalProperties: false,
 });

@@ -6,3 +6,4 @@
 export * from "./catalogue.js";
 export * from "./connection.js";
 export * from "./producer.js";
+export * from "./analytics-buffer.js";

@@ -10,6 +10,8 @@ import type { PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, openQueue } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
+import type { AnalyticsFlushDeps } from "./analytics-flush.js";
+import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
 import { DeliveryStore } from "./delivery-store.js";
 import { SecretCache, type DeliverDeps } from "./deliver.js";
 import { createDeliveriesWorker } from "./deliveries.worker.js";
@@ -43,6 +45,11 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   /** Wall clock of attempts (the `webhook-timestamp`); injectable for tests. */
   now?: () => Date;
+  /**
+   * The analytics flush schedule; without it this process runs no flush (tests that call
+   * `flushAnalytics` themselves). `main.ts` always passes it.
+   */
+  analytics?: { flushIntervalMs: number; batchMax: number; playUrl: string };
 }
 
 /** The running worker. */
@@ -63,6 +70,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     deliveries: openQueue(QUEUE_NAMES.deliveries, options.connection, options.keyPrefix),
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
+    analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
   };
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const deps: DeliverDeps = {
@@ -99,6 +107,20 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       logger: options.logger,
     }),
   ];
+  if (options.analytics) {
+    const flushDeps: AnalyticsFlushDeps = {
+      redis: options.connection,
+      prisma: options.prisma,
+      deliveries: queues.deliveries,
+      keyPrefix: options.keyPrefix,
+      playUrl: options.analytics.playUrl,
+      batchMax: options.analytics.batchMax,
+      logger: options.logger,
+      metrics,
+    };
+    await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
+    workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
+  }
   return {
     metrics,
     queues,

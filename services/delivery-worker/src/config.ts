@@ -1,4 +1,5 @@
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
   DEFAULT_ENDPOINT_URL_POLICY,
   DEFAULT_RETRY_DELAYS_TEXT,
@@ -76,6 +77,12 @@ export function loadConfig(env: Env) {
       /** SMTP relay for administrator mails; unset = mails are logged, not sent (loud warning). */
       smtpUrl: smtpUrl ?? null,
       mailFrom: r.string("MAIL_FROM", "Webhooks <webhooks@localhost>"),
+      /** Public address of the play client, for the world's `url` in `analytics.batch` envelopes (event-ingest's must match). */
+      playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      /** One analytics flush per interval: each endpoint gets at most 60000 / this batches a minute (3 by default). */
+      analyticsFlushIntervalMs: r.int("ANALYTICS_FLUSH_INTERVAL_MS", DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS, { min: 1000 }),
+      /** Inner events per `analytics.batch` (the spec's ceiling is 100). */
+      analyticsBatchMax: r.int("ANALYTICS_BATCH_MAX", DEFAULT_ANALYTICS_BATCH_MAX, { min: 1, max: DEFAULT_ANALYTICS_BATCH_MAX }),
     };
   });
 }

@@ -38,6 +38,7 @@ const worker = await startDeliveryWorker({
   jobLockMs: config.jobLockMs,
   mailTransport: mail,
   mailFrom: config.mailFrom,
+  analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
 const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port);
 logger.info(
@@ -47,6 +48,8 @@ logger.info(
     endpointConcurrency: config.endpointConcurrency,
     retryDelays: config.retryDelays,
     disableAfterFailures: config.disableAfterFailures,
+    analyticsFlushIntervalMs: config.analyticsFlushIntervalMs,
+    analyticsBatchMax: config.analyticsBatchMax,
   },
   "delivery-worker running",
 );

@@ -15,6 +15,14 @@ export class WorkerMetrics {
   endpointsDisabled = 0;
   mailsSent = 0;
   retentionDeleted = 0;
+  /** `analytics.batch` deliveries created by the flush. */
+  analyticsBatches = 0;
+  /** Analytics events never sent, by reason (buffer-full: trimmed from a full per-endpoint buffer). */
+  analyticsDropped: Record<"buffer-full" | "endpoint-unavailable" | "store-failed", number> = {
+    "buffer-full": 0,
+    "endpoint-unavailable": 0,
+    "store-failed": 0,
+  };
   private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
   private durationSum = 0;
   private durationCount = 0;
@@ -46,6 +54,13 @@ export class WorkerMetrics {
     metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
     metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
     metric("vw_retention_deleted_total", "counter", "Deliveries deleted by the retention job.", [["", this.retentionDeleted]]);
+    metric("vw_analytics_batches_total", "counter", "analytics.batch deliveries created by the flush.", [["", this.analyticsBatches]]);
+    metric(
+      "vw_analytics_events_dropped_total",
+      "counter",
+      "Analytics events never sent, by reason.",
+      Object.entries(this.analyticsDropped).map(([reason, n]) => [`{reason="${reason}"}`, n]),
+    );
     lines.push("# HELP vw_delivery_attempt_duration_ms Duration of delivery attempts.", "# TYPE vw_delivery_attempt_duration_ms histogram");
     DURATION_BUCKETS.forEach((bound, i) => lines.push(`vw_delivery_attempt_duration_ms_bucket{le="${bound}"} ${this.buckets[i]}`));
     lines.push(`vw_delivery_attempt_duration_ms_bucket{le="+Inf"} ${this.durationCount}`);

@@ -1,0 +1,154 @@
+/**
+ * The analytics flush against the real Redis, PostgreSQL and deliveries queue: a burst far larger
+ * than the buffer stays bounded (what is trimmed is counted), every batch holds at most 100
+ * events, an endpoint gets at most one POST per flush, and each batch is a valid, signed
+ * `analytics.batch` delivery.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { validateDelivered } from "@vw/contracts";
+import { analyticsKeys, pushAnalyticsEvents } from "@vw/queues";
+import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { flushAnalytics, type AnalyticsFlushDeps } from "../src/analytics-flush.js";
+import { silentLogger, startHarness, type Harness } from "./harness.js";
+
+const BUFFER_MAX = 1000;
+const BATCH_MAX = 100;
+const BURST = 10_000;
+let h: Harness;
+const receivers: WebhookReceiver[] = [];
+let deps: AnalyticsFlushDeps;
+
+beforeAll(async () => {
+  h = await startHarness();
+  deps = {
+    redis: h.redis,
+    prisma: h.prisma,
+    deliveries: h.deliveries,
+    keyPrefix: h.keyPrefix,
+    playUrl: "https://play.example.test",
+    batchMax: BATCH_MAX,
+    logger: silentLogger,
+    metrics: h.worker.metrics,
+  };
+});
+afterAll(async () => {
+  const keys = await h.redis.keys(`${h.keyPrefix}:analytics:*`);
+  if (keys.length > 0) await h.redis.del(...keys);
+  await Promise.all(receivers.map((r) => r.close()));
+  await h.close();
+});
+
+/** A valid inner event; `n` is recorded so tests can tell which events survived. */
+function innerEvent(n: number): string {
+  const at = new Date(Date.UTC(2026, 10, 12, 15, 0, 0) + n).toISOString();
+  return JSON.stringify({
+    id: randomUUID(),
+    type: "area.dwell",
+    timestamp: at,
+    data: {
+      eventName: "area.dwell",
+      source: "pusher",
+      eventTime: at,
+      user: { uuid: randomUUID() },
+      room: { url: "https://play.example.test/@/acme/lobby/office.wam" },
+      properties: { durationSeconds: n, areaName: "Kitchen" },
+    },
+  });
+}
+
+async function analyticsEndpoint(subscriptions = ["analytics"]) {
+  const receiver = await startWebhookReceiver({ answer: 204 });
+  receivers.push(receiver);
+  const world = await h.createWorld();
+  const endpoint = await h.createEndpoint(world.id, { url: receiver.url, subscriptions });
+  receiver.setSecret(endpoint.secret);
+  return { receiver, endpoint, world };
+}
+
+describe("a burst of 10,000 inner events for one endpoint", () => {
+  it("stays bounded, counts what is trimmed, and goes out one batch of ≤ 100 per flush, signed and valid", async () => {
+    const { receiver, endpoint, world } = await analyticsEndpoint();
+    const keys = analyticsKeys(h.keyPrefix);
+    const events = Array.from({ length: BURST }, (_, n) => innerEvent(n));
+
+    let trimmed = 0;
+    for (let i = 0; i < BURST; i += 500) {
+      trimmed += await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, events.slice(i, i + 500), BUFFER_MAX);
+      expect(await h.redis.llen(keys.buffer(endpoint.id))).toBeLessThanOrEqual(BUFFER_MAX);
+    }
+    expect(trimmed).toBe(BURST - BUFFER_MAX);
+    expect(await h.redis.get(keys.dropped(endpoint.id))).toBe(String(BURST - BUFFER_MAX));
+    expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(1);
+
+    const droppedBefore = h.worker.metrics.analyticsDropped["buffer-full"];
+    const flushes = BUFFER_MAX / BATCH_MAX + 1;
+    const deliveryIds: string[] = [];
+    for (let run = 0; run < flushes; run += 1) {
+      const result = await flushAnalytics(deps);
+      expect(result.deliveryIds.length).toBeLessThanOrEqual(1);
+      deliveryIds.push(...result.deliveryIds);
+      for (const id of result.deliveryIds) expect(await h.completion(id)).toBe("delivered");
+      // The dropped counter is collected by the first flush, for the metrics.
+      if (run === 0) {
+        expect(h.worker.metrics.analyticsDropped["buffer-full"] - droppedBefore).toBe(BURST - BUFFER_MAX);
+        expect(await h.redis.exists(keys.dropped(endpoint.id))).toBe(0);
+      }
+    }
+
+    // At most one POST per flush; the last flush found the buffer empty.
+    expect(deliveryIds).toHaveLength(BUFFER_MAX / BATCH_MAX);
+    expect(receiver.received.length).toBeLessThanOrEqual(flushes);
+    expect(receiver.received).toHaveLength(BUFFER_MAX / BATCH_MAX);
+    const sent: number[] = [];
+    for (const request of receiver.received) {
+      expect(request.verifyError).toBeNull();
+      const body = JSON.parse(request.body.toString("utf8"));
+      const valid = validateDelivered("analytics.batch", body);
+      expect(valid.ok ? [] : valid.errors).toEqual([]);
+      expect(body.type).toBe("analytics.batch");
+      expect(body.world).toEqual({ slug: world.slug, url: `https://play.example.test/@/${world.organizationSlug}/${world.slug}` });
+      expect(body.data.events.length).toBeLessThanOrEqual(BATCH_MAX);
+      sent.push(...body.data.events.map((e: { data: { properties: { durationSeconds: number } } }) => e.data.properties.durationSeconds));
+    }
+    // The newest events were kept, each sent once, in order.
+    expect(sent).toEqual(Array.from({ length: BUFFER_MAX }, (_, i) => BURST - BUFFER_MAX + i));
+    expect(await h.redis.exists(keys.buffer(endpoint.id))).toBe(0);
+    expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
+
+    const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    expect(rows.map((r) => r.type)).toEqual(Array(BUFFER_MAX / BATCH_MAX).fill("analytics.batch"));
+    expect(rows.every((r) => r.status === "delivered")).toBe(true);
+  });
+});
+
+describe("an endpoint that can no longer receive analytics", () => {
+  it("gets nothing: its buffer is discarded and counted when it was disabled or unsubscribed", async () => {
+    const disabled = await analyticsEndpoint();
+    const unsubscribed = await analyticsEndpoint();
+    const keys = analyticsKeys(h.keyPrefix);
+    for (const { endpoint } of [disabled, unsubscribed]) {
+      await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2)], BUFFER_MAX);
+    }
+    await h.prisma.webhookEndpoint.update({ where: { id: disabled.endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
+    await h.prisma.webhookEndpoint.update({ where: { id: unsubscribed.endpoint.id }, data: { subscriptions: ["visitor"] } });
+    const before = h.worker.metrics.analyticsDropped["endpoint-unavailable"];
+
+    const result = await flushAnalytics(deps);
+    expect(result.deliveryIds).toEqual([]);
+    expect(result.dropped).toBe(4);
+    expect(h.worker.metrics.analyticsDropped["endpoint-unavailable"] - before).toBe(4);
+    for (const { endpoint, receiver } of [disabled, unsubscribed]) {
+      expect(await h.redis.exists(keys.buffer(endpoint.id))).toBe(0);
+      expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
+      expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
+      expect(receiver.received).toHaveLength(0);
+    }
+  });
+
+  it("exposes the dropped totals on /metrics", () => {
+    const text = h.worker.metrics.render({});
+    expect(text).toMatch(/vw_analytics_events_dropped_total\{reason="buffer-full"\} \d+/);
+    expect(text).toMatch(/vw_analytics_batches_total \d+/);
+  });
+});
