@@ -33,8 +33,22 @@ describe("loadConfig", () => {
       authHookTimeoutMs: 5000,
       endpointUrlPolicy: "public-https",
       secretsEncryptionKey: valid.SECRETS_ENCRYPTION_KEY,
+      analyticsPseudonymKey: null,
+      analyticsBufferMax: 1000,
     });
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("reads the analytics settings and refuses a short ANALYTICS_PSEUDONYM_KEY without echoing it", () => {
+    const key = "k".repeat(32);
+    expect(loadConfig({ ...valid, ANALYTICS_PSEUDONYM_KEY: key, ANALYTICS_BUFFER_MAX: "200" })).toMatchObject({
+      analyticsPseudonymKey: key,
+      analyticsBufferMax: 200,
+    });
+    const problems = problemsOf({ ...valid, ANALYTICS_PSEUDONYM_KEY: "short-secret", ANALYTICS_BUFFER_MAX: "0" });
+    expect(problems.join("\n")).toMatch(/ANALYTICS_PSEUDONYM_KEY/);
+    expect(problems.join("\n")).toMatch(/ANALYTICS_BUFFER_MAX/);
+    expect(problems.join("\n")).not.toContain("short-secret");
   });
 
   it("reads every variable, keeps the Redis database number and drops trailing slashes", () => {

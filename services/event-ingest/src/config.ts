@@ -1,3 +1,4 @@
+import { DEFAULT_ANALYTICS_BUFFER_MAX } from "@vw/queues";
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
 import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type EndpointUrlPolicy } from "@vw/webhook-core";
 
@@ -13,6 +14,9 @@ export const DEFAULT_AUTH_HOOK_TIMEOUT_MS = 5_000;
 
 /** Values of `ENDPOINT_URL_POLICY`. */
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
+
+/** Shortest accepted ANALYTICS_PSEUDONYM_KEY (a 32-byte HMAC key is 32 characters or more). */
+export const MIN_PSEUDONYM_KEY_LENGTH = 32;
 
 /** A Redis key prefix: letters, digits and separators (map-storage's default is `vw:map-storage:`). */
 const KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -43,6 +47,10 @@ export function loadConfig(env: Env) {
         r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
       }
     }
+    const analyticsPseudonymKey = r.optionalString("ANALYTICS_PSEUDONYM_KEY") ?? null;
+    if (analyticsPseudonymKey !== null && analyticsPseudonymKey.length < MIN_PSEUDONYM_KEY_LENGTH) {
+      r.problem(`ANALYTICS_PSEUDONYM_KEY must be at least ${MIN_PSEUDONYM_KEY_LENGTH} characters long, got ${analyticsPseudonymKey.length}`);
+    }
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -68,6 +76,10 @@ export function loadConfig(env: Env) {
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
       /** Keys of the secret box that opens endpoint secrets (admin-api's SECRETS_ENCRYPTION_KEY). */
       secretsEncryptionKey,
+      /** HMAC key of analytics pseudonyms; null = derived from SECRETS_ENCRYPTION_KEY (see analytics-privacy.ts). */
+      analyticsPseudonymKey,
+      /** Inner analytics events waiting per endpoint at most; older ones are trimmed and counted. */
+      analyticsBufferMax: r.int("ANALYTICS_BUFFER_MAX", DEFAULT_ANALYTICS_BUFFER_MAX, { min: 1, max: 100_000 }),
     };
   });
 }

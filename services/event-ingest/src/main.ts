@@ -2,6 +2,8 @@ import { createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
+import { pseudonymKey } from "./analytics-privacy.js";
+import { AnalyticsIntake } from "./analytics.service.js";
 import { createIngestApp } from "./app.js";
 import { AuthHookService } from "./auth-hook.service.js";
 import { loadConfig } from "./config.js";
@@ -42,6 +44,11 @@ const app = createIngestApp({
   playUrl: config.playUrl,
   maxEventsPerRequest: config.maxEventsPerRequest,
   authHook,
+  analytics: new AnalyticsIntake(prisma, redis, logger, {
+    keyPrefix: config.redisKeyPrefix,
+    pseudonymKey: pseudonymKey(config.analyticsPseudonymKey, config.secretsEncryptionKey),
+    bufferMax: config.analyticsBufferMax,
+  }),
 });
 const server = await listen(app, config.port);
 logger.info(
