@@ -7,3 +7,4 @@ export * from "./errors.js";
 export * from "./http.js";
 export * from "./logger.js";
 export * from "./shutdown.js";
+export * from "./bearer-auth.js";

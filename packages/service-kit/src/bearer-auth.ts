@@ -1,0 +1,48 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { RequestHandler } from "express";
+import { AppError } from "./errors.js";
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
+
+/** What {@link bearerAuth} checks and how it names things in its answers. */
+export interface BearerAuthOptions {
+  /** The one accepted token (ADMIN_TOKEN, INGEST_TOKEN…). */
+  token: string;
+  /** `realm` of `WWW-Authenticate`: the service name. */
+  realm: string;
+  /** The variable holding the token, named in error details (`ADMIN_TOKEN`). */
+  variable: string;
+  /** What the token is, for "The bearer token is not the <label>." */
+  label: string;
+}
+
+/**
+ * Requires `Authorization: Bearer <token>` for a service-wide static token. Both sides are hashed
+ * before a constant-time comparison, so neither the content nor the length of the token leaks
+ * through timing. Failures are 401 with `WWW-Authenticate` (RFC 6750); the presented token is
+ * never logged.
+ */
+export function bearerAuth({ token, realm, variable, label }: BearerAuthOptions): RequestHandler {
+  const expected = digest(token);
+  const challenge = `Bearer realm="${realm}"`;
+  return (req, _res, next) => {
+    const header = req.headers.authorization;
+    const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
+    if (!match?.[1]) {
+      throw new AppError(
+        401,
+        "unauthorized",
+        header === undefined
+          ? `This endpoint needs 'Authorization: Bearer <${variable}>'.`
+          : `The Authorization header must have the form 'Bearer <${variable}>'.`,
+        { headers: { "WWW-Authenticate": header === undefined ? challenge : `${challenge}, error="invalid_request"` } },
+      );
+    }
+    if (!timingSafeEqual(digest(match[1]), expected)) {
+      throw new AppError(401, "invalid-token", `The bearer token is not the ${label}.`, {
+        headers: { "WWW-Authenticate": `${challenge}, error="invalid_token"` },
+      });
+    }
+    next();
+  };
+}
