@@ -25,6 +25,7 @@ export {
   SecretBoxError,
   createSecretBox,
   generateSecretBoxKey,
+  secretBoxKeyProblem,
   type SecretBox,
   type SecretBoxErrorCode,
 } from "./secret-box.js";

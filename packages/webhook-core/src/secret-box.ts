@@ -144,3 +144,17 @@ function parseSealed(sealed: string): { kid: string; iv: Buffer; tag: Buffer; ci
 function b64u(bytes: Buffer): string {
   return bytes.toString("base64url");
 }
+
+/**
+ * For configuration checks: why `SECRETS_ENCRYPTION_KEY` cannot build a box, or null when it can.
+ * The message names the position of a bad key, never its value.
+ */
+export function secretBoxKeyProblem(keys: string): string | null {
+  try {
+    createSecretBox(keys);
+    return null;
+  } catch (err) {
+    if (!(err instanceof SecretBoxError)) throw err;
+    return `${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`;
+  }
+}

@@ -1,5 +1,5 @@
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
-import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type EndpointUrlPolicy } from "@vw/webhook-core";
+import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
@@ -22,15 +22,8 @@ export function loadConfig(env: Env) {
       r.problem(`ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long, got ${adminToken.length}`);
     }
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
-    if (secretsEncryptionKey !== "") {
-      try {
-        createSecretBox(secretsEncryptionKey);
-      } catch (err) {
-        // SecretBoxError messages name the position of a bad key, never its value.
-        if (!(err instanceof SecretBoxError)) throw err;
-        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
-      }
-    }
+    const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
+    if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
     const redisKeyPrefix = r.string("REDIS_KEY_PREFIX", "vw");
     if (!KEY_PREFIX_RE.test(redisKeyPrefix)) {
       r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redisKeyPrefix}"`);

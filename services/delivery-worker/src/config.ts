@@ -4,8 +4,7 @@ import {
   DEFAULT_ENDPOINT_URL_POLICY,
   DEFAULT_RETRY_DELAYS_TEXT,
   RetryScheduleError,
-  SecretBoxError,
-  createSecretBox,
+  secretBoxKeyProblem,
   parseRetryDelays,
   type EndpointUrlPolicy,
 } from "@vw/webhook-core";
@@ -23,14 +22,8 @@ export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3004);
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
-    if (secretsEncryptionKey !== "") {
-      try {
-        createSecretBox(secretsEncryptionKey);
-      } catch (err) {
-        if (!(err instanceof SecretBoxError)) throw err;
-        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys, the same as admin-api's)`);
-      }
-    }
+    const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
+    if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
     const retryDelaysText = r.string("RETRY_DELAYS", DEFAULT_RETRY_DELAYS_TEXT);
     let retryDelays: readonly number[] = [];
     try {

@@ -1,6 +1,6 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX } from "@vw/queues";
 import { parseEnv, readCommon, type Env } from "@vw/service-kit";
-import { createSecretBox, DEFAULT_ENDPOINT_URL_POLICY, SecretBoxError, type EndpointUrlPolicy } from "@vw/webhook-core";
+import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted INGEST_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_INGEST_TOKEN_LENGTH = 16;
@@ -38,15 +38,8 @@ export function loadConfig(env: Env) {
     }
     // Same rule as admin-api's: the auth hook signs with endpoint secrets that admin-api sealed.
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
-    if (secretsEncryptionKey !== "") {
-      try {
-        createSecretBox(secretsEncryptionKey);
-      } catch (err) {
-        // SecretBoxError messages name the position of a bad key, never its value.
-        if (!(err instanceof SecretBoxError)) throw err;
-        r.problem(`SECRETS_ENCRYPTION_KEY: ${err.message} (comma-separated base64 32-byte keys; make one with \`openssl rand -base64 32\`)`);
-      }
-    }
+    const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
+    if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
     const analyticsPseudonymKey = r.optionalString("ANALYTICS_PSEUDONYM_KEY") ?? null;
     if (analyticsPseudonymKey !== null && analyticsPseudonymKey.length < MIN_PSEUDONYM_KEY_LENGTH) {
       r.problem(`ANALYTICS_PSEUDONYM_KEY must be at least ${MIN_PSEUDONYM_KEY_LENGTH} characters long, got ${analyticsPseudonymKey.length}`);
