@@ -1,13 +1,22 @@
 /**
  * The analytics buffer: event-ingest appends privacy-processed inner analytics events to one
- * bounded Redis list per endpoint, and the delivery worker's flush pops at most one batch per
+ * bounded Redis list per endpoint, and the delivery worker's flush claims at most one batch per
  * endpoint per run. The keys are declared here once, for both sides.
  *
  * Nothing grows without bound: each list keeps at most `max` events (the NEWEST ones: a burst
  * pushes out what was waiting longest), and every event trimmed away is added to the endpoint's
  * dropped counter, which the flush collects (and resets) for the worker's metrics and logs.
- * Both scripts run atomically, so the pending set never loses an endpoint that still has events:
- * a push adds it, and only a pop that leaves its list empty removes it.
+ *
+ * At least once: a claim MOVES up to one batch from the list into the endpoint's in-flight record
+ * (with the deliveryId the batch will have), and only {@link releaseAnalyticsBatch}, called once
+ * the delivery row is committed and its job queued, deletes it. A flush that fails in between
+ * (database down, Redis blip, crash) leaves the record, and the next claim returns that same batch
+ * with the same deliveryId instead of taking new events, so the retry stores the row once
+ * (`ON CONFLICT DO NOTHING`) and re-adds the job (idempotent: its job id is the deliveryId). The
+ * in-flight record holds one batch at most, so Redis stays bounded at `max` + one batch per
+ * endpoint. Every script runs atomically, and the pending set keeps an endpoint while its list or
+ * its in-flight record holds events: a push adds it, and only a claim or a release that finds both
+ * empty removes it.
  */
 import type { Redis } from "ioredis";
 
@@ -21,12 +30,14 @@ const PUSH_CHUNK = 500;
 export function analyticsKeys(keyPrefix: string) {
   const base = `${keyPrefix.replace(/:+$/, "")}:analytics`;
   return {
-    /** Set of endpoint ids whose buffer may hold events. */
+    /** Set of endpoint ids whose buffer or in-flight batch may hold events. */
     pending: `${base}:pending`,
     /** List of inner-event JSON texts waiting for the endpoint's next batch. */
     buffer: (endpointId: string) => `${base}:buf:${endpointId}`,
     /** Events trimmed from the endpoint's full buffer since the last flush collected them. */
     dropped: (endpointId: string) => `${base}:dropped:${endpointId}`,
+    /** Hash `{id, events, n}`: the batch claimed by a flush and not yet stored and queued. */
+    inflight: (endpointId: string) => `${base}:inflight:${endpointId}`,
   };
 }
 
@@ -43,16 +54,6 @@ end
 redis.call('SADD', KEYS[3], ARGV[2])
 return over`;
 
-// KEYS: buffer, dropped, pending. ARGV: count, endpointId. Returns {events, dropped since last pop, left}.
-const POP_SCRIPT = `
-local events = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
-if not events then events = {} end
-local left = redis.call('LLEN', KEYS[1])
-if left == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
-local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
-if dropped > 0 then redis.call('DEL', KEYS[2]) end
-return {events, dropped, left}`;
-
 /**
  * Appends `events` (JSON texts) to the endpoint's buffer, keeping the newest `max`; resolves with
  * how many events were trimmed away (also added to the endpoint's dropped counter).
@@ -68,48 +69,100 @@ export async function pushAnalyticsEvents(redis: Redis, keyPrefix: string, endpo
   return trimmed;
 }
 
-/** What one pop took from an endpoint's buffer. */
-export interface AnalyticsPop {
-  /** Up to `count` inner-event JSON texts, oldest first. */
-  events: string[];
-  /** Events trimmed from the full buffer since the previous pop (the counter is reset). */
+// KEYS: buffer, dropped, pending, inflight. ARGV: count, endpointId, deliveryId.
+// Returns {deliveryId, events as a JSON array text, event count, dropped since last claim, 1 if held over}.
+// The buffered texts are JSON objects, so joining them with commas inside brackets is their array.
+const CLAIM_SCRIPT = `
+local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
+if dropped > 0 then redis.call('DEL', KEYS[2]) end
+local held = redis.call('HMGET', KEYS[4], 'id', 'events', 'n')
+if held[1] then
+  return {held[1], held[2], tonumber(held[3]), dropped, 1}
+end
+local events = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
+if not events then
+  redis.call('SREM', KEYS[3], ARGV[2])
+  return {ARGV[3], '[]', 0, dropped, 0}
+end
+local text = '[' .. table.concat(events, ',') .. ']'
+redis.call('HSET', KEYS[4], 'id', ARGV[3], 'events', text, 'n', #events)
+return {ARGV[3], text, #events, dropped, 0}`;
+
+// KEYS: buffer, pending, inflight. ARGV: endpointId, deliveryId. Returns the events left in the buffer.
+const RELEASE_SCRIPT = `
+if redis.call('HGET', KEYS[3], 'id') == ARGV[2] then redis.call('DEL', KEYS[3]) end
+local left = redis.call('LLEN', KEYS[1])
+if left == 0 and redis.call('EXISTS', KEYS[3]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
+return left`;
+
+/** One batch claimed from an endpoint's buffer (see {@link claimAnalyticsBatch}). */
+export interface AnalyticsClaim {
+  /** The batch's deliveryId: the one proposed, or that of the held-over batch. */
+  deliveryId: string;
+  /** The inner events as one JSON array text, oldest first (`[]` when there was nothing). */
+  eventsJson: string;
+  /** Inner events in the batch (0: nothing to send; the endpoint was unregistered). */
+  count: number;
+  /** Events trimmed from the full buffer since the previous claim (the counter is reset). */
   dropped: number;
-  /** Events still waiting after this pop. */
-  left: number;
+  /** True when this is a batch claimed by an earlier flush that did not complete (its row may exist). */
+  heldOver: boolean;
 }
 
-/** Atomically takes up to `count` events of the endpoint, collects its dropped counter, and unregisters it when its buffer is empty. */
-export async function popAnalyticsEvents(redis: Redis, keyPrefix: string, endpointId: string, count: number): Promise<AnalyticsPop> {
+/**
+ * Atomically claims the endpoint's next batch and collects its dropped counter. When a batch
+ * claimed earlier was never released, that batch is returned again, unchanged, with its own
+ * deliveryId; otherwise up to `count` events move from the buffer into the in-flight record under
+ * `deliveryId`. An endpoint with nothing at all is unregistered.
+ */
+export async function claimAnalyticsBatch(redis: Redis, keyPrefix: string, endpointId: string, count: number, deliveryId: string): Promise<AnalyticsClaim> {
   const keys = analyticsKeys(keyPrefix);
-  const [events, dropped, left] = (await redis.eval(POP_SCRIPT, 3, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, String(count), endpointId)) as [
-    string[],
-    number,
-    number,
-  ];
-  return { events, dropped: Number(dropped), left: Number(left) };
+  const [id, eventsJson, n, dropped, heldOver] = (await redis.eval(
+    CLAIM_SCRIPT,
+    4,
+    keys.buffer(endpointId),
+    keys.dropped(endpointId),
+    keys.pending,
+    keys.inflight(endpointId),
+    String(count),
+    endpointId,
+    deliveryId,
+  )) as [string, string, number, number, number];
+  return { deliveryId: id, eventsJson, count: Number(n), dropped: Number(dropped), heldOver: Number(heldOver) === 1 };
 }
 
-// KEYS: buffer, dropped, pending. ARGV: endpointId. Returns {events discarded, dropped since last pop}.
+/**
+ * Forgets the in-flight batch `deliveryId` of the endpoint, once its delivery row is committed and
+ * its job queued (a record since replaced by another claim is left alone), and unregisters the
+ * endpoint when nothing is left. Resolves with the events still buffered.
+ */
+export async function releaseAnalyticsBatch(redis: Redis, keyPrefix: string, endpointId: string, deliveryId: string): Promise<number> {
+  const keys = analyticsKeys(keyPrefix);
+  const left = await redis.eval(RELEASE_SCRIPT, 3, keys.buffer(endpointId), keys.pending, keys.inflight(endpointId), endpointId, deliveryId);
+  return Number(left);
+}
+
+// KEYS: buffer, dropped, pending, inflight. ARGV: endpointId. Returns {events discarded, dropped since last claim}.
 const DISCARD_SCRIPT = `
-local n = redis.call('LLEN', KEYS[1])
-redis.call('DEL', KEYS[1])
+local n = redis.call('LLEN', KEYS[1]) + tonumber(redis.call('HGET', KEYS[4], 'n') or '0')
+redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('SREM', KEYS[3], ARGV[1])
 local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
 redis.call('DEL', KEYS[2])
 return {n, dropped}`;
 
 /**
- * Empties the buffer of an endpoint that can no longer receive analytics (deleted, disabled,
- * unsubscribed) and unregisters it; resolves with the events discarded and the dropped counter
- * collected, so both are counted.
+ * Empties the buffer and the in-flight batch of an endpoint that can no longer receive analytics
+ * (deleted, disabled, unsubscribed) and unregisters it; resolves with the events discarded and the
+ * dropped counter collected, so both are counted.
  */
 export async function discardAnalyticsBuffer(redis: Redis, keyPrefix: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
   const keys = analyticsKeys(keyPrefix);
-  const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 3, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, endpointId)) as [number, number];
+  const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 4, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.inflight(endpointId), endpointId)) as [number, number];
   return { discarded: Number(discarded), dropped: Number(dropped) };
 }
 
-/** Endpoint ids whose buffer may hold events. */
+/** Endpoint ids whose buffer or in-flight batch may hold events. */
 export function pendingAnalyticsEndpoints(redis: Redis, keyPrefix: string): Promise<string[]> {
   return redis.smembers(analyticsKeys(keyPrefix).pending);
 }

@@ -6,17 +6,20 @@
  * for the next run. A batch is an ordinary delivery (a `webhook_deliveries` row and a `deliver.v1`
  * job), so signing, retries, history, replay and disabling all apply to it.
  *
- * Events never sent are counted, never silent: trimmed from a full buffer (ingest side, collected
- * here), discarded because their endpoint can no longer receive analytics, or lost because the
- * batch could not be stored. The pop happens before the row is written, so analytics (an
- * experimental, best-effort stream) is at most once: a database failure loses that batch, counted.
+ * At least once: a batch is claimed into the endpoint's in-flight record (with its deliveryId),
+ * and released only after its row is committed and its job queued. A run that fails in between
+ * (the database write, the enqueue, a crash) leaves the batch there; the next run takes that same
+ * batch again, inserts its row if it is not there yet and re-adds its job (the job id is the
+ * deliveryId, so neither step can double it). Events never sent are counted, never silent:
+ * trimmed from a full buffer (ingest side, collected here) or discarded because their endpoint can
+ * no longer receive analytics.
  */
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
-import { discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, popAnalyticsEvents, type DeliverJobData } from "@vw/queues";
+import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { WorkerMetrics } from "./metrics.js";
@@ -47,7 +50,7 @@ export interface AnalyticsFlushDeps {
 
 /** What one flush did. */
 export interface AnalyticsFlushResult {
-  /** Deliveries created, one per endpoint at most. */
+  /** Deliveries stored and queued, one per endpoint at most (a held-over batch keeps its deliveryId). */
   deliveryIds: string[];
   /** Inner events put in those batches. */
   events: number;
@@ -114,37 +117,43 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       drop(endpointId, "endpoint-unavailable", discarded);
       continue;
     }
-    const pop = await popAnalyticsEvents(deps.redis, deps.keyPrefix, endpointId, deps.batchMax);
-    drop(endpointId, "buffer-full", pop.dropped);
-    if (pop.events.length === 0) continue;
-    const deliveryId = randomUUID();
+    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, endpointId, deps.batchMax, randomUUID());
+    drop(endpointId, "buffer-full", claim.dropped);
+    if (claim.count === 0) continue;
     const body = buildEnvelope({
-      deliveryId,
+      deliveryId: claim.deliveryId,
       apiVersion: endpoint.api_version,
       type: ANALYTICS_BATCH_TYPE,
       timestamp,
       world: worldReference(deps.playUrl, endpoint.org_slug, endpoint.world_slug, endpoint.custom_domain),
-      data: { events: pop.events.map((text) => JSON.parse(text) as unknown) },
+      data: { events: JSON.parse(claim.eventsJson) as unknown[] },
     });
-    batches.push({ id: deliveryId, endpointId, worldId: endpoint.world_id, body, events: pop.events.length });
+    batches.push({ id: claim.deliveryId, endpointId, worldId: endpoint.world_id, body, events: claim.count });
   }
   if (batches.length === 0) return result;
 
+  // Until the releases below, every batch stays in its endpoint's in-flight record: a failure from
+  // here on fails the job and the next run sends the same batches under the same deliveryIds.
+  // ON CONFLICT: a held-over batch whose row was committed before the failure keeps that row.
   try {
-    await deps.prisma.$executeRaw`
+    const stored = await deps.prisma.$executeRaw`
       INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, status, body)
       SELECT id, endpoint_id, world_id, ${ANALYTICS_BATCH_TYPE}, 'pending', decode(body, 'base64')
       FROM unnest(${batches.map((b) => b.id)}::uuid[], ${batches.map((b) => b.endpointId)}::uuid[], ${batches.map((b) => b.worldId)}::uuid[],
-                  ${batches.map((b) => b.body.toString("base64"))}::text[]) AS v(id, endpoint_id, world_id, body)`;
+                  ${batches.map((b) => b.body.toString("base64"))}::text[]) AS v(id, endpoint_id, world_id, body)
+      ON CONFLICT (id) DO NOTHING`;
+    deps.metrics.analyticsBatches += stored;
+    const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
+    await enqueueDeliveries(deps.deliveries, jobs);
   } catch (err) {
-    for (const b of batches) drop(b.endpointId, "store-failed", b.events);
+    deps.logger.warn(
+      { batches: batches.length, events: batches.reduce((n, b) => n + b.events, 0), err },
+      "analytics batches not stored or queued: kept in flight for the next flush",
+    );
     throw err;
   }
-  const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
-  await enqueueDeliveries(deps.deliveries, jobs);
-  deps.metrics.analyticsBatches += batches.length;
+  await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.endpointId, b.id)));
   result.deliveryIds = batches.map((b) => b.id);
   result.events = batches.reduce((n, b) => n + b.events, 0);
   return result;
 }
-

@@ -18,10 +18,9 @@ export class WorkerMetrics {
   /** `analytics.batch` deliveries created by the flush. */
   analyticsBatches = 0;
   /** Analytics events never sent, by reason (buffer-full: trimmed from a full per-endpoint buffer). */
-  analyticsDropped: Record<"buffer-full" | "endpoint-unavailable" | "store-failed", number> = {
+  analyticsDropped: Record<"buffer-full" | "endpoint-unavailable", number> = {
     "buffer-full": 0,
     "endpoint-unavailable": 0,
-    "store-failed": 0,
   };
   private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
   private durationSum = 0;

@@ -2,7 +2,8 @@
  * The analytics flush against the real Redis, PostgreSQL and deliveries queue: a burst far larger
  * than the buffer stays bounded (what is trimmed is counted), every batch holds at most 100
  * events, an endpoint gets at most one POST per flush, and each batch is a valid, signed
- * `analytics.batch` delivery.
+ * `analytics.batch` delivery. At least once: a flush whose database write or enqueue fails loses
+ * nothing, and the next flush sends that same batch, once.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -38,6 +39,33 @@ afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()));
   await h.close();
 });
+
+/**
+ * `target` whose `method` rejects on its first call (the way a dropped connection or a failed
+ * statement does) and behaves normally afterwards: the fault injected into one flush.
+ */
+function failingOnce<T extends object>(target: T, method: string): T {
+  let failed = false;
+  return new Proxy(target, {
+    get(obj, prop) {
+      const value: unknown = Reflect.get(obj, prop, obj);
+      if (prop === method && !failed) {
+        return () => {
+          failed = true;
+          return Promise.reject(new Error(`injected ${method} failure`));
+        };
+      }
+      return typeof value === "function" ? value.bind(obj) : value;
+    },
+  });
+}
+
+/** Sent inner events, by their `durationSeconds` marker, across every request of a receiver. */
+function sentMarkers(receiver: WebhookReceiver): number[] {
+  return receiver.received.flatMap((request) =>
+    JSON.parse(request.body.toString("utf8")).data.events.map((e: { data: { properties: { durationSeconds: number } } }) => e.data.properties.durationSeconds),
+  );
+}
 
 /** A valid inner event; `n` is recorded so tests can tell which events survived. */
 function innerEvent(n: number): string {
@@ -150,5 +178,85 @@ describe("an endpoint that can no longer receive analytics", () => {
     const text = h.worker.metrics.render({});
     expect(text).toMatch(/vw_analytics_events_dropped_total\{reason="buffer-full"\} \d+/);
     expect(text).toMatch(/vw_analytics_batches_total \d+/);
+  });
+});
+
+describe("at least once", () => {
+  it("a database write that fails loses nothing: the next flush sends the same batch, under the same deliveryId, once", async () => {
+    const { receiver, endpoint } = await analyticsEndpoint();
+    const keys = analyticsKeys(h.keyPrefix);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
+    const droppedBefore = { ...h.worker.metrics.analyticsDropped };
+
+    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$executeRaw") })).rejects.toThrow("injected $executeRaw failure");
+    // Nothing stored, nothing dropped: the batch waits in flight, the rest in the buffer.
+    expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
+    expect(h.worker.metrics.analyticsDropped).toEqual(droppedBefore);
+    const held = await h.redis.hgetall(keys.inflight(endpoint.id));
+    expect(Number(held.n)).toBe(BATCH_MAX);
+    expect(await h.redis.llen(keys.buffer(endpoint.id))).toBe(50);
+    expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(1);
+
+    // Events arriving meanwhile queue up behind the held batch.
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 10 }, (_, n) => innerEvent(150 + n)), BUFFER_MAX);
+    const retry = await flushAnalytics(deps);
+    expect(retry.deliveryIds).toEqual([held.id]);
+    expect(retry.events).toBe(BATCH_MAX);
+    expect(await h.completion(held.id!)).toBe("delivered");
+    const rest = await flushAnalytics(deps);
+    expect(rest.events).toBe(60);
+    expect(await h.completion(rest.deliveryIds[0]!)).toBe("delivered");
+    expect((await flushAnalytics(deps)).deliveryIds).toEqual([]);
+
+    expect(receiver.received).toHaveLength(2);
+    expect(receiver.received[0]!.headers["webhook-id"]).toBe(held.id);
+    for (const request of receiver.received) expect(request.verifyError).toBeNull();
+    expect(sentMarkers(receiver)).toEqual(Array.from({ length: 160 }, (_, n) => n));
+    expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(2);
+    expect(await h.redis.exists(keys.inflight(endpoint.id), keys.buffer(endpoint.id))).toBe(0);
+    expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
+    expect(h.worker.metrics.analyticsDropped).toEqual(droppedBefore);
+  });
+
+  it("a row committed but never queued is queued by the next flush, with no second row", async () => {
+    const { receiver, endpoint } = await analyticsEndpoint();
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 5 }, (_, n) => innerEvent(n)), BUFFER_MAX);
+    const batchesBefore = h.worker.metrics.analyticsBatches;
+
+    await expect(flushAnalytics({ ...deps, deliveries: failingOnce(h.deliveries, "addBulk") })).rejects.toThrow("injected addBulk failure");
+    const [row, ...others] = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    expect(others).toEqual([]);
+    expect(row).toMatchObject({ type: "analytics.batch", status: "pending" });
+    expect(await h.deliveries.getJob(row!.id)).toBeUndefined();
+
+    const next = await flushAnalytics(deps);
+    expect(next.deliveryIds).toEqual([row!.id]);
+    expect(await h.completion(row!.id)).toBe("delivered");
+    expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(1);
+    expect(h.worker.metrics.analyticsBatches - batchesBefore).toBe(1);
+    expect(receiver.received).toHaveLength(1);
+    expect(receiver.received[0]!.headers["webhook-id"]).toBe(row!.id);
+    // Byte for byte the row written by the failed flush.
+    expect(receiver.received[0]!.body.equals(Buffer.from(row!.body))).toBe(true);
+    expect(sentMarkers(receiver)).toEqual([0, 1, 2, 3, 4]);
+    expect((await flushAnalytics(deps)).deliveryIds).toEqual([]);
+  });
+
+  it("a held batch of an endpoint disabled meanwhile is discarded and counted, not kept", async () => {
+    const { receiver, endpoint } = await analyticsEndpoint();
+    const keys = analyticsKeys(h.keyPrefix);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2), innerEvent(3)], BUFFER_MAX);
+    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$executeRaw") })).rejects.toThrow();
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(4)], BUFFER_MAX);
+    await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
+    const before = h.worker.metrics.analyticsDropped["endpoint-unavailable"];
+
+    const result = await flushAnalytics(deps);
+    expect(result.deliveryIds).toEqual([]);
+    expect(h.worker.metrics.analyticsDropped["endpoint-unavailable"] - before).toBe(4);
+    expect(await h.redis.exists(keys.inflight(endpoint.id), keys.buffer(endpoint.id))).toBe(0);
+    expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
+    expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
+    expect(receiver.received).toHaveLength(0);
   });
 });
