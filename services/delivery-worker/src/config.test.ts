@@ -38,3 +38,55 @@ describe("delivery-worker config", () => {
     expect(message).not.toContain("not-a-key");
   });
 });
+
+/** The problems a configuration is refused with (fails the test when it is accepted). */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig({ ...base, ...env });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+}
+
+describe("analytics flush and PLAY_URL", () => {
+  it("defaults to a flush every 20 s (3 batches per endpoint per minute), 100 events per batch, https://play.localhost", () => {
+    expect(loadConfig(base)).toMatchObject({ analyticsFlushIntervalMs: 20_000, analyticsBatchMax: 100, playUrl: "https://play.localhost" });
+  });
+
+  it.each([
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "1000" }, { analyticsFlushIntervalMs: 1000 }],
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: " 3600000 " }, { analyticsFlushIntervalMs: 3_600_000 }],
+    [{ ANALYTICS_BATCH_MAX: "1" }, { analyticsBatchMax: 1 }],
+    [{ ANALYTICS_BATCH_MAX: "100" }, { analyticsBatchMax: 100 }],
+    [{ PLAY_URL: "https://play.example.com/" }, { playUrl: "https://play.example.com" }],
+    [{ PLAY_URL: "http://localhost:8080/play" }, { playUrl: "http://localhost:8080/play" }],
+  ])("accepts %j", (env, expected) => {
+    expect(loadConfig({ ...base, ...env })).toMatchObject(expected);
+  });
+
+  it.each([
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "999" }, "ANALYTICS_FLUSH_INTERVAL_MS must be between 1000 and 3600000, got 999"],
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "3600001" }, "ANALYTICS_FLUSH_INTERVAL_MS must be between 1000 and 3600000, got 3600001"],
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "99999999999999999999999" }, "ANALYTICS_FLUSH_INTERVAL_MS must be between 1000 and 3600000, got 1e+23"],
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "20s" }, 'ANALYTICS_FLUSH_INTERVAL_MS must be an integer, got "20s"'],
+    [{ ANALYTICS_FLUSH_INTERVAL_MS: "-5000" }, "ANALYTICS_FLUSH_INTERVAL_MS must be between 1000 and 3600000, got -5000"],
+    [{ ANALYTICS_BATCH_MAX: "0" }, "ANALYTICS_BATCH_MAX must be between 1 and 100, got 0"],
+    [{ ANALYTICS_BATCH_MAX: "101" }, "ANALYTICS_BATCH_MAX must be between 1 and 100, got 101"],
+    [{ ANALYTICS_BATCH_MAX: "2.5" }, 'ANALYTICS_BATCH_MAX must be an integer, got "2.5"'],
+    [{ PLAY_URL: "play.example.com" }, 'PLAY_URL must be a URL, got "play.example.com"'],
+    [{ PLAY_URL: "ftp://play.example.com" }, 'PLAY_URL must use http: or https:, got "ftp:"'],
+    [{ PLAY_URL: "https://play.example.com/?ref=mail" }, `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/?ref=mail"`],
+    [{ PLAY_URL: "https://play.example.com#lobby" }, `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com#lobby"`],
+    [{ PLAY_URL: "https://play.example.com?" }, `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com?"`],
+  ])("refuses %j, saying why", (env, message) => {
+    expect(problemsOf(env)).toEqual([message]);
+  });
+
+  it("refuses a PLAY_URL with credentials without echoing them", () => {
+    const problems = problemsOf({ PLAY_URL: "https://ops:hunter2@play.example.com/?x=1" });
+    expect(problems).toEqual(["PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"]);
+    expect(problems.join("\n")).not.toContain("hunter2");
+  });
+});

@@ -14,6 +14,26 @@ export const MAX_RETRIES = 9;
 
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
 
+/** Longest ANALYTICS_FLUSH_INTERVAL_MS: an hour. Anything longer is a typo (analytics would stall). */
+export const MAX_ANALYTICS_FLUSH_INTERVAL_MS = 3_600_000;
+
+/**
+ * What is wrong with a PLAY_URL that parsed as an http(s) URL, or null. A world's `url` in every
+ * envelope is `<PLAY_URL>/@/<org>/<world>`, so a query or fragment would swallow that path, and
+ * credentials would be sent to every receiver (hence not echoed).
+ */
+function playUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null; // already reported by r.url
+  }
+  if (url.username !== "" || url.password !== "") return "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)";
+  if (/[?#]/.test(value)) return `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "${value}"`;
+  return null;
+}
+
 /**
  * delivery-worker configuration; the only reader of the environment. Throws a `ConfigError`
  * naming every missing or malformed variable (never echoing secrets).
@@ -35,6 +55,9 @@ export function loadConfig(env: Env) {
     if (retryDelays.length > MAX_RETRIES) {
       r.problem(`RETRY_DELAYS lists ${retryDelays.length} delays; at most ${MAX_RETRIES} retries are allowed (spec: Limits)`);
     }
+    const playUrl = r.url("PLAY_URL", "https://play.localhost");
+    const playProblem = playUrlProblem(playUrl);
+    if (playProblem !== null) r.problem(playProblem);
     const smtpUrl = r.optionalString("SMTP_URL");
     if (smtpUrl !== undefined) r.url("SMTP_URL", undefined, ["smtp:", "smtps:"]);
     return {
@@ -71,9 +94,9 @@ export function loadConfig(env: Env) {
       smtpUrl: smtpUrl ?? null,
       mailFrom: r.string("MAIL_FROM", "Webhooks <webhooks@localhost>"),
       /** Public address of the play client, for the world's `url` in `analytics.batch` envelopes (event-ingest's must match). */
-      playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      playUrl,
       /** One analytics flush per interval: each endpoint gets at most 60000 / this batches a minute (3 by default). */
-      analyticsFlushIntervalMs: r.int("ANALYTICS_FLUSH_INTERVAL_MS", DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS, { min: 1000 }),
+      analyticsFlushIntervalMs: r.int("ANALYTICS_FLUSH_INTERVAL_MS", DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS, { min: 1000, max: MAX_ANALYTICS_FLUSH_INTERVAL_MS }),
       /** Inner events per `analytics.batch` (the spec's ceiling is 100). */
       analyticsBatchMax: r.int("ANALYTICS_BATCH_MAX", DEFAULT_ANALYTICS_BATCH_MAX, { min: 1, max: DEFAULT_ANALYTICS_BATCH_MAX }),
     };
