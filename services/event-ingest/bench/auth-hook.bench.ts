@@ -5,9 +5,14 @@
  * records its own answer time per request. Sequential calls (the hook is on one member's critical
  * path; concurrency would measure queueing instead), for a world with one `auth` endpoint and
  * one with three, in the same run. added = client round trip − Σ receiver answer times of that call.
- * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
+ * Baseline, same run: the same client POSTing the same body straight to the receiver, so its
+ * "added" is what one loopback HTTP hop (client, kernel, receiver's parser) costs on this machine;
+ * the hook's added time includes one such hop (client → event-ingest) that no service can remove.
+ * The client is node:http with a keep-alive agent (as light as a client gets, so its own cost
+ * does not hide the service's). Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
  */
 import { spawn } from "node:child_process";
+import http from "node:http";
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +34,21 @@ const box = createSecretBox(secretsKey);
 
 const quantile = (sorted: readonly number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 const fmt = (ms: number): string => `${ms.toFixed(2)} ms`;
+const clientAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+/** One POST over the keep-alive agent; resolves with the status and the body text. */
+function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", agent: clientAgent, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 async function startReceiver(): Promise<{ origin: string; stop: () => void }> {
   const child = spawn(process.execPath, [join(here, "hook-receiver.mjs"), String(RECEIVER_DELAY_MS)], { stdio: ["ignore", "pipe", "inherit"] });
@@ -47,7 +67,7 @@ async function main(): Promise<void> {
     SECRETS_ENCRYPTION_KEY: secretsKey,
     ENDPOINT_URL_POLICY: "any",
     LOG_LEVEL: "warn",
-  });
+  }, { nodeArgs: process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [] });
   try {
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
     const worldWith = async (endpoints: number): Promise<string> => {
@@ -76,37 +96,50 @@ async function main(): Promise<void> {
         accessTokens: [{ provider: "acme-okta", token: "eyJhbGciOiJSUzI1NiJ9.bench.sig" }, { provider: "google", token: "ya29.bench" }],
       });
       const start = performance.now();
-      const res = await fetch(`${ingest.url}/v1/auth-hook`, { method: "POST", headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" }, body });
-      const answer = (await res.json()) as { results: { status: number | null }[] };
+      const res = await post(`${ingest.url}/v1/auth-hook`, body, { authorization: `Bearer ${INGEST_TOKEN}` });
       const elapsed = performance.now() - start;
-      if (res.status !== 200 || answer.results.some((r) => r.status !== 200)) throw new Error(`unexpected answer ${res.status}: ${JSON.stringify(answer)}`);
+      const answer = JSON.parse(res.text) as { results: { status: number | null }[] };
+      if (res.status !== 200 || answer.results.some((r) => r.status !== 200)) throw new Error(`unexpected answer ${res.status}: ${res.text}`);
       return elapsed;
     };
 
-    const run = async (endpoints: number) => {
-      const world = await worldWith(endpoints);
-      for (let i = 0; i < WARMUP; i += 1) await call(world);
-      await fetch(`${receiver.origin}/_reset`, { method: "POST" });
+    /** Runs `once` CALLS times after WARMUP, each making `requests` receiver requests; prints and returns the added p50/p99. */
+    const measure = async (label: string, requests: number, once: () => Promise<number>): Promise<void> => {
+      for (let i = 0; i < WARMUP; i += 1) await once();
+      await post(`${receiver.origin}/_reset`, "");
       const totals: number[] = [];
-      for (let i = 0; i < CALLS; i += 1) totals.push(await call(world));
-      const times = (await (await fetch(`${receiver.origin}/_times`)).json()) as number[];
-      if (times.length !== CALLS * endpoints) throw new Error(`receiver saw ${times.length} requests, expected ${CALLS * endpoints}`);
-      const added = totals.map((total, i) => total - times.slice(i * endpoints, (i + 1) * endpoints).reduce((a, b) => a + b, 0)).sort((a, b) => a - b);
+      for (let i = 0; i < CALLS; i += 1) totals.push(await once());
+      const times = JSON.parse((await post(`${receiver.origin}/_times`, "")).text) as number[];
+      if (times.length !== CALLS * requests) throw new Error(`receiver saw ${times.length} requests, expected ${CALLS * requests}`);
+      const added = totals.map((total, i) => total - times.slice(i * requests, (i + 1) * requests).reduce((a, b) => a + b, 0)).sort((a, b) => a - b);
       const sortedTotals = [...totals].sort((a, b) => a - b);
       const sortedOwn = [...times].sort((a, b) => a - b);
+      const p99 = quantile(added, 0.99);
       console.log(
-        `${endpoints} endpoint${endpoints === 1 ? " " : "s"}: added p50 ${fmt(quantile(added, 0.5))}, p99 ${fmt(quantile(added, 0.99))}` +
-          `  (round trip p50 ${fmt(quantile(sortedTotals, 0.5))}, p99 ${fmt(quantile(sortedTotals, 0.99))}; receiver's own answer p50 ${fmt(quantile(sortedOwn, 0.5))} per request)`,
+        `${label}: added p50 ${fmt(quantile(added, 0.5))}, p99 ${fmt(p99)}` +
+          (requests > 1 ? ` (p99 ${fmt(p99 / requests)} per endpoint)` : "") +
+          `  [round trip p50 ${fmt(quantile(sortedTotals, 0.5))}, p99 ${fmt(quantile(sortedTotals, 0.99))}; receiver's own answer p50 ${fmt(quantile(sortedOwn, 0.5))} per request]`,
       );
     };
 
     console.log(`auth-hook: ${CALLS} sequential calls per case after ${WARMUP} warm-up calls; receiver answers after ${RECEIVER_DELAY_MS} ms`);
-    await run(1);
-    await run(3);
+    const sampleBody = JSON.stringify({ type: "member.connecting", padding: "x".repeat(400) });
+    await measure("baseline, one raw HTTP POST client → receiver", 1, async () => {
+      const start = performance.now();
+      const res = await post(`${receiver.origin}/hook/baseline`, sampleBody);
+      const elapsed = performance.now() - start;
+      if (res.status !== 200) throw new Error(`receiver answered ${res.status}`);
+      return elapsed;
+    });
+    const one = await worldWith(1);
+    await measure("auth hook, 1 endpoint ", 1, () => call(one));
+    const three = await worldWith(3);
+    await measure("auth hook, 3 endpoints", 3, () => call(three));
     await prisma.organization.delete({ where: { id: organization.id } });
   } finally {
     await ingest.stop();
     receiver.stop();
+    clientAgent.destroy();
     await prisma.$disconnect();
   }
 }

@@ -9,10 +9,14 @@
  *
  * History: each call is recorded as a finished delivery (`member.connecting`, delivered or
  * failed, one attempt with trigger `hook`) so it shows in the dashboard like any other. The rows
- * are written AFTER the answer is computed, in one statement, and the caller does not wait for
- * them: the access check is on the member's critical path and the history is not. The cost of
- * that choice is that a crash between the answer and the write loses those rows; a failed write
- * is logged. {@link AuthHookService.drain} waits for the writes in flight (shutdown does).
+ * are written AFTER the answer is computed and the caller does not wait for them: the access check
+ * is on the member's critical path and the history is not. Rows of the calls answered within
+ * {@link HISTORY_FLUSH_MS} are written together in one statement (at most {@link HISTORY_BATCH_MAX}
+ * deliveries each), so a busy world's connections cost one insert per window instead of one per
+ * member, and no insert competes with the next member's hook. The cost of that choice is that a
+ * crash loses the rows of the current window (at most {@link HISTORY_FLUSH_MS} of history); a
+ * failed write is logged. {@link AuthHookService.drain} writes what is pending and waits for the
+ * writes in flight (shutdown does).
  */
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@vw/db";
@@ -32,6 +36,11 @@ import type { AuthHookRequest } from "./auth-hook.schema.js";
 
 /** The event type of the hook. */
 export const MEMBER_CONNECTING = "member.connecting";
+
+/** How long answered calls' history waits to be written with the next calls' (ms), by default. */
+export const HISTORY_FLUSH_MS = 50;
+/** Most deliveries one history statement carries; a full batch is written at once. */
+export const HISTORY_BATCH_MAX = 500;
 
 /** One endpoint's outcome, as answered to the caller. */
 export interface AuthHookResult {
@@ -59,6 +68,8 @@ export interface AuthHookOptions {
   /** AUTH_HOOK_TIMEOUT_MS: budget of each endpoint's attempt. */
   timeoutMs: number;
   logger: Logger;
+  /** How long answered calls' history waits for the next calls' before it is written; {@link HISTORY_FLUSH_MS} by default. */
+  historyFlushMs?: number;
   /** Clock of the envelope's `timestamp` and of the attempts; the system clock by default. */
   now?: () => Date;
 }
@@ -74,6 +85,7 @@ interface HookTarget {
 }
 
 interface HistoryRow {
+  worldId: string;
   endpointId: string;
   body: Buffer;
   attempt: AttemptRecord;
@@ -101,6 +113,8 @@ export function exposedAccessTokens(storedProviders: unknown, tokens: readonly {
 export class AuthHookService {
   private readonly playUrl: string;
   private readonly writes = new Set<Promise<void>>();
+  private pending: HistoryRow[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -143,7 +157,7 @@ export class AuthHookService {
       }
       const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
       const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
-      history.push({ endpointId: endpoint.id, body, attempt, finishedAt: new Date() });
+      history.push({ worldId: target.world_id, endpointId: endpoint.id, body, attempt, finishedAt: new Date() });
       results.push({
         endpointId: endpoint.id,
         status: attempt.responseStatus,
@@ -151,12 +165,13 @@ export class AuthHookService {
         ...(attempt.errorKind === null ? {} : { error: attempt.errorKind }),
       });
     }
-    this.record(target.world_id, history);
+    this.record(history);
     return { results };
   }
 
-  /** Resolves once every history write started so far has finished (successfully or not). */
+  /** Writes the pending history now and resolves once every write started so far has finished (successfully or not). */
   async drain(): Promise<void> {
+    this.flush();
     while (this.writes.size > 0) await Promise.all([...this.writes]);
   }
 
@@ -179,10 +194,22 @@ export class AuthHookService {
     return target;
   }
 
-  /** Starts the history write in the background (see the file comment); failures are logged. */
-  private record(worldId: string, rows: readonly HistoryRow[]): void {
+  /** Queues one call's history for the next write (see the file comment). */
+  private record(rows: readonly HistoryRow[]): void {
     if (rows.length === 0) return;
-    const write = insertHistory(this.prisma, worldId, rows).catch((err: unknown) => {
+    this.pending.push(...rows);
+    if (this.pending.length >= HISTORY_BATCH_MAX) this.flush();
+    else this.flushTimer ??= setTimeout(() => this.flush(), this.options.historyFlushMs ?? HISTORY_FLUSH_MS);
+  }
+
+  /** Starts writing the pending history in the background; failures are logged. */
+  private flush(): void {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const rows = this.pending;
+    if (rows.length === 0) return;
+    this.pending = [];
+    const write = insertHistory(this.prisma, rows).catch((err: unknown) => {
       this.options.logger.error({ err: (err as Error).message, deliveries: rows.map((r) => r.attempt.deliveryId) }, "auth hook: delivery history not recorded");
     });
     this.writes.add(write);
@@ -191,20 +218,24 @@ export class AuthHookService {
 }
 
 /**
- * Every delivery of one hook run and its single attempt, in ONE statement (a data-modifying CTE is
- * atomic): no delivery without its attempt, one round trip whatever the number of endpoints.
- * Bodies travel as base64 so the stored bytes are exactly the ones sent.
+ * The deliveries of the hook calls of one window and their single attempts, in ONE statement (a
+ * data-modifying CTE is atomic): no delivery without its attempt, one round trip whatever the
+ * number of calls and endpoints. An endpoint deleted since its call is left out (its history went
+ * with it) rather than failing the others' rows. Bodies travel as base64 so the stored bytes are
+ * exactly the ones sent.
  */
-async function insertHistory(prisma: PrismaClient, worldId: string, rows: readonly HistoryRow[]): Promise<void> {
+async function insertHistory(prisma: PrismaClient, rows: readonly HistoryRow[]): Promise<void> {
   const a = rows.map((r) => r.attempt);
   await prisma.$executeRaw`
     WITH d AS (
       INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
-      SELECT id, endpoint_id, ${worldId}::uuid, NULL, ${MEMBER_CONNECTING}, decode(body, 'base64'), false, status, 1, last_status, NULL, created_at, updated_at
-      FROM unnest(${a.map((x) => x.deliveryId)}::uuid[], ${rows.map((r) => r.endpointId)}::uuid[], ${rows.map((r) => r.body.toString("base64"))}::text[],
+      SELECT id, endpoint_id, world_id, NULL, ${MEMBER_CONNECTING}, decode(body, 'base64'), false, status, 1, last_status, NULL, created_at, updated_at
+      FROM unnest(${a.map((x) => x.deliveryId)}::uuid[], ${rows.map((r) => r.endpointId)}::uuid[], ${rows.map((r) => r.worldId)}::uuid[],
+                  ${rows.map((r) => r.body.toString("base64"))}::text[],
                   ${a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed"))}::text[], ${a.map((x) => x.responseStatus)}::int[],
                   ${a.map((x) => x.startedAt)}::timestamptz[], ${rows.map((r) => r.finishedAt)}::timestamptz[])
-           AS v(id, endpoint_id, body, status, last_status, created_at, updated_at)
+           AS v(id, endpoint_id, world_id, body, status, last_status, created_at, updated_at)
+      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.endpoint_id)
       RETURNING id
     )
     INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,

@@ -52,7 +52,7 @@ function recordingLogger(logs: HookHarness["logs"]): Logger {
   return logger as unknown as Logger;
 }
 
-export async function startHookHarness(options: { timeoutMs: number }): Promise<HookHarness> {
+export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number }): Promise<HookHarness> {
   const databaseUrl = process.env.DATABASE_URL;
   const redisUrl = process.env.REDIS_URL;
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
@@ -63,7 +63,7 @@ export async function startHookHarness(options: { timeoutMs: number }): Promise<
   const logger = recordingLogger(logs);
   const secretBox = createSecretBox(generateSecretBoxKey());
   const agents = createDeliveryAgents("any");
-  const hook = new AuthHookService(prisma, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger });
+  const hook = new AuthHookService(prisma, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
   const server = await listen(app, 0, "127.0.0.1");

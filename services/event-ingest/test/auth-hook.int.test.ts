@@ -223,4 +223,33 @@ describe("POST /v1/auth-hook: delivery", () => {
     expect(failed.attempts).toHaveLength(1);
     expect(failed.attempts[0]).toMatchObject({ attemptNumber: 1, trigger: "hook", responseStatus: null, responseHeaders: null, errorKind: "timeout", verdict: "retry" });
   });
+
+  it("writes the history of calls answered within one window together, across worlds; an endpoint deleted meanwhile drops only its own rows", async () => {
+    // A window far longer than the test: only drain() writes, so all four calls share one write.
+    const slow = await startHookHarness({ timeoutMs: 2000, historyFlushMs: 600_000 });
+    try {
+      const secret = generateSecret();
+      const r = await receiver({ secret });
+      const first = await slow.createWorld();
+      const second = await slow.createWorld();
+      const doomedWorld = await slow.createWorld();
+      const keptId = await slow.createEndpoint(first, { url: r.url, secret });
+      const otherId = await slow.createEndpoint(second, { url: r.url, secret });
+      const doomedId = await slow.createEndpoint(doomedWorld, { url: r.url, secret });
+      const ids = [keptId, otherId, doomedId];
+      for (const world of [first, second, doomedWorld, first]) expect((await slow.post(hookBody(world.ref))).status).toBe(200);
+      expect(r.received).toHaveLength(4);
+      expect(await slow.prisma.webhookDelivery.count({ where: { endpointId: { in: ids } } })).toBe(0);
+      await slow.prisma.webhookEndpoint.delete({ where: { id: doomedId } });
+      await slow.hook.drain();
+
+      expect(slow.logs.filter((l) => l.level === "error")).toEqual([]);
+      const rows = await slow.prisma.webhookDelivery.findMany({ where: { endpointId: { in: ids } }, include: { attempts: true } });
+      expect(rows.map((d) => d.endpointId).sort()).toEqual([keptId, keptId, otherId].sort());
+      expect(rows.find((d) => d.endpointId === otherId)!.worldId).toBe(second.id);
+      for (const d of rows) expect(d.attempts).toMatchObject([{ trigger: "hook", responseStatus: 204 }]);
+    } finally {
+      await slow.close();
+    }
+  });
 });
