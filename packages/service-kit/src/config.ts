@@ -13,7 +13,24 @@ export class ConfigError extends Error {
   }
 }
 
-/** Collects readings of environment variables and the problems found along the way. */
+/**
+ * `value` as it may appear in an error message: anything between `://` (or the start, when there
+ * is no `://` before it) and the last `@` becomes `***`, so a malformed `DATABASE_URL` or
+ * `REDIS_URL` never puts its password in the logs. Values without `@` are returned unchanged.
+ */
+export function redactCredentials(value: string): string {
+  const at = value.lastIndexOf("@");
+  if (at === -1) return value;
+  const scheme = value.indexOf("://");
+  const start = scheme !== -1 && scheme < at ? scheme + 3 : 0;
+  return `${value.slice(0, start)}***${value.slice(at)}`;
+}
+
+/**
+ * Collects readings of environment variables and the problems found along the way. A problem
+ * that repeats a value repeats it through {@link redactCredentials}: any variable may be given a
+ * URL with a password by mistake, not only the ones read with {@link EnvReader.url}.
+ */
 export class EnvReader {
   private readonly problems: string[] = [];
   constructor(private readonly env: Env) {}
@@ -40,7 +57,7 @@ export class EnvReader {
     const v = this.raw(name);
     if (v === undefined) return fallback;
     if (!/^-?\d+$/.test(v)) {
-      this.problems.push(`${name} must be an integer, got "${v}"`);
+      this.problems.push(`${name} must be an integer, got "${redactCredentials(v)}"`);
       return fallback;
     }
     const n = Number(v);
@@ -55,10 +72,14 @@ export class EnvReader {
     if (v === undefined) return fallback;
     if (/^(1|true|yes|on)$/i.test(v)) return true;
     if (/^(0|false|no|off)$/i.test(v)) return false;
-    this.problems.push(`${name} must be true or false, got "${v}"`);
+    this.problems.push(`${name} must be true or false, got "${redactCredentials(v)}"`);
     return fallback;
   }
 
+  /**
+   * An absolute URL with one of `protocols`, trailing slashes dropped. Its problems name the
+   * protocol, or repeat a malformed value without its credentials, never the password itself.
+   */
   url(name: string, fallback?: string, protocols: string[] = ["http:", "https:"]): string {
     const v = this.raw(name) ?? fallback;
     if (v === undefined) {
@@ -69,7 +90,7 @@ export class EnvReader {
       const u = new URL(v);
       if (!protocols.includes(u.protocol)) this.problems.push(`${name} must use ${protocols.join(" or ")}, got "${u.protocol}"`);
     } catch {
-      this.problems.push(`${name} must be a URL, got "${v}"`);
+      this.problems.push(`${name} must be a URL, got "${redactCredentials(v)}"`);
     }
     return v.replace(/\/+$/, "");
   }
@@ -78,7 +99,7 @@ export class EnvReader {
     const v = this.raw(name);
     if (v === undefined) return fallback;
     if (!(allowed as readonly string[]).includes(v)) {
-      this.problems.push(`${name} must be one of ${allowed.join(", ")}, got "${v}"`);
+      this.problems.push(`${name} must be one of ${allowed.join(", ")}, got "${redactCredentials(v)}"`);
       return fallback;
     }
     return v as T;
