@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client.js";
 import { CatalogTolerantClient } from "./pg-compat.js";
 
@@ -27,4 +28,31 @@ export function createPrismaClient(databaseUrl: string, opts: PrismaClientOption
 /** Resolves when the database answers a trivial query; for `/readyz`. */
 export async function pingDatabase(prisma: PrismaClient): Promise<void> {
   await prisma.$queryRaw`SELECT 1`;
+}
+
+/** A plain `pg` pool, for the few hot statements that are worth bypassing Prisma (see {@link createPgPool}). */
+export type PgPool = pg.Pool;
+
+/** Options of {@link createPgPool}. */
+export interface PgPoolOptions {
+  /** Largest number of pooled connections (pg's default is 10). */
+  max?: number;
+  /**
+   * Called when an idle pooled connection fails (PostgreSQL restarted, network cut). The pool
+   * drops that connection and opens a new one on the next query; without a listener pg would
+   * throw the error out of the process.
+   */
+  onIdleError?: (err: Error) => void;
+}
+
+/**
+ * A `pg` pool on the same URL and driver as {@link createPrismaClient}, for statements on a
+ * throughput-critical path: a raw query through Prisma 6 is compiled by its query compiler on
+ * every call, where pg sends a named prepared statement that PostgreSQL parses and plans once per
+ * connection. Everything else goes through Prisma. `end()` it on shutdown.
+ */
+export function createPgPool(databaseUrl: string, opts: PgPoolOptions = {}): PgPool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, ...(opts.max !== undefined ? { max: opts.max } : {}) });
+  pool.on("error", (err: Error) => opts.onIdleError?.(err));
+  return pool;
 }

@@ -6,7 +6,7 @@
  */
 import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PrismaClient } from "@vw/db";
+import type { PgPool, PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, openQueue } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -25,6 +25,8 @@ import { createNotificationsWorker } from "./notifications.worker.js";
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
   prisma: PrismaClient;
+  /** `createPgPool(DATABASE_URL)`: the per-attempt reads and writes of {@link DeliveryStore}. */
+  pool: PgPool;
   /** A worker-role connection (`createRedisConnection(url, "worker")`); BullMQ duplicates it for blocking reads. */
   connection: Redis;
   keyPrefix: string;
@@ -74,7 +76,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   };
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const deps: DeliverDeps = {
-    store: new DeliveryStore(options.prisma),
+    store: new DeliveryStore(options.pool),
     limiter: new EndpointLimiter({ limit: options.endpointConcurrency, timeoutMs: options.deliveryTimeoutMs }),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),

@@ -1,4 +1,4 @@
-import { createPrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
@@ -17,11 +17,17 @@ if (config.smtpUrl === null) {
 }
 
 const prisma = createPrismaClient(config.databaseUrl, { max: 10 });
+// The per-attempt statements (delivery-store.ts); at most 2 loads and 3 group commits run at once.
+const pool = createPgPool(config.databaseUrl, {
+  max: 6,
+  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+});
 const redis = createRedisConnection(config.redisUrl, "worker");
 const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
 
 const worker = await startDeliveryWorker({
   prisma,
+  pool,
   connection: redis,
   keyPrefix: config.redisKeyPrefix,
   logger,
@@ -62,7 +68,7 @@ registerShutdown(
     { name: "http", run: () => closeServer(server) },
     { name: "smtp", run: async () => mail?.close() },
     { name: "redis", run: () => redis.quit() },
-    { name: "database", run: () => prisma.$disconnect() },
+    { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), pool.end()])) },
   ],
   30_000,
 );

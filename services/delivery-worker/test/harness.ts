@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Queue, type Job } from "bullmq";
-import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { startSmtpSink, type SmtpSink } from "@vw/testing";
@@ -69,6 +69,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through `pnpm test` (jest global setup)");
   const prisma = createPrismaClient(databaseUrl, { max: 5 });
+  const pool = createPgPool(databaseUrl, { max: 3 });
   const redis = createRedisConnection(redisUrl, "worker");
   const keyPrefix = `vwtest-${randomBytes(6).toString("hex")}`;
   const secretsKey = generateSecretBoxKey();
@@ -77,6 +78,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const mail = smtpTransport(smtp.url);
   const worker = options.inProcessWorker === false ? null : await startDeliveryWorker({
     prisma,
+    pool,
     connection: redis,
     keyPrefix,
     logger: silentLogger,
@@ -178,6 +180,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await smtp.close();
       await redis.quit();
       await prisma.$disconnect();
+      await pool.end();
     },
   };
 }
