@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { ConfigError, parseEnv, readCommon, redactCredentials, type EnvReader } from "./config.js";
+import { ConfigError, parseEnv, readCommon, readPlayUrl, redactCredentials, type EnvReader } from "./config.js";
 
 /** The problems `build` records for `env` (fails the test when it records none). */
 function problemsOf(env: Record<string, string>, build: (r: EnvReader) => unknown): string[] {
@@ -85,5 +85,33 @@ describe("redactCredentials", () => {
     ["", ""],
   ])("%j -> %j", (value, shown) => {
     expect(redactCredentials(value)).toBe(shown);
+  });
+});
+
+describe("readPlayUrl", () => {
+  const queryOrFragment = (value: string) => `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "${value}"`;
+
+  it.each([
+    [{}, "https://play.localhost"],
+    [{ PLAY_URL: "https://play.example.com/" }, "https://play.example.com"],
+    [{ PLAY_URL: "http://localhost:8080/play//" }, "http://localhost:8080/play"],
+  ])("accepts %j as %j", (env, playUrl) => {
+    expect(parseEnv(env, (r) => ({ playUrl: readPlayUrl(r) })).playUrl).toBe(playUrl);
+  });
+
+  it.each([
+    ["play.example.com", 'PLAY_URL must be a URL, got "play.example.com"'],
+    ["ftp://play.example.com", 'PLAY_URL must use http: or https:, got "ftp:"'],
+    ["https://play.example.com/?ref=mail", queryOrFragment("https://play.example.com/?ref=mail")],
+    ["https://play.example.com#lobby", queryOrFragment("https://play.example.com#lobby")],
+    ["https://play.example.com?", queryOrFragment("https://play.example.com?")],
+    ["https://play.example.com/#", queryOrFragment("https://play.example.com/#")],
+    ["https://ops:s3cret@play.example.com/?x=1", "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"],
+    ["https://ops@play.example.com", "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"],
+    ["https://ops:s3cret@play.example.com:99999", 'PLAY_URL must be a URL, got "https://***@play.example.com:99999"'],
+  ])("refuses %j, saying why", (value, message) => {
+    const problems = problemsOf({ PLAY_URL: value }, readPlayUrl);
+    expect(problems).toEqual([message]);
+    expect(problems.join("\n")).not.toContain("s3cret");
   });
 });

@@ -145,6 +145,35 @@ export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
   };
 }
 
+/** Default of PLAY_URL: a local-only name, so a forgotten setting cannot send users anywhere real. */
+export const DEFAULT_PLAY_URL = "https://play.localhost";
+
+/**
+ * PLAY_URL, the public address of the play client, read alike by every service that puts it in
+ * a room URL or a world's `url` (`<PLAY_URL>/@/<org>/<world>`): http(s), a path allowed, trailing
+ * slashes dropped. A query or a fragment would swallow the path appended to it, and credentials
+ * would be sent to every webhook receiver (hence refused without being repeated).
+ */
+export function readPlayUrl(r: EnvReader): string {
+  const value = r.url("PLAY_URL", DEFAULT_PLAY_URL);
+  const problem = playUrlProblem(value);
+  if (problem !== null) r.problem(problem);
+  return value;
+}
+
+/** What is wrong with a PLAY_URL beyond what {@link EnvReader.url} checks, or null. */
+function playUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null; // already reported by r.url
+  }
+  if (url.username !== "" || url.password !== "") return "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)";
+  if (/[?#]/.test(value)) return `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "${redactCredentials(value)}"`;
+  return null;
+}
+
 /**
  * For `main.ts`: loads the configuration or, on a {@link ConfigError}, prints which variables are
  * wrong and exits 1 (a process with bad configuration must not start half-working).

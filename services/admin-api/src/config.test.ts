@@ -133,6 +133,21 @@ describe("loadConfig", () => {
     expect(problems.some((p) => p.startsWith("SECRETS_ENCRYPTION_KEY: "))).toBe(true);
   });
 
+  it.each([
+    ["https://play.example.com/?ref=mail", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/?ref=mail"`],
+    ["https://play.example.com#lobby", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com#lobby"`],
+    ["https://play.example.com/play?", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/play?"`],
+    ["https://ops:hunter2@play.example.com", "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"],
+  ])("refuses PLAY_URL=%s (room and world URLs append /@/<org>/<world> to it), never echoing credentials", (value, message) => {
+    const problems = problemsOf({ ...valid, PLAY_URL: value });
+    expect(problems).toEqual([message]);
+    expect(problems.join("\n")).not.toContain("hunter2");
+  });
+
+  it("accepts a PLAY_URL with a path", () => {
+    expect(loadConfig({ ...valid, PLAY_URL: "http://localhost:8080/play/" }).playUrl).toBe("http://localhost:8080/play");
+  });
+
   it("refuses a port out of range", () => {
     expect(problemsOf({ ...valid, PORT: "70000" })).toEqual(["PORT must be between 0 and 65535, got 70000"]);
   });

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
@@ -39,7 +39,7 @@ export function loadConfig(env: Env) {
        * Public address of the play client; room URLs are `<this>/@/<org>/<world>/<path>.wam`.
        * The default matches map-storage's, a local-only name that cannot leak to real users.
        */
-      playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      playUrl: readPlayUrl(r),
       /**
        * `public-https` (default): endpoint URLs must be https to public addresses.
        * `any`: every http(s) URL, for development and tests only (logged loudly at start-up).

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
 import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
   DEFAULT_ENDPOINT_URL_POLICY,
@@ -16,23 +16,6 @@ const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "an
 
 /** Longest ANALYTICS_FLUSH_INTERVAL_MS: an hour. Anything longer is a typo (analytics would stall). */
 export const MAX_ANALYTICS_FLUSH_INTERVAL_MS = 3_600_000;
-
-/**
- * What is wrong with a PLAY_URL that parsed as an http(s) URL, or null. A world's `url` in every
- * envelope is `<PLAY_URL>/@/<org>/<world>`, so a query or fragment would swallow that path, and
- * credentials would be sent to every receiver (hence not echoed).
- */
-function playUrlProblem(value: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return null; // already reported by r.url
-  }
-  if (url.username !== "" || url.password !== "") return "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)";
-  if (/[?#]/.test(value)) return `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "${value}"`;
-  return null;
-}
 
 /**
  * delivery-worker configuration; the only reader of the environment. Throws a `ConfigError`
@@ -55,9 +38,7 @@ export function loadConfig(env: Env) {
     if (retryDelays.length > MAX_RETRIES) {
       r.problem(`RETRY_DELAYS lists ${retryDelays.length} delays; at most ${MAX_RETRIES} retries are allowed (spec: Limits)`);
     }
-    const playUrl = r.url("PLAY_URL", "https://play.localhost");
-    const playProblem = playUrlProblem(playUrl);
-    if (playProblem !== null) r.problem(playProblem);
+    const playUrl = readPlayUrl(r);
     const smtpUrl = r.optionalString("SMTP_URL");
     if (smtpUrl !== undefined) r.url("SMTP_URL", undefined, ["smtp:", "smtps:"]);
     return {

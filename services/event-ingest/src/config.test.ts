@@ -113,6 +113,21 @@ describe("loadConfig", () => {
     }
   });
 
+  it.each([
+    ["https://play.example.com/?ref=mail", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/?ref=mail"`],
+    ["https://play.example.com#lobby", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com#lobby"`],
+    ["https://play.example.com/play?", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/play?"`],
+    ["https://ops:hunter2@play.example.com", "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"],
+  ])("refuses PLAY_URL=%s (room and world URLs append /@/<org>/<world> to it), never echoing credentials", (value, message) => {
+    const problems = problemsOf({ ...valid, PLAY_URL: value });
+    expect(problems).toEqual([message]);
+    expect(problems.join("\n")).not.toContain("hunter2");
+  });
+
+  it("accepts a PLAY_URL with a path", () => {
+    expect(loadConfig({ ...valid, PLAY_URL: "http://localhost:8080/play/" }).playUrl).toBe("http://localhost:8080/play");
+  });
+
   it("bounds MAX_EVENTS_PER_REQUEST", () => {
     expect(problemsOf({ ...valid, MAX_EVENTS_PER_REQUEST: "10001" })).toEqual(["MAX_EVENTS_PER_REQUEST must be between 1 and 10000, got 10001"]);
     expect(problemsOf({ ...valid, MAX_EVENTS_PER_REQUEST: "many" })).toEqual(['MAX_EVENTS_PER_REQUEST must be an integer, got "many"']);

@@ -1,5 +1,5 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX } from "@vw/queues";
-import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted INGEST_TOKEN: anything shorter is guessable and refused at start-up. */
@@ -57,7 +57,7 @@ export function loadConfig(env: Env) {
        * Public address of the play client; a world's `url` in the envelope is `<this>/@/<org>/<world>`
        * (or its custom domain). Same default as admin-api's, a local-only name.
        */
-      playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      playUrl: readPlayUrl(r),
       /** Most events in one `{events: [...]}` request. */
       maxEventsPerRequest: r.int("MAX_EVENTS_PER_REQUEST", DEFAULT_MAX_EVENTS_PER_REQUEST, { min: 1, max: MAX_EVENTS_PER_REQUEST_CEILING }),
       /** Budget of each endpoint's `member.connecting` attempt (the endpoints are called one after another). */

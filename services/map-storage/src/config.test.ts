@@ -30,4 +30,25 @@ describe("map-storage config", () => {
     const msg = (err as Error).message;
     for (const name of ["DATABASE_URL", "S3_BUCKET", "MAX_FILE_BYTES", "S3_FORCE_PATH_STYLE", "PORT"]) expect(msg).toContain(name);
   });
+
+  it.each([
+    ["https://play.example.com/?ref=mail", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com/?ref=mail"`],
+    ["https://play.example.com#lobby", `PLAY_URL must have no query or fragment (a world's url is <PLAY_URL>/@/<org>/<world>), got "https://play.example.com#lobby"`],
+    ["https://ops:hunter2@play.example.com", "PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"],
+  ])("refuses PLAY_URL=%s (room URLs are <PLAY_URL>/@/<org>/<world>/<path>.wam), never echoing credentials", (value, message) => {
+    let err: unknown;
+    try {
+      loadConfig({ ...base, PLAY_URL: value });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([message]);
+    expect((err as Error).message).not.toContain("hunter2");
+  });
+
+  it("defaults PLAY_URL to https://play.localhost and accepts one with a path", () => {
+    expect(loadConfig(base).playUrl).toBe("https://play.localhost");
+    expect(loadConfig({ ...base, PLAY_URL: "http://localhost:8080/play/" }).playUrl).toBe("http://localhost:8080/play");
+  });
 });

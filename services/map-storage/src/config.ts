@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
@@ -20,7 +20,7 @@ export function loadConfig(env: Env) {
         conditionalWrites: r.bool("S3_CONDITIONAL_WRITES", true),
       },
       publicBaseUrl: r.url("PUBLIC_MAP_STORAGE_URL", `http://localhost:${common.port}`),
-      playUrl: r.url("PLAY_URL", "https://play.localhost"),
+      playUrl: readPlayUrl(r),
       maxFileBytes: r.int("MAX_FILE_BYTES", 50 * 1024 * 1024, { min: 1 }),
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
       fileCacheBytes: r.int("FILE_CACHE_BYTES", 128 * 1024 * 1024, { min: 0 }),
