@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { ConfigError, parseEnv, readCommon, readPlayUrl, redactCredentials, type EnvReader } from "./config.js";
+import { ConfigError, parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, redactCredentials, type EnvReader } from "./config.js";
 
 /** The problems `build` records for `env` (fails the test when it records none). */
 function problemsOf(env: Record<string, string>, build: (r: EnvReader) => unknown): string[] {
@@ -113,5 +113,29 @@ describe("readPlayUrl", () => {
     const problems = problemsOf({ PLAY_URL: value }, readPlayUrl);
     expect(problems).toEqual([message]);
     expect(problems.join("\n")).not.toContain("s3cret");
+  });
+});
+
+describe("readRedisKeyPrefix", () => {
+  const read = (fallback: string) => (r: EnvReader) => readRedisKeyPrefix(r, fallback);
+
+  it.each([
+    [{}, "vw", "vw"],
+    [{}, "vw:map-storage:", "vw:map-storage:"],
+    [{ REDIS_KEY_PREFIX: " vw-staging " }, "vw", "vw-staging"],
+    [{ REDIS_KEY_PREFIX: "A.z_0:9-" }, "vw", "A.z_0:9-"],
+    [{ REDIS_KEY_PREFIX: "x".repeat(64) }, "vw", "x".repeat(64)],
+  ])("reads %j (default %j) as %j", (env, fallback, prefix) => {
+    expect(parseEnv(env, (r) => ({ prefix: read(fallback)(r) })).prefix).toBe(prefix);
+  });
+
+  it.each([
+    ["vw prod", 'REDIS_KEY_PREFIX must be 1-64 letters, digits, \'_\', \'.\', \':\' or \'-\', got "vw prod"'],
+    ["vw/prod", 'REDIS_KEY_PREFIX must be 1-64 letters, digits, \'_\', \'.\', \':\' or \'-\', got "vw/prod"'],
+    ["vw{1}", 'REDIS_KEY_PREFIX must be 1-64 letters, digits, \'_\', \'.\', \':\' or \'-\', got "vw{1}"'],
+    ["x".repeat(65), `REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${"x".repeat(65)}"`],
+    ["redis://:s3cret@cache:6379", 'REDIS_KEY_PREFIX must be 1-64 letters, digits, \'_\', \'.\', \':\' or \'-\', got "redis://***@cache:6379"'],
+  ])("refuses %j", (value, message) => {
+    expect(problemsOf({ REDIS_KEY_PREFIX: value }, read("vw"))).toEqual([message]);
   });
 });

@@ -174,6 +174,22 @@ function playUrlProblem(value: string): string | null {
   return null;
 }
 
+/** REDIS_KEY_PREFIX: characters that need no quoting in BullMQ's key names, logs or redis-cli. */
+const REDIS_KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * REDIS_KEY_PREFIX, read alike by every service that writes to Redis: 1-64 letters, digits, `_`,
+ * `.`, `:` or `-`. `fallback` is the service's default (the queue services share `vw`, so that
+ * their BullMQ keys meet; map-storage keeps its own keys apart).
+ */
+export function readRedisKeyPrefix(r: EnvReader, fallback: string): string {
+  const value = r.string("REDIS_KEY_PREFIX", fallback);
+  if (!REDIS_KEY_PREFIX_RE.test(value)) {
+    r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redactCredentials(value)}"`);
+  }
+  return value;
+}
+
 /**
  * For `main.ts`: loads the configuration or, on a {@link ConfigError}, prints which variables are
  * wrong and exits 1 (a process with bad configuration must not start half-working).

@@ -1,11 +1,8 @@
-import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
-
-/** REDIS_KEY_PREFIX: what BullMQ can put in front of its key names (same rule as event-ingest's). */
-const KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /** Values of `ENDPOINT_URL_POLICY`. */
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
@@ -24,10 +21,7 @@ export function loadConfig(env: Env) {
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
     if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
-    const redisKeyPrefix = r.string("REDIS_KEY_PREFIX", "vw");
-    if (!KEY_PREFIX_RE.test(redisKeyPrefix)) {
-      r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redisKeyPrefix}"`);
-    }
+    const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),

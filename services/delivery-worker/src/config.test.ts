@@ -50,6 +50,18 @@ function problemsOf(env: Record<string, string>): string[] {
   throw new Error(`accepted ${JSON.stringify(env)}`);
 }
 
+describe("REDIS_KEY_PREFIX", () => {
+  it("defaults to vw (event-ingest's and admin-api's) and reads another one", () => {
+    expect(loadConfig(base).redisKeyPrefix).toBe("vw");
+    expect(loadConfig({ ...base, REDIS_KEY_PREFIX: "vw:staging:" }).redisKeyPrefix).toBe("vw:staging:");
+  });
+
+  it("refuses what event-ingest and admin-api refuse, with their message", () => {
+    expect(problemsOf({ REDIS_KEY_PREFIX: "vw prod" })).toEqual([`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "vw prod"`]);
+    expect(problemsOf({ REDIS_KEY_PREFIX: "x".repeat(65) })).toHaveLength(1);
+  });
+});
+
 describe("analytics flush and PLAY_URL", () => {
   it("defaults to a flush every 20 s (3 batches per endpoint per minute), 100 events per batch, https://play.localhost", () => {
     expect(loadConfig(base)).toMatchObject({ analyticsFlushIntervalMs: 20_000, analyticsBatchMax: 100, playUrl: "https://play.localhost" });

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
 import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
   DEFAULT_ENDPOINT_URL_POLICY,
@@ -46,7 +46,7 @@ export function loadConfig(env: Env) {
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
       redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`). */
-      redisKeyPrefix: r.string("REDIS_KEY_PREFIX", "vw"),
+      redisKeyPrefix: readRedisKeyPrefix(r, "vw"),
       /** Same keys as admin-api: the worker opens endpoint secrets to sign with them. */
       secretsEncryptionKey,
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),

@@ -1,5 +1,5 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX } from "@vw/queues";
-import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted INGEST_TOKEN: anything shorter is guessable and refused at start-up. */
@@ -18,9 +18,6 @@ const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "an
 /** Shortest accepted ANALYTICS_PSEUDONYM_KEY (a 32-byte HMAC key is 32 characters or more). */
 export const MIN_PSEUDONYM_KEY_LENGTH = 32;
 
-/** A Redis key prefix: letters, digits and separators (map-storage's default is `vw:map-storage:`). */
-const KEY_PREFIX_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
-
 /**
  * event-ingest configuration; the only reader of the environment. Throws a `ConfigError` naming
  * every missing or malformed variable (never echoing the token).
@@ -32,10 +29,7 @@ export function loadConfig(env: Env) {
     if (ingestToken !== "" && ingestToken.length < MIN_INGEST_TOKEN_LENGTH) {
       r.problem(`INGEST_TOKEN must be at least ${MIN_INGEST_TOKEN_LENGTH} characters long, got ${ingestToken.length}`);
     }
-    const redisKeyPrefix = r.string("REDIS_KEY_PREFIX", "vw");
-    if (!KEY_PREFIX_RE.test(redisKeyPrefix)) {
-      r.problem(`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "${redisKeyPrefix}"`);
-    }
+    const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
     // Same rule as admin-api's: the auth hook signs with endpoint secrets that admin-api sealed.
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);

@@ -51,4 +51,17 @@ describe("map-storage config", () => {
     expect(loadConfig(base).playUrl).toBe("https://play.localhost");
     expect(loadConfig({ ...base, PLAY_URL: "http://localhost:8080/play/" }).playUrl).toBe("http://localhost:8080/play");
   });
+
+  it("keeps its own REDIS_KEY_PREFIX default and refuses a malformed one like the queue services", () => {
+    expect(loadConfig(base).redisKeyPrefix).toBe("vw:map-storage:");
+    expect(loadConfig({ ...base, REDIS_KEY_PREFIX: "test:ms:ab12:" }).redisKeyPrefix).toBe("test:ms:ab12:");
+    let err: unknown;
+    try {
+      loadConfig({ ...base, REDIS_KEY_PREFIX: "map storage" });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([`REDIS_KEY_PREFIX must be 1-64 letters, digits, '_', '.', ':' or '-', got "map storage"`]);
+  });
 });

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, readPlayUrl, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
@@ -9,7 +9,7 @@ export function loadConfig(env: Env) {
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
       redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
       /** Prefix of every Redis key this service writes (locks, version markers). */
-      redisKeyPrefix: r.string("REDIS_KEY_PREFIX", "vw:map-storage:"),
+      redisKeyPrefix: readRedisKeyPrefix(r, "vw:map-storage:"),
       s3: {
         endpoint: r.optionalString("S3_ENDPOINT"),
         region: r.string("S3_REGION", "us-east-1"),
