@@ -1,4 +1,4 @@
-import { createPrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -26,7 +26,12 @@ if (config.endpointUrlPolicy === "any") {
     "ENDPOINT_URL_POLICY=any: the auth hook connects to ANY address (plain http, loopback, private). For development and tests only.",
   );
 }
-const authHook = new AuthHookService(prisma, {
+// The auth hook's two statements (world and endpoints, history) run as prepared statements on their own small pool.
+const hookPool = createPgPool(config.databaseUrl, {
+  max: 4,
+  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+});
+const authHook = new AuthHookService(hookPool, {
   playUrl: config.playUrl,
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
@@ -63,5 +68,5 @@ registerShutdown(logger, [
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
   { name: "redis", run: () => redis.quit() },
-  { name: "database", run: () => prisma.$disconnect() },
+  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), hookPool.end()])) },
 ]);

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { CURRENT_API_VERSION, type IdentityProvider, type WebhookSubscription } from "@vw/contracts";
-import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
@@ -63,7 +63,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const logger = recordingLogger(logs);
   const secretBox = createSecretBox(generateSecretBoxKey());
   const agents = createDeliveryAgents("any");
-  const hook = new AuthHookService(prisma, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
+  const pool = createPgPool(databaseUrl, { max: 2 });
+  const hook = new AuthHookService(pool, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
   const server = await listen(app, 0, "127.0.0.1");
@@ -114,6 +115,7 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
     async close() {
       await closeServer(server);
       await hook.drain();
+      await pool.end();
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       destroyDeliveryAgents(agents);
       await queue.close();
