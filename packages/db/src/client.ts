@@ -56,3 +56,16 @@ export function createPgPool(databaseUrl: string, opts: PgPoolOptions = {}): PgP
   pool.on("error", (err: Error) => opts.onIdleError?.(err));
   return pool;
 }
+
+/** A single `pg` connection (see {@link createPgClient}). */
+export type PgClient = pg.Client;
+/** What a LISTENing {@link PgClient} emits as `notification`. */
+export type PgNotification = pg.Notification;
+
+/**
+ * One dedicated, not yet connected `pg` connection on the same URL, with TCP keep-alive: for a
+ * session that must stay open, such as LISTEN. Attach `error` and `end` listeners before `connect()`.
+ */
+export function createPgClient(databaseUrl: string): PgClient {
+  return new pg.Client({ connectionString: databaseUrl, keepAlive: true });
+}

@@ -3,7 +3,17 @@
  * types, Prisma error helpers, and the API-key hashing shared by admin-api (issues keys) and
  * map-storage (checks them). The schema and migrations live in ../prisma/.
  */
-export { createPrismaClient, createPgPool, pingDatabase, type PgPool, type PgPoolOptions, type PrismaClientOptions } from "./client.js";
+export {
+  createPrismaClient,
+  createPgClient,
+  createPgPool,
+  pingDatabase,
+  type PgClient,
+  type PgNotification,
+  type PgPool,
+  type PgPoolOptions,
+  type PrismaClientOptions,
+} from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";

@@ -33,6 +33,7 @@ import {
   type SecretBox,
 } from "@vw/webhook-core";
 import type { AuthHookRequest } from "./auth-hook.schema.js";
+import type { WorldSettingsCache } from "./world-settings-cache.js";
 
 /** The event type of the hook. */
 export const MEMBER_CONNECTING = "member.connecting";
@@ -68,13 +69,18 @@ export interface AuthHookOptions {
   /** AUTH_HOOK_TIMEOUT_MS: budget of each endpoint's attempt. */
   timeoutMs: number;
   logger: Logger;
+  /**
+   * The world-and-endpoints cache, kept exact by change notifications (world-settings-cache.ts);
+   * without it every call reads the database.
+   */
+  cache?: WorldSettingsCache<HookTarget>;
   /** How long answered calls' history waits for the next calls' before it is written; {@link HISTORY_FLUSH_MS} by default. */
   historyFlushMs?: number;
   /** Clock of the envelope's `timestamp` and of the attempts; the system clock by default. */
   now?: () => Date;
 }
 
-interface HookTarget {
+export interface HookTarget {
   world_id: string;
   world_slug: string;
   org_slug: string;
@@ -180,13 +186,20 @@ export class AuthHookService {
     while (this.writes.size > 0) await Promise.all([...this.writes]);
   }
 
-  /** The world and its enabled `auth` endpoints, in one round trip. */
+  /** The world and its enabled `auth` endpoints: from the cache, or in one round trip. */
   private async findTarget(request: AuthHookRequest): Promise<HookTarget> {
+    const cache = this.options.cache;
+    const key = `${request.organizationSlug}/${request.worldSlug}`;
+    const cached = cache?.get(key);
+    if (cached !== undefined) return cached;
+    const snapshot = cache?.snapshot() ?? 0;
     const { rows } = await this.pool.query<HookTarget>({ name: "ah-target", text: TARGET_SQL, values: [request.organizationSlug, request.worldSlug] });
     const target = rows[0];
     if (target === undefined) {
       throw new AppError(404, "unknown-world", `No such world: ${request.world}.`, { errors: [{ pointer: "/world", detail: "names no known world" }] });
     }
+    // Unknown worlds are not cached: creating a world sends no notification.
+    cache?.set(key, target, snapshot);
     return target;
   }
 

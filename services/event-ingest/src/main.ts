@@ -5,8 +5,9 @@ import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@v
 import { pseudonymKey } from "./analytics-privacy.js";
 import { AnalyticsIntake } from "./analytics.service.js";
 import { createIngestApp } from "./app.js";
-import { AuthHookService } from "./auth-hook.service.js";
+import { AuthHookService, type HookTarget } from "./auth-hook.service.js";
 import { loadConfig } from "./config.js";
+import { WorldSettingsCache, WorldSettingsListener } from "./world-settings-cache.js";
 
 const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
 
@@ -31,7 +32,12 @@ const hookPool = createPgPool(config.databaseUrl, {
   max: 4,
   onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
 });
+// Worlds and their auth endpoints, cached while a LISTEN connection reports every change.
+const hookCache = new WorldSettingsCache<HookTarget>();
+const hookCacheListener = new WorldSettingsListener(config.databaseUrl, hookCache, logger);
+await hookCacheListener.start();
 const authHook = new AuthHookService(hookPool, {
+  cache: hookCache,
   playUrl: config.playUrl,
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
@@ -68,5 +74,5 @@ registerShutdown(logger, [
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
   { name: "redis", run: () => redis.quit() },
-  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), hookPool.end()])) },
+  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), hookPool.end(), hookCacheListener.stop()])) },
 ]);

@@ -12,7 +12,8 @@ import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
 import { createIngestApp } from "../src/app.js";
-import { AuthHookService } from "../src/auth-hook.service.js";
+import { AuthHookService, type HookTarget } from "../src/auth-hook.service.js";
+import { WorldSettingsCache, WorldSettingsListener } from "../src/world-settings-cache.js";
 
 export const PLAY_URL = "https://play.example.test";
 
@@ -38,6 +39,9 @@ export interface HookHarness {
   token: string;
   prisma: PrismaClient;
   hook: AuthHookService;
+  /** The world-settings cache and its listener, when started with `cache: true`. */
+  cache: WorldSettingsCache<HookTarget> | null;
+  listener: WorldSettingsListener | null;
   secretBox: SecretBox;
   logs: { level: string; fields: unknown; msg: unknown }[];
   post(body: unknown, token?: string | null): Promise<{ status: number; headers: Headers; body: any; ms: number }>;
@@ -52,7 +56,7 @@ function recordingLogger(logs: HookHarness["logs"]): Logger {
   return logger as unknown as Logger;
 }
 
-export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number }): Promise<HookHarness> {
+export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number; cache?: boolean }): Promise<HookHarness> {
   const databaseUrl = process.env.DATABASE_URL;
   const redisUrl = process.env.REDIS_URL;
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
@@ -64,7 +68,11 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const secretBox = createSecretBox(generateSecretBoxKey());
   const agents = createDeliveryAgents("any");
   const pool = createPgPool(databaseUrl, { max: 2 });
-  const hook = new AuthHookService(pool, { playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
+  const cache = options.cache === true ? new WorldSettingsCache<HookTarget>() : null;
+  const listener = cache === null ? null : new WorldSettingsListener(databaseUrl, cache, logger);
+  await listener?.start();
+  const hook = new AuthHookService(pool, {
+    ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
   const server = await listen(app, 0, "127.0.0.1");
@@ -77,6 +85,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
     token,
     prisma,
     hook,
+    cache,
+    listener,
     secretBox,
     logs,
     async post(body, bearer = token) {
@@ -115,6 +125,7 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
     async close() {
       await closeServer(server);
       await hook.drain();
+      await listener?.stop();
       await pool.end();
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       destroyDeliveryAgents(agents);

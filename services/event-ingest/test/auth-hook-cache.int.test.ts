@@ -1,0 +1,144 @@
+/**
+ * The auth hook's world-settings cache against the real PostgreSQL: repeated calls are served
+ * from memory, and every change made by another writer (admin-api, the worker's disabler, plain
+ * SQL) is seen by the next call once its notification has arrived; with its LISTEN connection
+ * gone the cache steps aside until it is back.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { generateSecret } from "@vw/webhook-core";
+import { PLAY_URL, startHookHarness, type HookHarness } from "./auth-hook-harness.js";
+
+let h: HookHarness;
+const receivers: WebhookReceiver[] = [];
+const hookBody = (world: string, accessTokens: { provider: string; token: string }[] = []) => ({
+  world,
+  roomUrl: `${PLAY_URL}/@/acme/hq/lobby.wam`,
+  uuid: "c2e4a6b8-0d1f-4e3a-9b5c-7d9f1a3c5e7b",
+  accessTokens,
+});
+
+async function receiver(): Promise<WebhookReceiver> {
+  const r = await startWebhookReceiver({ answer: 204 });
+  receivers.push(r);
+  return r;
+}
+
+/** Waits until `predicate` holds (a notification or a reconnect is asynchronous); fails after 10 s. */
+async function until(what: string, predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !predicate(); i += 1) await new Promise((r) => setTimeout(r, 10));
+  if (!predicate()) throw new Error(`still waiting for: ${what}`);
+}
+
+/** Runs `change` and waits for the invalidation it causes (the cache drops the world's entry). */
+async function changeAndWait(world: string, change: () => Promise<unknown>): Promise<void> {
+  await change();
+  await until(`the change notification for ${world}`, () => !h.cache!.has(world));
+}
+
+const sentTokens = (r: WebhookReceiver, i: number): unknown => JSON.parse(r.received[i]!.body.toString("utf8")).data.accessTokens;
+
+const calledEndpoints = async (world: string): Promise<string[]> => {
+  const res = await h.post(hookBody(world, [{ provider: "acme-okta", token: "tok" }]));
+  expect(res.status).toBe(200);
+  return (res.body.results as { endpointId: string }[]).map((r) => r.endpointId);
+};
+
+beforeAll(async () => {
+  h = await startHookHarness({ timeoutMs: 1000, cache: true });
+  await until("the listener", () => h.cache!.isActive);
+});
+
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("auth hook world-settings cache", () => {
+  it("serves repeated calls from memory", async () => {
+    const r = await receiver();
+    const world = await h.createWorld();
+    const id = await h.createEndpoint(world, { url: r.url, secret: generateSecret() });
+    const hits = h.cache!.hits;
+    expect(await calledEndpoints(world.ref)).toEqual([id]);
+    expect(await calledEndpoints(world.ref)).toEqual([id]);
+    expect(await calledEndpoints(world.ref)).toEqual([id]);
+    expect(h.cache!.hits - hits).toBe(2);
+    expect(r.received).toHaveLength(3);
+  });
+
+  it("sees endpoints disabled, added, edited and deleted by other writers", async () => {
+    const first = await receiver();
+    const second = await receiver();
+    const world = await h.createWorld();
+    const a = await h.createEndpoint(world, { url: first.url, secret: generateSecret(), createdAt: new Date(Date.now() - 5000) });
+    expect(await calledEndpoints(world.ref)).toEqual([a]);
+
+    let b = "";
+    await changeAndWait(world.ref, async () => (b = await h.createEndpoint(world, { url: second.url, secret: generateSecret() })));
+    expect(await calledEndpoints(world.ref)).toEqual([a, b]);
+
+    await changeAndWait(world.ref, () => h.prisma.webhookEndpoint.update({ where: { id: a }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } }));
+    expect(await calledEndpoints(world.ref)).toEqual([b]);
+
+    await changeAndWait(world.ref, () => h.prisma.webhookEndpoint.update({ where: { id: b }, data: { url: `${first.url}moved` } }));
+    const before = first.received.length;
+    expect(await calledEndpoints(world.ref)).toEqual([b]);
+    expect(first.received.length).toBe(before + 1);
+
+    await changeAndWait(world.ref, () => h.prisma.webhookEndpoint.update({ where: { id: b }, data: { subscriptions: ["visitor"] } }));
+    expect(await calledEndpoints(world.ref)).toEqual([]);
+    await changeAndWait(world.ref, () => h.prisma.webhookEndpoint.delete({ where: { id: a } }));
+    expect(await calledEndpoints(world.ref)).toEqual([]);
+  });
+
+  it("sees identity-provider changes and organization renames, and does not cache unknown worlds", async () => {
+    const r = await receiver();
+    const world = await h.createWorld([{ id: "acme-okta", kind: "openid-connect", exposeAccessToken: false }]);
+    await h.createEndpoint(world, { url: r.url, secret: generateSecret() });
+    await calledEndpoints(world.ref);
+    expect(sentTokens(r, 0)).toEqual([]);
+
+    await changeAndWait(world.ref, () =>
+      h.prisma.world.update({ where: { id: world.id }, data: { identityProviders: [{ id: "acme-okta", kind: "openid-connect", exposeAccessToken: true }] } }),
+    );
+    await calledEndpoints(world.ref);
+    expect(sentTokens(r, 1)).toEqual([{ provider: "acme-okta", token: "tok" }]);
+
+    const renamed = `${world.organizationSlug}-renamed`;
+    await changeAndWait(world.ref, () => h.prisma.organization.update({ where: { slug: world.organizationSlug }, data: { slug: renamed } }));
+    expect((await h.post(hookBody(world.ref))).status).toBe(404);
+    expect((await h.post(hookBody(`${renamed}/${world.slug}`))).status).toBe(200);
+    // The harness removes organizations by slug prefix; the renamed one still starts with it.
+    expect(renamed.startsWith(world.organizationSlug)).toBe(true);
+    expect((await h.post(hookBody(world.ref))).status).toBe(404);
+  });
+
+  it("steps aside while its LISTEN connection is down, and caches again once it is back", async () => {
+    const r = await receiver();
+    const world = await h.createWorld();
+    const id = await h.createEndpoint(world, { url: r.url, secret: generateSecret() });
+    expect(await calledEndpoints(world.ref)).toEqual([id]);
+    const pid = h.listener!.backendPid;
+    expect(pid).not.toBeNull();
+    await h.prisma.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+    await until("the listener to notice", () => !h.cache!.isActive);
+
+    // Down: every call reads the database, so a change is seen at once, with nothing to wait for.
+    const hits = h.cache!.hits;
+    await h.prisma.webhookEndpoint.update({ where: { id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
+    expect(await calledEndpoints(world.ref)).toEqual([]);
+    await h.prisma.webhookEndpoint.update({ where: { id }, data: { enabled: true, disabledReason: null, disabledAt: null } });
+    expect(await calledEndpoints(world.ref)).toEqual([id]);
+    expect(h.cache!.hits).toBe(hits);
+
+    await until("the listener to reconnect", () => h.cache!.isActive && h.listener!.backendPid !== pid);
+    await calledEndpoints(world.ref);
+    await calledEndpoints(world.ref);
+    expect(h.cache!.hits).toBe(hits + 1);
+    expect(h.logs.some((l) => l.level === "warn" && String(l.msg).includes("world settings listener down"))).toBe(true);
+  });
+});
