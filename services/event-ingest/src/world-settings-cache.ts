@@ -112,12 +112,13 @@ export class WorldSettingsCache<T extends WorldScoped> {
 
 /**
  * Holds a LISTEN connection on {@link WORLD_SETTINGS_CHANNEL} and feeds its notifications to a
- * cache; reconnects with backoff (100 ms doubling to 5 s) after any failure.
+ * cache; reconnects with backoff (`retryBaseMs`, 100 ms, doubling to 5 s) after any failure.
  */
 export class WorldSettingsListener {
   private client: PgClient | null = null;
   private stopped = false;
-  private retryMs = 100;
+  private retryMs: number;
+  private readonly retryBaseMs: number;
   private retryTimer: NodeJS.Timeout | null = null;
   /** Process id of the listening backend, while connected (tests terminate it). */
   backendPid: number | null = null;
@@ -126,7 +127,11 @@ export class WorldSettingsListener {
     private readonly databaseUrl: string,
     private readonly cache: WorldSettingsCache<WorldScoped>,
     private readonly logger: Logger,
-  ) {}
+    options: { retryBaseMs?: number } = {},
+  ) {
+    this.retryBaseMs = options.retryBaseMs ?? 100;
+    this.retryMs = this.retryBaseMs;
+  }
 
   /** Resolves after the first connection attempt, successful or not (failures retry in the background). */
   start(): Promise<void> {
@@ -158,7 +163,7 @@ export class WorldSettingsListener {
         this.retryTimer = null;
         void this.connect();
       }, this.retryMs);
-      this.retryMs = Math.min(5_000, this.retryMs * 2);
+      this.retryMs = Math.max(this.retryMs, Math.min(5_000, this.retryMs * 2));
     };
     client.on("error", (err: Error) => fail(err));
     client.on("end", () => fail(null));
@@ -172,7 +177,7 @@ export class WorldSettingsListener {
       if (failed || this.stopped) return;
       this.client = client;
       this.backendPid = rows[0]?.pid ?? null;
-      this.retryMs = 100;
+      this.retryMs = this.retryBaseMs;
       // Only now: a change committed before LISTEN took effect was never notified, and the cache is empty.
       this.cache.setActive(true);
     } catch (err) {

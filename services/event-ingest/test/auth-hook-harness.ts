@@ -69,7 +69,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const agents = createDeliveryAgents("any");
   const pool = createPgPool(databaseUrl, { max: 2 });
   const cache = options.cache === true ? new WorldSettingsCache<HookTarget>() : null;
-  const listener = cache === null ? null : new WorldSettingsListener(databaseUrl, cache, logger);
+  // A slow first reconnect: the test that cuts the LISTEN connection works while it is down.
+  const listener = cache === null ? null : new WorldSettingsListener(databaseUrl, cache, logger, { retryBaseMs: 3000 });
   await listener?.start();
   const hook = new AuthHookService(pool, {
     ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });

@@ -1,6 +1,6 @@
 -- Change notifications for the caches of world and endpoint settings (event-ingest's auth hook).
 -- Every committed change a cache could hold stale sends NOTIFY on channel `vw_world_settings` with
--- the world's id, or `*` when an organization changes (its slug is part of the world's address).
+-- the world's id, or `*` when an organization's slug changes (it is part of every world's address).
 -- NOTIFY is transactional: it is delivered at commit, never for a rolled-back change, and
 -- duplicates within a transaction are folded. Writes that no cache reads (the worker's
 -- consecutive-failure counter, timestamps) send nothing, so the hot delivery path stays silent.
@@ -47,6 +47,7 @@ CREATE TRIGGER worlds_notify_update
         OR OLD.analytics IS DISTINCT FROM NEW.analytics)
   EXECUTE FUNCTION vw_notify_world_settings();
 
+-- Deleting an organization deletes its worlds (cascade), whose trigger names each of them.
 CREATE TRIGGER organizations_notify_change
-  AFTER UPDATE OF slug OR DELETE ON "organizations"
+  AFTER UPDATE OF slug ON "organizations"
   FOR EACH ROW EXECUTE FUNCTION vw_notify_world_settings();
