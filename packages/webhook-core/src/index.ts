@@ -69,6 +69,7 @@ export {
 export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput, type LegacyAuthBodyInput, type WorldReference } from "./envelope.js";
 export {
   DEFAULT_USER_AGENT,
+  attemptColumnArrays,
   sendAttempt,
   toAttemptRecord,
   type AttemptRecord,

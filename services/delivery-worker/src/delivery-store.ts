@@ -12,7 +12,7 @@
  */
 import type { PgPool } from "@vw/db";
 import type { DeliveryStatus } from "@vw/contracts";
-import type { AttemptRecord } from "@vw/webhook-core";
+import { attemptColumnArrays, type AttemptRecord } from "@vw/webhook-core";
 
 /** A delivery and the state of its endpoint, read fresh for each attempt. */
 export interface DeliveryForAttempt {
@@ -228,20 +228,7 @@ export class DeliveryStore {
         counterIds,
         counterIds.map((id) => counters.get(id)!.reset),
         counterIds.map((id) => counters.get(id)!.n),
-        a.map((x) => x.id),
-        a.map((x) => x.deliveryId),
-        a.map((x) => x.attemptNumber),
-        a.map((x) => x.trigger),
-        a.map((x) => x.startedAt.toISOString()),
-        a.map((x) => JSON.stringify(x.requestHeaders)),
-        a.map((x) => x.responseStatus),
-        a.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders))),
-        a.map((x) => x.responseBody),
-        a.map((x) => x.responseBodyTruncated),
-        a.map((x) => x.durationMs),
-        a.map((x) => x.errorKind),
-        a.map((x) => x.error),
-        a.map((x) => x.verdict),
+        ...attemptColumnArrays(results.map((r) => r.attempt)),
         results.map((r) => r.status),
         results.map((r) => (r.nextAttemptAt === null ? null : r.nextAttemptAt.toISOString())),
       ],

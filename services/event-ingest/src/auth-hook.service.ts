@@ -25,6 +25,7 @@ import { AppError } from "@vw/service-kit";
 import {
   buildEnvelope,
   buildLegacyAuthBody,
+  attemptColumnArrays,
   sendAttempt,
   toAttemptRecord,
   worldReference,
@@ -239,23 +240,12 @@ async function insertHistory(pool: PgPool, rows: readonly HistoryRow[]): Promise
     name: "ah-history",
     text: HISTORY_SQL,
     values: [
-      a.map((x) => x.deliveryId),
       rows.map((r) => r.endpointId),
       rows.map((r) => r.worldId),
       rows.map((r) => r.body.toString("base64")),
       a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed")),
-      a.map((x) => x.responseStatus),
-      a.map((x) => x.startedAt.toISOString()),
       rows.map((r) => r.finishedAt.toISOString()),
-      a.map((x) => x.id),
-      a.map((x) => JSON.stringify(x.requestHeaders)),
-      a.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders))),
-      a.map((x) => x.responseBody),
-      a.map((x) => x.responseBodyTruncated),
-      a.map((x) => x.durationMs),
-      a.map((x) => x.errorKind),
-      a.map((x) => x.error),
-      a.map((x) => x.verdict),
+      ...attemptColumnArrays(a),
     ],
   });
 }
@@ -272,22 +262,22 @@ const TARGET_SQL = `
   FROM organizations o JOIN worlds w ON w.organization_id = o.id
   WHERE o.slug = $1 AND w.slug = $2`;
 
-/** See {@link insertHistory}: $1..$8 the deliveries, $9..$17 their attempts (same order). */
+/** See {@link insertHistory}: $1..$5 the deliveries' own columns, $6..$19 their attempts ({@link attemptColumnArrays}). */
 const HISTORY_SQL = `
   WITH d AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
     SELECT id, endpoint_id, world_id, NULL, '${MEMBER_CONNECTING}', decode(body, 'base64'), false, status, 1, last_status, NULL, created_at, updated_at
-    FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::timestamptz[])
+    FROM unnest($7::uuid[], $1::uuid[], $2::uuid[], $3::text[], $4::text[], $12::int[], $10::timestamptz[], $5::timestamptz[])
          AS v(id, endpoint_id, world_id, body, status, last_status, created_at, updated_at)
     WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.endpoint_id)
     RETURNING id
   )
   INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
                                  response_body, response_body_truncated, duration_ms, error_kind, error, verdict)
-  SELECT v.id, v.delivery_id, 1, 'hook', v.started_at, v.request_headers::jsonb, v.response_status, v.response_headers::jsonb,
+  SELECT v.id, v.delivery_id, v.attempt_number, v.trigger, v.started_at, v.request_headers::jsonb, v.response_status, v.response_headers::jsonb,
          v.response_body, v.response_body_truncated, v.duration_ms, v.error_kind, v.error, v.verdict
-  FROM unnest($9::uuid[], $1::uuid[], $7::timestamptz[], $10::text[], $6::int[], $11::text[], $12::text[], $13::bool[], $14::int[],
-              $15::text[], $16::text[], $17::text[])
-       AS v(id, delivery_id, started_at, request_headers, response_status, response_headers, response_body, response_body_truncated,
-            duration_ms, error_kind, error, verdict)
+  FROM unnest($6::uuid[], $7::uuid[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::int[], $13::text[], $14::text[],
+              $15::bool[], $16::int[], $17::text[], $18::text[], $19::text[])
+       AS v(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers, response_body,
+            response_body_truncated, duration_ms, error_kind, error, verdict)
   JOIN d ON d.id = v.delivery_id`;
