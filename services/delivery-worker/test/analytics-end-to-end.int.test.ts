@@ -26,23 +26,10 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   h = await startHarness({ inProcessWorker: false });
-  const env = {
-    DATABASE_URL: process.env.DATABASE_URL!,
-    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    REDIS_KEY_PREFIX: h.keyPrefix,
-    SECRETS_ENCRYPTION_KEY: h.secretsKey,
-    PLAY_URL,
-    LOG_LEVEL: "error",
-  };
   [ingest, worker] = await Promise.all([
-    spawnService(join(servicesDir, "event-ingest"), { ...env, INGEST_TOKEN, ANALYTICS_PSEUDONYM_KEY: PSEUDONYM_KEY }),
-    spawnService(join(servicesDir, "delivery-worker"), {
-      ...env,
-      ENDPOINT_URL_POLICY: "any",
-      RETRY_DELAYS: "100ms",
-      ANALYTICS_FLUSH_INTERVAL_MS: "1000", // the shortest accepted: a flush every second
-      DELIVERY_RETENTION_DAYS: "36500", // the test database is shared: leave other files' old rows alone
-    }),
+    spawnService(join(servicesDir, "event-ingest"), h.processEnv({ INGEST_TOKEN, PLAY_URL, ANALYTICS_PSEUDONYM_KEY: PSEUDONYM_KEY })),
+    // The shortest accepted flush interval: a flush every second.
+    spawnService(join(servicesDir, "delivery-worker"), h.processEnv({ PLAY_URL, ANALYTICS_FLUSH_INTERVAL_MS: "1000" })),
   ]);
 }, 60_000);
 afterAll(async () => {

@@ -33,19 +33,10 @@ afterAll(async () => {
 });
 
 function spawnWorker(): Promise<ServiceProcess> {
-  return spawnService(serviceDir, {
-    DATABASE_URL: process.env.DATABASE_URL!,
-    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    REDIS_KEY_PREFIX: h.keyPrefix,
-    SECRETS_ENCRYPTION_KEY: h.secretsKey,
-    ENDPOINT_URL_POLICY: "any",
-    RETRY_DELAYS: "100ms,200ms",
-    DELIVERY_TIMEOUT_MS: "5000",
-    JOB_LOCK_MS: "1500",
-    DELIVERY_RETENTION_DAYS: "36500", // the test database is shared: leave other files' old rows alone
-    DELIVERY_CONCURRENCY: "20",
-    LOG_LEVEL: "error",
-  }).then((p) => {
+  return spawnService(
+    serviceDir,
+    h.processEnv({ RETRY_DELAYS: "100ms,200ms", DELIVERY_TIMEOUT_MS: "5000", JOB_LOCK_MS: "1500", DELIVERY_CONCURRENCY: "20" }),
+  ).then((p) => {
     processes.push(p);
     return p;
   });

@@ -20,21 +20,9 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   h = await startHarness({ inProcessWorker: false });
-  const env = {
-    DATABASE_URL: process.env.DATABASE_URL!,
-    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    REDIS_KEY_PREFIX: h.keyPrefix,
-    LOG_LEVEL: "error",
-  };
   [ingest, worker] = await Promise.all([
-    spawnService(join(servicesDir, "event-ingest"), { ...env, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: h.secretsKey, PLAY_URL: "https://play.example.test" }),
-    spawnService(join(servicesDir, "delivery-worker"), {
-      ...env,
-      SECRETS_ENCRYPTION_KEY: h.secretsKey,
-      ENDPOINT_URL_POLICY: "any",
-      RETRY_DELAYS: "100ms",
-      DELIVERY_RETENTION_DAYS: "36500", // the test database is shared: leave other files' old rows alone
-    }),
+    spawnService(join(servicesDir, "event-ingest"), h.processEnv({ INGEST_TOKEN, PLAY_URL: "https://play.example.test" })),
+    spawnService(join(servicesDir, "delivery-worker"), h.processEnv()),
   ]);
 }, 60_000);
 afterAll(async () => {

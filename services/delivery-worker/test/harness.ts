@@ -60,6 +60,13 @@ export interface Harness {
   /** Stores a delivery the way event-ingest does and queues its job; returns the deliveryId. */
   seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; enqueue?: boolean }): Promise<string>;
   enqueue(jobs: DeliverJobData[]): Promise<void>;
+  /**
+   * Environment for event-ingest or delivery-worker run as processes against this harness (same
+   * database, Redis prefix and secrets key), with the test defaults: `ENDPOINT_URL_POLICY=any`,
+   * `RETRY_DELAYS=100ms`, a century of retention (the test database is shared: other files' old
+   * rows stay) and `LOG_LEVEL=error`; `extra` adds or overrides.
+   */
+  processEnv(extra?: Record<string, string>): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -167,6 +174,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return deliveryId;
     },
     enqueue: (jobs) => enqueueDeliveries(deliveries, jobs),
+    processEnv(extra = {}) {
+      return {
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        REDIS_KEY_PREFIX: keyPrefix,
+        SECRETS_ENCRYPTION_KEY: secretsKey,
+        ENDPOINT_URL_POLICY: "any",
+        RETRY_DELAYS: "100ms",
+        DELIVERY_RETENTION_DAYS: "36500",
+        LOG_LEVEL: "error",
+        ...extra,
+      };
+    },
     async close() {
       await worker?.close();
       await deliveries.close();
