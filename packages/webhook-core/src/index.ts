@@ -29,6 +29,7 @@ export {
   type SecretBox,
   type SecretBoxErrorCode,
 } from "./secret-box.js";
+export { SECRET_CACHE_MAX, SecretCache } from "./secret-cache.js";
 export {
   SPECIAL_RANGES,
   classifyAddress,

@@ -4,7 +4,7 @@
  * spec's reaction table, and say what the queue should do next.
  */
 import type { DeliverJobData } from "@vw/queues";
-import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretBox } from "@vw/webhook-core";
+import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
 import type { AttemptSignal, EndpointLimiter } from "./endpoint-limiter.js";
@@ -29,22 +29,6 @@ export interface DeliverDeps {
   disableAfterFailures: number;
   random?: () => number;
   now?: () => Date;
-}
-
-/** Opens sealed endpoint secrets once per (endpoint, secret version): rotation changes the version. */
-export class SecretCache {
-  private readonly cache = new Map<string, { version: number; secret: string }>();
-  constructor(private readonly box: SecretBox) {}
-
-  secretOf(endpointId: string, sealed: string | null, version: number): string | null {
-    if (sealed === null) return null;
-    const hit = this.cache.get(endpointId);
-    if (hit && hit.version === version) return hit.secret;
-    const secret = this.box.open(sealed);
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(endpointId, { version, secret });
-    return secret;
-  }
 }
 
 /**
@@ -84,7 +68,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
       url: delivery.url,
       deliveryId: delivery.deliveryId,
       body: delivery.body,
-      secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed, delivery.secretVersion),
+      secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed),
       agents: deps.agents,
       timeoutMs: deps.timeoutMs,
       now: deps.now,

@@ -25,7 +25,6 @@ export interface DeliveryForAttempt {
   url: string;
   enabled: boolean;
   secretSealed: string | null;
-  secretVersion: number;
 }
 
 /** What one attempt changes. */
@@ -93,7 +92,7 @@ class Coalescer<In, Out> {
 
 const LOAD_SQL = `
   SELECT d.id, d.endpoint_id, d.body, d.status, d.attempt_count, d.test,
-         e.url, e.enabled, e.secret_sealed, e.secret_version
+         e.url, e.enabled, e.secret_sealed
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
   WHERE d.id = ANY($1::uuid[])`;
 
@@ -140,7 +139,6 @@ interface DeliveryRow {
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
-  secret_version: number;
 }
 
 interface CounterRow {
@@ -193,7 +191,6 @@ export class DeliveryStore {
         url: row.url,
         enabled: row.enabled,
         secretSealed: row.secret_sealed,
-        secretVersion: row.secret_version,
       };
     });
   }
