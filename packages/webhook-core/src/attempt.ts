@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { DeliveryAgents } from "./delivery-agents.js";
-import { postDelivery } from "./delivery-http.js";
+import { postDelivery, type PostDeliveryInput } from "./delivery-http.js";
 import { classify, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
 import { signatureHeaders } from "./signing.js";
 
@@ -23,6 +23,11 @@ export interface SendAttemptInput {
   userAgent?: string;
   /** Wall clock of the attempt (the `webhook-timestamp`); injectable. */
   now?: () => Date;
+  /**
+   * How the POST is made: {@link postDelivery} (got) by default; the auth hook passes
+   * `postDeliveryDirect` (node:http), the same contract at a lower CPU cost per attempt.
+   */
+  transport?: (input: PostDeliveryInput) => Promise<AttemptOutcome>;
 }
 
 /** What happened, with the headers exactly as sent. */
@@ -43,7 +48,7 @@ export async function sendAttempt(input: SendAttemptInput): Promise<SentAttempt>
     ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
     "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
   };
-  const outcome = await postDelivery({
+  const outcome = await (input.transport ?? postDelivery)({
     url: input.url,
     body: input.body,
     headers: requestHeaders,

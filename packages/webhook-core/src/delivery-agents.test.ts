@@ -11,7 +11,7 @@ import {
   isPolicyRefusal,
   type DeliveryAgents,
 } from "./delivery-agents.js";
-import { postDelivery } from "./delivery-http.js";
+import { postDelivery as postViaGot, postDeliveryDirect } from "./delivery-http.js";
 import { startReceiver, type Receiver } from "./loopback-receiver.test-helper.js";
 import { classify } from "./outcome.js";
 
@@ -43,7 +43,13 @@ beforeEach(async () => {
 afterEach(() => receiver.close());
 afterAll(() => created.forEach(destroyDeliveryAgents));
 
-describe("createDeliveryAgents('public-https'): connect-time refusal", () => {
+/** Both transports use the same agents, so each refuses (and reaches) exactly the same addresses. */
+const transports = [
+  ["got", postViaGot],
+  ["node:http", postDeliveryDirect],
+] as const;
+
+describe.each(transports)("createDeliveryAgents('public-https'): connect-time refusal (%s)", (_transport, postDelivery) => {
   // https URLs: the refusal happens before the TLS handshake, so no TLS receiver is needed, and
   // an unrefused request would fail differently (a TLS error on this plain-HTTP receiver).
   it.each([
@@ -141,12 +147,14 @@ describe("createDeliveryAgents('public-https'): connect-time refusal", () => {
   });
 });
 
-describe("createDeliveryAgents('any')", () => {
+describe.each(transports)("createDeliveryAgents('any') (%s)", (_transport, postDelivery) => {
   it("connects to loopback addresses", async () => {
     const outcome = await postDelivery({ url: `${receiver.origin}/`, body, headers, timeoutMs: 5000, agents: agentsFor("any") });
     expect(outcome).toMatchObject({ status: 200, responseBody: "reached" });
   });
+});
 
+describe("createDeliveryAgents", () => {
   it.each(["any", "public-https"] as const)("gives keep-alive agents under %s", (policy) => {
     const agents = agentsFor(policy);
     expect(agents.policy).toBe(policy);

@@ -1,8 +1,8 @@
-import { gzipSync } from "node:zlib";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, afterEach, describe, expect, it } from "@jest/globals";
 import { Webhook } from "standardwebhooks";
 import { createDeliveryAgents, destroyDeliveryAgents } from "./delivery-agents.js";
-import { postDelivery } from "./delivery-http.js";
+import { postDelivery as postViaGot, postDeliveryDirect } from "./delivery-http.js";
 import { closedPort, startReceiver, type Receiver } from "./loopback-receiver.test-helper.js";
 import { classify } from "./outcome.js";
 import { generateSecret, signatureHeaders } from "./signing.js";
@@ -23,7 +23,13 @@ afterEach(async () => {
 });
 afterAll(() => destroyDeliveryAgents(agents));
 
-describe("postDelivery against real loopback receivers (policy any)", () => {
+/** The two transports share one contract; every case runs against both. */
+const transports = [
+  ["postDelivery (got)", postViaGot],
+  ["postDeliveryDirect (node:http)", postDeliveryDirect],
+] as const;
+
+describe.each(transports)("%s against real loopback receivers (policy any)", (_transport, postDelivery) => {
   it("POSTs the exact bytes and headers, which the standardwebhooks library verifies, and reports a 2xx", async () => {
     const secret = generateSecret();
     const signed = signatureHeaders({ deliveryId: "0b9f7f0e-7b8a-4d5e-9b51-2f1f0c8d9e11", body, secret });
@@ -150,6 +156,50 @@ describe("postDelivery against real loopback receivers (policy any)", () => {
     const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
     expect(outcome.responseBody).toBe(text);
     expect(outcome.responseBodyTruncated).toBe(false);
+  });
+
+  it("decompresses deflate and brotli answers", async () => {
+    const text = "hello, deflated world";
+    for (const [encoding, bytes] of [
+      ["deflate", deflateSync(text)],
+      ["br", brotliCompressSync(text)],
+    ] as const) {
+      const r = await receiver((_req, res) => res.writeHead(200, { "content-encoding": encoding }).end(bytes));
+      const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+      expect({ encoding, body: outcome.responseBody, error: outcome.error }).toEqual({ encoding, body: text, error: undefined });
+    }
+  });
+
+  it("takes an empty answer that names a content-encoding as empty, not as a decoding error", async () => {
+    const r = await receiver((_req, res) => res.writeHead(200, { "content-encoding": "gzip" }).end());
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+    expect(outcome).toMatchObject({ status: 200, responseBody: "", responseBodyTruncated: false });
+    expect(outcome.error).toBeUndefined();
+    expect(classify(outcome)).toBe("delivered");
+  });
+
+  it("keeps the status and the bytes that arrived when the receiver drops the connection mid-answer", async () => {
+    const r = await receiver((_req, res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write("only part", () => res.socket?.destroy());
+    });
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+    expect(outcome).toMatchObject({ status: 200, responseBody: "only part", error: { kind: "connection" } });
+    expect(classify(outcome)).toBe("delivered");
+  });
+
+  it("refuses a URL that is not http(s) without sending anything", async () => {
+    const outcome = await postDelivery({ url: "ftp://127.0.0.1/hooks", body, headers, timeoutMs: 5000, agents });
+    expect(outcome.status).toBeUndefined();
+    expect(outcome.error).toEqual({ kind: "refused-by-policy", message: "ftp: URL refused: deliveries are http(s) only" });
+  });
+
+  it("reports a header value HTTP cannot carry as a failed attempt instead of throwing", async () => {
+    const r = await receiver((_req, res) => res.writeHead(200).end());
+    const outcome = await postDelivery({ url: r.origin, body, headers: { ...headers, "x-bad": "line\r\nbreak" }, timeoutMs: 5000, agents });
+    expect(outcome.status).toBeUndefined();
+    expect(outcome.error?.kind).toBe("connection");
+    expect(r.requests).toHaveLength(0);
   });
 
   it("decodes the kept bytes as lossy UTF-8 when the cut falls inside a character", async () => {

@@ -1,11 +1,23 @@
 /**
- * One delivery attempt over HTTP with got 14: POST the stored bytes, keep the first bytes of the
- * answer, never follow a redirect, never retry inside the call (retries are the queue's job, on
- * the spec's schedule).
+ * One delivery attempt over HTTP: POST the stored bytes, keep the first bytes of the answer, never
+ * follow a redirect, never retry inside the call (retries are the queue's job, on the spec's
+ * schedule).
+ *
+ * Two transports with one contract and one test suite (delivery-http.test.ts runs every case
+ * against both):
+ * - {@link postDelivery}, over got 14: the queued deliveries of the worker and the Test action.
+ * - {@link postDeliveryDirect}, over node:http: the synchronous auth hook, which sits on a
+ *   member's connection path. got builds and merges a full options object per request; on these
+ *   machines that is about a third of a millisecond of CPU per attempt, which the hook's p99 goal
+ *   cannot spare and a queued delivery does not notice.
  */
+import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
-import got, { type Request } from "got";
-import type { IncomingHttpHeaders } from "node:http";
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ClientRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { Transform } from "node:stream";
+import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import got from "got";
 import { isPolicyRefusal, type DeliveryAgents } from "./delivery-agents.js";
 import type { AttemptErrorKind, AttemptOutcome } from "./outcome.js";
 
@@ -44,17 +56,8 @@ export async function postDelivery(input: PostDeliveryInput): Promise<AttemptOut
   const { body, headers, timeoutMs, agents, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, now = () => performance.now() } = input;
   const started = now();
   const elapsed = (): number => Math.max(0, Math.round(now() - started));
-  let url: URL;
-  try {
-    url = new URL(String(input.url));
-  } catch {
-    return refusal("not a valid absolute URL", elapsed());
-  }
-  // The URL was checked when stored, but the policy may have been tightened since: HTTPS only
-  // is enforced here too, before anything is sent.
-  if (agents.policy === "public-https" && url.protocol !== "https:") {
-    return refusal(`${url.protocol} URL refused by ENDPOINT_URL_POLICY=public-https (https only)`, elapsed());
-  }
+  const url = checkedUrl(input, elapsed);
+  if (!(url instanceof URL)) return url;
   const stream = got.stream.post(url, {
     body,
     // got adds its own user-agent unless told not to: the log must show what was really sent.
@@ -69,6 +72,139 @@ export async function postDelivery(input: PostDeliveryInput): Promise<AttemptOut
   return readOutcome(stream, maxResponseBytes, elapsed);
 }
 
+/**
+ * {@link postDelivery}'s contract over node:http, without got: the same bytes and headers (plus
+ * the `content-length` and `accept-encoding` got would add), the same agents and URL policy, the
+ * same whole-attempt timeout (an error named `TimeoutError`, code `ETIMEDOUT`), gzip, deflate and
+ * brotli answers decoded before the first `maxResponseBytes` are kept, no redirect followed.
+ */
+export async function postDeliveryDirect(input: PostDeliveryInput): Promise<AttemptOutcome> {
+  const { maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, now = () => performance.now() } = input;
+  const started = now();
+  const elapsed = (): number => Math.max(0, Math.round(now() - started));
+  const url = checkedUrl(input, elapsed);
+  if (!(url instanceof URL)) return url;
+  let request: DirectRequest;
+  try {
+    request = new DirectRequest(url, input);
+  } catch (err) {
+    return { responseBody: "", responseBodyTruncated: false, responseHeaders: {}, durationMs: elapsed(), error: { kind: "connection", message: (err as Error).message } };
+  }
+  return readOutcome(request, maxResponseBytes, elapsed);
+}
+
+/** The URL to POST to, or the refusal to report without sending anything. */
+function checkedUrl(input: PostDeliveryInput, elapsed: () => number): URL | AttemptOutcome {
+  let url: URL;
+  try {
+    url = new URL(String(input.url));
+  } catch {
+    return refusal("not a valid absolute URL", elapsed());
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return refusal(`${url.protocol} URL refused: deliveries are http(s) only`, elapsed());
+  }
+  // The URL was checked when stored, but the policy may have been tightened since: HTTPS only
+  // is enforced here too, before anything is sent.
+  if (input.agents.policy === "public-https" && url.protocol !== "https:") {
+    return refusal(`${url.protocol} URL refused by ENDPOINT_URL_POLICY=public-https (https only)`, elapsed());
+  }
+  return url;
+}
+
+/** What {@link readOutcome} listens to: got's request stream, or a {@link DirectRequest}. */
+interface OutcomeSource {
+  on(event: "response", listener: (response: { statusCode: number; headers: IncomingHttpHeaders }) => void): unknown;
+  on(event: "data", listener: (chunk: Buffer) => void): unknown;
+  on(event: "end", listener: () => void): unknown;
+  on(event: "error", listener: (err: unknown) => void): unknown;
+  destroy(): unknown;
+}
+
+/**
+ * One node:http POST seen as got's stream events: `response` (status and headers), `data`
+ * (decoded body chunks), then exactly one of `end` or `error`. `destroy()` drops the connection.
+ */
+class DirectRequest extends EventEmitter implements OutcomeSource {
+  private readonly req: ClientRequest;
+  private res: IncomingMessage | undefined;
+  private decoder: Transform | undefined;
+  private readonly timer: NodeJS.Timeout;
+  private settled = false;
+
+  constructor(url: URL, input: PostDeliveryInput) {
+    super();
+    const secure = url.protocol === "https:";
+    const headers = { ...input.headers, "content-length": String(input.body.length), "accept-encoding": "gzip, deflate, br" };
+    // Throws (before anything is sent or any timer is set) for a header value node:http refuses.
+    this.req = (secure ? httpsRequest : httpRequest)(url, { method: "POST", agent: secure ? input.agents.https : input.agents.http, headers });
+    this.timer = setTimeout(() => this.fail(Object.assign(new Error(`Timeout awaiting 'request' for ${input.timeoutMs}ms`), { name: "TimeoutError", code: "ETIMEDOUT" })), input.timeoutMs);
+    this.req.on("error", (err) => this.fail(err));
+    this.req.on("response", (res) => this.onResponse(res));
+    this.req.end(input.body);
+  }
+
+  destroy(): void {
+    this.settle();
+    this.req.destroy();
+    this.res?.destroy();
+    this.decoder?.destroy();
+  }
+
+  private onResponse(res: IncomingMessage): void {
+    this.res = res;
+    this.emit("response", res);
+    const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
+    res.on("data", (chunk: Buffer) => {
+      if (this.settled) return;
+      // Made at the first byte, so an empty answer with a content-encoding is just empty (as with got).
+      this.decoder ??= this.createDecoder(encoding);
+      if (this.decoder === undefined) this.emit("data", chunk);
+      else this.decoder.write(chunk);
+    });
+    res.on("end", () => (this.decoder === undefined ? this.succeed() : this.decoder.end()));
+    res.on("error", (err) => this.fail(err));
+    res.on("close", () => {
+      if (!res.complete) this.fail(Object.assign(new Error("the connection closed before the answer ended"), { code: "ECONNRESET" }));
+    });
+  }
+
+  private createDecoder(encoding: string): Transform | undefined {
+    // Lenient flushing, as got: a body cut short still yields the bytes that arrived.
+    const lenient = { flush: zlibConstants.Z_SYNC_FLUSH, finishFlush: zlibConstants.Z_SYNC_FLUSH };
+    let decoder: Transform;
+    if (encoding === "gzip" || encoding === "x-gzip") decoder = createGunzip(lenient);
+    else if (encoding === "deflate") decoder = createInflate(lenient);
+    else if (encoding === "br") decoder = createBrotliDecompress();
+    else return undefined;
+    decoder.on("data", (chunk: Buffer) => {
+      if (!this.settled) this.emit("data", chunk);
+    });
+    decoder.on("end", () => this.succeed());
+    decoder.on("error", (err) => this.fail(err));
+    return decoder;
+  }
+
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.timer);
+    return true;
+  }
+
+  private succeed(): void {
+    if (this.settle()) this.emit("end");
+  }
+
+  private fail(err: Error): void {
+    if (!this.settle()) return;
+    this.emit("error", err);
+    this.req.destroy();
+    this.res?.destroy();
+    this.decoder?.destroy();
+  }
+}
+
 function refusal(message: string, durationMs: number): AttemptOutcome {
   return {
     responseBody: "",
@@ -79,7 +215,7 @@ function refusal(message: string, durationMs: number): AttemptOutcome {
   };
 }
 
-function readOutcome(stream: Request, maxBytes: number, elapsed: () => number): Promise<AttemptOutcome> {
+function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => number): Promise<AttemptOutcome> {
   return new Promise((resolve) => {
     let status: number | undefined;
     let responseHeaders: Record<string, string> = {};
