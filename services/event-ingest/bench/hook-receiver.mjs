@@ -2,7 +2,7 @@
  * The auth-hook benchmark's receiver, in its own process so its CPU is not the service's: answers
  * every POST 200 after a fixed delay (argv[2] ms, default 2) and records its own answer time per
  * request, from the request's arrival to the end of its answer, in arrival order.
- * Control: `GET /_times` → [ms, ...], `POST /_reset`. Prints `{"port": n}` on stdout once listening.
+ * Control: `POST /_times` → [[path, ms], ...], `POST /_reset`. Prints `{"port": n}` on stdout once listening.
  */
 import http from "node:http";
 
@@ -25,7 +25,7 @@ const server = http.createServer((req, res) => {
   req.on("end", () => {
     setTimeout(() => {
       res.statusCode = 200;
-      res.end("ok", () => times.push(Number(process.hrtime.bigint() - arrived) / 1e6));
+      res.end("ok", () => times.push([req.url, Number(process.hrtime.bigint() - arrived) / 1e6]));
     }, delayMs);
   });
 });
