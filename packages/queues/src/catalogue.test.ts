@@ -1,3 +1,4 @@
+import { describe, expect, it } from "@jest/globals";
 import { JOB_NAMES, JobPayloadError, assertPayload, validateDeliverJob, validateEndpointDisabledMail } from "./catalogue.js";
 import { deliverJobId, infraBackoffDelay } from "./producer.js";
 

@@ -168,7 +168,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         test,
       });
       await prisma.webhookDelivery.create({
-        data: { id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test, status: "pending" },
+        data: { id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body: new Uint8Array(body), test, status: "pending" },
       });
       if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
       return deliveryId;
