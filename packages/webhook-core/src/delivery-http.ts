@@ -144,6 +144,7 @@ class DirectRequest extends EventEmitter implements OutcomeSource {
     this.req.end(input.body);
   }
 
+  /** Drops the connection and stops decoding; no event follows. */
   destroy(): void {
     this.settle();
     this.req.destroy();
@@ -199,9 +200,7 @@ class DirectRequest extends EventEmitter implements OutcomeSource {
   private fail(err: Error): void {
     if (!this.settle()) return;
     this.emit("error", err);
-    this.req.destroy();
-    this.res?.destroy();
-    this.decoder?.destroy();
+    this.destroy();
   }
 }
 
