@@ -162,7 +162,7 @@ describe("loadConfig", () => {
     ]);
     expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "*" })).toHaveLength(1);
     expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "'self'" })).toHaveLength(1);
-    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "https://a.example.com; script-src *" })).toHaveLength(2);
+    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "https://a.example.com; script-src *" })).toHaveLength(3);
   });
 
   it("reads PUBLIC_ADMIN_URL as an http(s) URL", () => {
