@@ -132,15 +132,23 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
-/** Common variables of every service (DESIGN.md "Configuration"). */
+/** Common variables of every service (the root README's "Configuration"). */
 export interface CommonConfig {
   port: number;
+  /** HOST: the address the HTTP server binds; every interface by default (containers). */
+  host: string;
   logLevel: string;
 }
 
+/** An IPv4 or IPv6 literal, or a host name (letters, digits, `-`, `.`), as HOST may be. */
+const HOST_RE = /^(?:[0-9A-Za-z-]{1,63}\.)*[0-9A-Za-z-]{1,63}$|^[0-9A-Fa-f:.]+$/;
+
 export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
+  const host = r.string("HOST", "0.0.0.0");
+  if (!HOST_RE.test(host)) r.problem(`HOST must be an IP address or a host name (127.0.0.1, ::, localhost), got "${redactCredentials(host)}"`);
   return {
     port: r.int("PORT", defaultPort, { min: 0, max: 65535 }),
+    host,
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
   };
 }
