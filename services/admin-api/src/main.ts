@@ -36,7 +36,7 @@ const app = createAdminApp({
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
 });
-const server = await listen(app, config.port);
+const server = await listen(app, config.port, config.host);
 logger.info(
   {
     port: config.port,

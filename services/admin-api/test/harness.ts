@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
@@ -137,7 +138,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
   const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
-  const redisKeyPrefix = `vw-test-admin-${randomBytes(4).toString("hex")}`;
+  const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
   const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
