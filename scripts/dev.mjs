@@ -36,6 +36,8 @@ const SERVICE_PORTS = { "map-storage": 3001, "event-ingest": 3002, "admin-api": 
 const FIRST_EXTRA_PORT = 3010;
 const STOP_DEADLINE_MS = 15_000;
 
+const DEMO_DASHBOARD_PATH = "/admin/v1/worlds/demo/lobby/dashboard-sessions";
+
 /** Published dev-only tokens (examples/try-webhooks.sh defaults to them too). */
 const DEV_ADMIN_TOKEN = "dev-admin-token-change-me";
 const DEV_INGEST_TOKEN = "dev-ingest-token-change-me";
@@ -196,7 +198,15 @@ async function seedDemo(adminApi) {
   return key;
 }
 
-function printSummary(demo) {
+/** A one-time dashboard link for the demo world (every capability), or null with a warning. */
+async function dashboardLink(adminApi) {
+  const res = await adminCall(`http://127.0.0.1:${adminApi.port}`, "POST", DEMO_DASHBOARD_PATH, { ttlSeconds: 8 * 3600 });
+  if (res.status === 201 && typeof res.json?.url === "string") return res.json.url;
+  warn(`dashboard link not created: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+  return null;
+}
+
+function printSummary(demo, dashboard) {
   const width = Math.max(...services.map((s) => s.name.length), 11);
   const lines = ["", paint("32;1", "Everything is up."), ""];
   for (const s of services) lines.push(`  ${s.name.padEnd(width)}  http://localhost:${s.port}${isLoopback(settings.host) ? "" : `  (bound to ${settings.host})`}`);
@@ -234,6 +244,15 @@ function printSummary(demo) {
       "  This creates an endpoint, starts a receiver that verifies signatures and sends it an event",
       "  (the README's \"Try webhooks\" walks through it):",
       `    ${vars.join(" ")} sh examples/try-webhooks.sh`,
+    );
+  }
+  if (dashboard) {
+    lines.push(
+      "",
+      "  Developers dashboard of demo/lobby (the link works once, within 10 minutes; the session lasts 8 h):",
+      `    ${dashboard}`,
+      "  Another link:",
+      `    curl -s -X POST http://localhost:${adminApi.port}${DEMO_DASHBOARD_PATH} -H ${shellQuote(`Authorization: Bearer ${settings.adminToken}`)}`,
     );
   }
   lines.push("", "  Ctrl+C stops everything.", "");
@@ -287,6 +306,8 @@ async function main() {
     ADMIN_TOKEN: settings.adminToken,
     INGEST_TOKEN: settings.ingestToken,
     PUBLIC_MAP_STORAGE_URL: `http://localhost:${mapStorage?.port ?? SERVICE_PORTS["map-storage"]}`,
+    // Dashboard links and the dashboard's origin (CSRF check) follow the port admin-api is on.
+    PUBLIC_ADMIN_URL: `http://localhost:${services.find((s) => s.name === "admin-api")?.port ?? SERVICE_PORTS["admin-api"]}`,
     PLAY_URL: "https://play.localhost",
     HOST: settings.host,
     REDIS_KEY_PREFIX: settings.redisKeyPrefix,
@@ -312,17 +333,19 @@ async function main() {
   log(`ready: ${services.map((s) => s.name).join(", ")}`);
 
   let demo = null;
+  let dashboard = null;
   const adminApi = services.find((s) => s.name === "admin-api");
   if (adminApi) {
     try {
       demo = await seedDemo(adminApi);
+      dashboard = await dashboardLink(adminApi);
     } catch (err) {
       warn(`demo data not created: ${err.message}`);
     }
   } else {
     warn("admin-api is not built: no demo data");
   }
-  printSummary(demo);
+  printSummary(demo, dashboard);
 }
 
 function isLoopback(host) {

@@ -1,6 +1,6 @@
 /**
  * `npm run dev` as a newcomer and their tools use it: started through npm, the README's webhook
- * walkthrough run against it as written, then stopped with SIGTERM or SIGINT sent to the npm
+ * walkthrough run against it as written, its dashboard link opened, then stopped with SIGTERM or SIGINT sent to the npm
  * process alone (an IDE's stop button, a process manager). Nothing may be left running or
  * listening afterwards.
  *
@@ -161,6 +161,18 @@ describe("npm run dev", () => {
     } finally {
       process.kill(-walkthrough.pid!, "SIGTERM"); // the script and its background receiver
     }
+
+    // The dashboard link it prints opens a session of the demo world (the page's exchange).
+    const link = /^ {4}(http:\/\/localhost:\d+\/dashboard\/#code=\S+)$/m.exec(output.text);
+    expect(link).not.toBeNull();
+    const url = new URL(link![1]!);
+    const exchange = await fetch(new URL("/dashboard/api/session", url), {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: url.origin },
+      body: JSON.stringify({ code: new URLSearchParams(url.hash.slice(1)).get("code") }),
+    });
+    expect(exchange.status).toBe(200);
+    expect(await exchange.json()).toMatchObject({ organization: "demo", world: "lobby" });
 
     await expectStopsCompletely(npm, ports, "SIGTERM");
   }, 120_000);
