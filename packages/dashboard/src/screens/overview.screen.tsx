@@ -5,15 +5,12 @@ import { useSession } from "../session-context.js";
 import { Link } from "../shell.js";
 
 export function OverviewScreen() {
-  const { api, session } = useSession();
+  const { api } = useSession();
   const world = useQuery({ queryKey: ["world"], queryFn: api.world });
   const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: api.endpoints });
 
-  const roomBase = world.data
-    ? world.data.customDomain
-      ? `https://${world.data.customDomain}/@/`
-      : `${world.data.playUrl}/@/${session.organization}/${session.world}/`
-    : null;
+  // playUrl is already the world's room prefix (on its custom domain when it has one).
+  const roomBase = world.data?.playUrl ?? null;
   const enabled = endpoints.data?.items.filter((e) => e.enabled).length ?? 0;
   const disabled = (endpoints.data?.items.length ?? 0) - enabled;
 
