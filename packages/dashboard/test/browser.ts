@@ -4,7 +4,7 @@
  * error (a Content-Security-Policy violation shows up there), runs axe-core inside the page,
  * and saves screenshots under artifacts/screenshots/ (git-ignored) for a person to look at.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,9 @@ export const CHROMIUM_PATH = "/usr/bin/chromium";
 
 /** Launches headless Chromium with the flags TOOLCHAIN.md lists for this machine. */
 export function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`${CHROMIUM_PATH} is missing: install Debian's Chromium first (apt-get install -y --no-install-recommends chromium; .ci/run does it)`);
+  }
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
@@ -85,9 +88,24 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   await page.setViewportSize(viewport);
 }
 
-/** Scan + screenshots of the page as it is now: the per-page check every test runs. */
+/** Width of the page's content at 360 px: wider means the reader must scroll sideways. */
+async function widthAt360(page: Page): Promise<number> {
+  const viewport = page.viewportSize() ?? { width: 1280, height: 900 };
+  await page.setViewportSize({ width: 360, height: 740 });
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  await page.setViewportSize(viewport);
+  return width;
+}
+
+/**
+ * The per-page check every test runs on each page it visits: axe-core finds no serious or
+ * critical violation, the page fits 360 px without sideways scrolling (wide tables scroll in
+ * their own box), and screenshots are saved.
+ */
 export async function checkPage(page: Page, name: string): Promise<void> {
   const violations = await seriousViolations(page);
+  const width = await widthAt360(page);
   await screenshots(page, name);
   if (violations.length > 0) throw new Error(`axe found serious/critical violations on ${name}:\n${JSON.stringify(violations, null, 2)}`);
+  if (width > 360) throw new Error(`${name} is ${width} px wide at a 360 px viewport`);
 }

@@ -71,7 +71,7 @@ export function EndpointForm({
         <p id={`${id}-url-hint`} className="hint">
           HTTPS on a public address. Deliveries are POSTed here, signed with the endpoint's secret.
         </p>
-        <FieldErrors id={`${id}-url-err`} error={error} pointer="/url" />
+        <FieldErrors id={`${id}-url-err`} error={error} pointer="/url" label="The URL" />
       </div>
       <fieldset className="field" aria-describedby={`${id}-subs-err`}>
         <legend>Subscriptions</legend>
@@ -83,7 +83,7 @@ export function EndpointForm({
             </span>
           </label>
         ))}
-        <FieldErrors id={`${id}-subs-err`} error={error} pointer="/subscriptions" />
+        <FieldErrors id={`${id}-subs-err`} error={error} pointer="/subscriptions" label="Subscriptions" />
       </fieldset>
       <FormProblem error={error} fields={["/url", "/subscriptions"]} />
       <div className="actions">

@@ -99,6 +99,7 @@ export function EndpointSettings({ endpoint }: { endpoint: EndpointResource }) {
             label="Disable endpoint"
             question="Disable it? Events that happen while it is disabled are never delivered, even after re-enabling."
             confirmLabel="Disable"
+            variant="secondary"
             busy={state.isPending}
             disabledReason={manage.reason}
             onConfirm={() => state.mutate(false)}
@@ -126,6 +127,7 @@ export function EndpointSettings({ endpoint }: { endpoint: EndpointResource }) {
               label="Rotate secret"
               question="Rotate now? The current secret stops working immediately; your receiver will reject deliveries until it has the new one."
               confirmLabel="Rotate secret"
+              variant="secondary"
               busy={rotate.isPending}
               disabledReason={manage.reason}
               onConfirm={() => rotate.mutate()}

@@ -62,14 +62,16 @@ export function ProblemMessage({ error, title }: { error: unknown; title?: strin
   );
 }
 
-/** The field errors of a problem for one JSON pointer, under its input. */
-export function FieldErrors({ id, error, pointer }: { id: string; error: unknown; pointer: string }) {
+/**
+ * The field errors of a problem for one JSON pointer, under its input. Validator messages read
+ * as a predicate ("must have at least 1 items"): they get the field's label in front.
+ */
+export function FieldErrors({ id, error, pointer, label }: { id: string; error: unknown; pointer: string; label: string }) {
   const messages = error instanceof ApiError ? error.fieldErrors(pointer) : [];
-  if (messages.length === 0) return null;
   return (
-    <ul id={id} className="field-errors">
+    <ul id={id} className="field-errors" hidden={messages.length === 0}>
       {messages.map((m) => (
-        <li key={m}>{m}</li>
+        <li key={m}>{/^[a-z]/.test(m) ? `${label} ${m}` : m}</li>
       ))}
     </ul>
   );
@@ -81,10 +83,11 @@ export const hasFieldError = (error: unknown, pointer: string) => error instance
 /** Problem message for everything that is not a field error already shown on its field. */
 export function FormProblem({ error, fields }: { error: unknown; fields: string[] }) {
   if (!error) return null;
+  // The problem's own detail only says "see errors[]": the fields say what is wrong.
   if (error instanceof ApiError && fields.some((f) => error.fieldErrors(f).length > 0)) {
     return (
       <div className="problem" role="alert">
-        <strong>Please correct the highlighted field.</strong> {error.problem.detail}
+        <strong>Please correct the fields marked above.</strong>
       </div>
     );
   }

@@ -66,7 +66,7 @@ export function ApiKeysScreen() {
                 aria-describedby={`${nameId}-err`}
                 disabled={!manage.allowed}
               />
-              <FieldErrors id={`${nameId}-err`} error={create.error} pointer="/name" />
+              <FieldErrors id={`${nameId}-err`} error={create.error} pointer="/name" label="The name" />
             </div>
             <Button type="submit" variant="primary" busy={create.isPending} disabledReason={manage.reason}>
               Create key
