@@ -4,7 +4,7 @@
  * that says what happened and what to do.
  */
 import { useEffect, useMemo, useState } from "react";
-import { ApiError } from "./api/client.js";
+import { ApiError, onSessionLost, problemCode } from "./api/client.js";
 import { codeFromFragment, currentSession, exchangeCode, type DashboardSession } from "./api/session.js";
 import { worldApi } from "./api/world-api.js";
 import { Loading } from "./components/ui.js";
@@ -15,7 +15,7 @@ type OpenState =
   | { kind: "opening" }
   | { kind: "open"; session: DashboardSession }
   | { kind: "link-refused"; error: ApiError | Error }
-  | { kind: "no-session" }
+  | { kind: "no-session"; ended: boolean }
   | { kind: "signed-out" }
   | { kind: "error"; error: unknown };
 
@@ -39,7 +39,9 @@ async function openSession(): Promise<OpenState> {
   try {
     return { kind: "open", session: await currentSession() };
   } catch (error) {
-    return error instanceof ApiError && error.status === 401 ? { kind: "no-session" } : { kind: "error", error };
+    return error instanceof ApiError && error.status === 401
+      ? { kind: "no-session", ended: problemCode(error) === "dashboard-session-expired" }
+      : { kind: "error", error };
   }
 }
 
@@ -48,8 +50,10 @@ export function App() {
   useEffect(() => {
     let live = true;
     void openSession().then((s) => live && setState(s));
+    const unsubscribe = onSessionLost(() => setState({ kind: "no-session", ended: true }));
     return () => {
       live = false;
+      unsubscribe();
     };
   }, []);
 
@@ -80,14 +84,24 @@ function NoSessionPage({ state }: { state: OpenState }) {
   let body = "The dashboard could not open your session. Reload the page; if it keeps failing, ask your platform for a new dashboard link.";
   if (state.kind === "link-refused") {
     const status = state.error instanceof ApiError ? state.error.status : 0;
-    title = status === 410 ? "This dashboard link has expired or was already used" : "This dashboard link is not valid";
+    const code = problemCode(state.error);
+    title =
+      code === "dashboard-link-used"
+        ? "This dashboard link was already used"
+        : code === "dashboard-link-expired"
+          ? "This dashboard link has expired"
+          : status === 410
+            ? "This dashboard link has expired or was already used"
+            : "This dashboard link is not valid";
     body =
       status === 410
         ? "A dashboard link works once, within 10 minutes of being issued. Ask your platform for a new link."
-        : "The link is unknown: it may be mistyped or cut. Ask your platform for a new link.";
+        : "The link is unknown: it may be mistyped, cut, or its sessions were revoked. Ask your platform for a new link.";
   } else if (state.kind === "no-session") {
-    title = "You are not signed in";
-    body = "Open the dashboard through the link your platform gives you; each link signs you in to one world. Your session may also have expired or been revoked.";
+    title = state.ended ? "Your dashboard session has ended" : "You are not signed in";
+    body = state.ended
+      ? "It expired, was signed out, or was revoked by your platform. Open a new dashboard link from your platform to continue."
+      : "Open the dashboard through the link your platform gives you; each link signs you in to one world.";
   } else if (state.kind === "signed-out") {
     title = "You are signed out";
     body = "Your dashboard session has ended. Open a new link from your platform to come back.";

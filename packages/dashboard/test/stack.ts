@@ -31,6 +31,11 @@ export interface Stack {
   createWorld(label: string): Promise<{ org: string; world: string; name: string }>;
   /** Mints a one-time dashboard link for a world. */
   mintLink(org: string, world: string, body?: { capabilities?: string[]; ttlSeconds?: number }, base?: string): Promise<string>;
+  /**
+   * Moves the opening deadline of every unopened link of a world into the past: what 10 minutes
+   * of waiting would do, without waiting (the processes run on the real clock).
+   */
+  expireUnopenedLinks(org: string, world: string): Promise<void>;
   /** Posts one event to event-ingest as the platform; returns its id. */
   postEvent(org: string, world: string, type: string, data: unknown): Promise<string>;
   close(): Promise<void>;
@@ -102,6 +107,12 @@ export async function startStack(): Promise<Stack> {
     async mintLink(org, world, body = {}, base = admin.url) {
       const minted = await call<{ url: string }>(base, adminToken, "POST", `/admin/v1/worlds/${org}/${world}/dashboard-sessions`, body);
       return minted.url;
+    },
+    async expireUnopenedLinks(org, world) {
+      await prisma.$executeRaw`
+        UPDATE dashboard_sessions SET code_expires_at = now() - interval '1 second'
+        WHERE exchanged_at IS NULL AND world_id = (
+          SELECT w.id FROM worlds w JOIN organizations o ON o.id = w.organization_id WHERE o.slug = ${org} AND w.slug = ${world})`;
     },
     async postEvent(org, world, type, data) {
       const id = `evt-${randomUUID()}`;

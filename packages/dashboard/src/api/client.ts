@@ -32,6 +32,23 @@ export class ApiError extends Error {
   }
 }
 
+const sessionLostListeners = new Set<(error: ApiError) => void>();
+
+/**
+ * Calls `listener` when an API call answers 401: the session ended (expired, signed out
+ * elsewhere, revoked by the platform) while the page was open. Returns the unsubscribe function.
+ */
+export function onSessionLost(listener: (error: ApiError) => void): () => void {
+  sessionLostListeners.add(listener);
+  return () => sessionLostListeners.delete(listener);
+}
+
+/** The last path segment of a problem's `type` (`/problems/dashboard-link-used` → `dashboard-link-used`). */
+export function problemCode(error: unknown): string | null {
+  const type = error instanceof ApiError ? error.problem.type : undefined;
+  return type ? (type.split("/").pop() ?? null) : null;
+}
+
 /** Message shown for a network failure (server down, connection cut). */
 const NETWORK_DETAIL = "The dashboard could not reach the server. Check your connection and try again.";
 
@@ -62,11 +79,13 @@ export async function apiRequest<T>(method: string, path: string, body?: unknown
   }
   if (!res.ok) {
     const problem = (parsed && typeof parsed === "object" ? parsed : {}) as Partial<Problem>;
-    throw new ApiError({
+    const error = new ApiError({
       ...problem,
       status: res.status,
       detail: problem.detail ?? problem.title ?? `The server answered ${res.status} ${res.statusText}.`,
     });
+    if (res.status === 401 && path.startsWith("/admin/")) sessionLostListeners.forEach((l) => l(error));
+    throw error;
   }
   return parsed as T;
 }
