@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { freePort, spawnService, type ServiceProcess } from "@vw/testing";
+import { freePort, spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "services");
@@ -59,7 +59,8 @@ export async function startStack(): Promise<Stack> {
   const common = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    REDIS_KEY_PREFIX: `vwtest-dash-${randomBytes(4).toString("hex")}`,
+    // Under the run's prefix: the global teardown deletes the queues the processes leave.
+    REDIS_KEY_PREFIX: testKeyPrefix("dash-"),
     SECRETS_ENCRYPTION_KEY: generateSecretBoxKey(),
     PUBLIC_MAP_STORAGE_URL: "https://maps.example.test",
     PLAY_URL: "https://play.example.test",
