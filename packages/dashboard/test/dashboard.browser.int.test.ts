@@ -148,7 +148,7 @@ describe("API keys", () => {
     await page.getByRole("button", { name: "I have stored it" }).click();
     await waitForCount(page, "[data-testid=api-key-row]", 1);
     const row = page.getByTestId("api-key-row");
-    await row.getByText("CI upload").waitFor();
+    await row.getByText("CI upload", { exact: true }).waitFor();
     expect(await page.content()).not.toContain(token);
     // Once dismissed, never again: a fresh load shows only the prefix.
     await page.reload();

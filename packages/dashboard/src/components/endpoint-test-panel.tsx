@@ -4,7 +4,7 @@ import { useId, useState } from "react";
 import type { EndpointResource } from "@vw/contracts";
 import { useCapability, useSession } from "../session-context.js";
 import { Link } from "../shell.js";
-import { Badge, Button, ProblemMessage, prettyJson } from "./ui.js";
+import { Badge, Button, CodeBlock, ProblemMessage, prettyJson } from "./ui.js";
 
 export function EndpointTestPanel({ endpoint }: { endpoint: EndpointResource }) {
   const { api } = useSession();
@@ -51,7 +51,7 @@ export function EndpointTestPanel({ endpoint }: { endpoint: EndpointResource }) 
           {result.responseBody ? (
             <>
               <h3>Response body</h3>
-              <pre className="code">{prettyJson(result.responseBody)}</pre>
+              <CodeBlock label="Response body">{prettyJson(result.responseBody)}</CodeBlock>
             </>
           ) : (
             <p className="muted">The response had no body.</p>

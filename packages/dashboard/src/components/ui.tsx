@@ -209,3 +209,15 @@ export function prettyJson(text: string | null): string {
     return text;
   }
 }
+
+/**
+ * A block of code or JSON. Focusable (tabIndex 0) because it scrolls: keyboard users must be able
+ * to reach it to scroll it, and its label says what it holds.
+ */
+export function CodeBlock({ label, children, testId }: { label: string; children: ReactNode; testId?: string }) {
+  return (
+    <pre className="code" tabIndex={0} aria-label={label} data-testid={testId}>
+      {children}
+    </pre>
+  );
+}

@@ -2,7 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { AttemptResource } from "@vw/contracts";
 import { DeliveryStatusBadge } from "../components/delivery-status.js";
-import { Badge, Button, Loading, ProblemMessage, formatTime, prettyJson } from "../components/ui.js";
+import { Badge, Button, CodeBlock, Loading, ProblemMessage, formatTime, prettyJson } from "../components/ui.js";
 import { useCapability, useSession } from "../session-context.js";
 import { Link } from "../shell.js";
 
@@ -47,7 +47,7 @@ function Attempt({ attempt }: { attempt: AttemptResource }) {
         <h4>Headers</h4>
         <Headers headers={attempt.responseHeaders} />
         <h4>Body{attempt.responseBodyTruncated ? " (first 4 KiB)" : ""}</h4>
-        {attempt.responseBody ? <pre className="code">{prettyJson(attempt.responseBody)}</pre> : <p className="muted">empty</p>}
+        {attempt.responseBody ? <CodeBlock label={`Response body of attempt ${attempt.attemptNumber}`}>{prettyJson(attempt.responseBody)}</CodeBlock> : <p className="muted">empty</p>}
       </details>
     </li>
   );
@@ -114,9 +114,9 @@ export function DeliveryScreen({ endpointId, deliveryId }: { endpointId: string;
           </section>
           <section className="card">
             <h2>Body</h2>
-            <pre className="code" data-testid="delivery-body">
+            <CodeBlock label="Request body" testId="delivery-body">
               {prettyJson(d.body)}
-            </pre>
+            </CodeBlock>
           </section>
           <section className="card">
             <h2>Attempts ({d.attempts.length})</h2>

@@ -6,7 +6,7 @@
 import { useQuery } from "@tanstack/react-query";
 import type { OpenApiDocument } from "@vw/contracts";
 import { getJson } from "../api/client.js";
-import { Loading, ProblemMessage } from "../components/ui.js";
+import { CodeBlock, Loading, ProblemMessage } from "../components/ui.js";
 
 interface WebhookOperation {
   summary?: string;
@@ -75,13 +75,13 @@ export function EventCatalogueScreen() {
             {sample !== undefined ? (
               <details open>
                 <summary>Sample</summary>
-                <pre className="code">{JSON.stringify(sample, null, 2)}</pre>
+                <CodeBlock label={`Sample ${name} delivery`}>{JSON.stringify(sample, null, 2)}</CodeBlock>
               </details>
             ) : null}
             {schema ? (
               <details>
                 <summary>JSON Schema</summary>
-                <pre className="code">{JSON.stringify(schema, null, 2)}</pre>
+                <CodeBlock label={`JSON Schema of ${name}`}>{JSON.stringify(schema, null, 2)}</CodeBlock>
               </details>
             ) : null}
           </section>
