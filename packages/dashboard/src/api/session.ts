@@ -2,19 +2,14 @@
  * Dashboard sessions (admin-api `/dashboard/api/session`): the one-time code of a link is
  * exchanged for an HttpOnly cookie; the page only ever sees the session's description.
  */
+import type { DashboardCapability, DashboardSessionResource } from "@vw/contracts";
 import { apiRequest } from "./client.js";
 
 /** What a session may do; `view` is implied by any other. */
-export type Capability = "view" | "manage-endpoints" | "manage-api-keys" | "send";
+export type Capability = DashboardCapability;
 
 /** `POST`/`GET /dashboard/api/session` answer. */
-export interface DashboardSession {
-  organization: string;
-  world: string;
-  worldName: string;
-  capabilities: Capability[];
-  expiresAt: string;
-}
+export type DashboardSession = DashboardSessionResource;
 
 const SESSION_PATH = "/dashboard/api/session";
 

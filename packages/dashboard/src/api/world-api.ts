@@ -13,6 +13,8 @@ import type {
   EndpointResource,
   EndpointWithSecretResource,
   ListResource,
+  RecoverPreviewResource,
+  RecoveryResource,
   TestDeliveryResource,
   UpdateEndpointRequest,
   UpdateWorldRequest,
@@ -30,20 +32,10 @@ export interface DeliveryFilters {
 }
 
 /** Answer of a recover dry run. */
-export interface RecoverPreview {
-  count: number;
-}
+export type RecoverPreview = RecoverPreviewResource;
 
 /** A recover job (`POST .../recover` and `GET .../recoveries/{id}`). */
-export interface Recovery {
-  id: string;
-  status: "queued" | "running" | "done" | "failed";
-  total: number;
-  requeued: number;
-  since: string;
-  until: string | null;
-  createdAt: string;
-}
+export type Recovery = RecoveryResource;
 
 const enc = encodeURIComponent;
 

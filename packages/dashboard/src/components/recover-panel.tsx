@@ -99,7 +99,9 @@ export function RecoverPanel({ endpoint }: { endpoint: EndpointResource }) {
           </label>
           <progress id={`${id}-bar`} max={Math.max(job.total, 1)} value={job.requeued} />
           {job.status === "done" ? <p role="status">Done: every delivery is back in the queue and will be sent shortly.</p> : null}
-          {job.status === "failed" ? <p role="alert">The recovery stopped before the end; run it again to resend the rest.</p> : null}
+          {job.status === "failed" ? (
+            <p role="alert">The recovery stopped before the end{job.error ? ` (${job.error})` : ""}; run it again to resend the rest.</p>
+          ) : null}
         </div>
       ) : null}
     </section>
