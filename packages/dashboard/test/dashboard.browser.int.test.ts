@@ -276,3 +276,104 @@ describe("endpoints", () => {
   }, 180_000);
 });
 
+describe("capabilities and isolation", () => {
+  it("a view-only session sees every action disabled with its reason, and the API refuses it", async () => {
+    const r = await receiver(204);
+    const endpoint = await stack.adminCall<{ id: string }>("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
+    await stack.adminCall("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}/test`, {});
+    const page = await signIn(await stack.mintLink(alpha.org, alpha.world, { capabilities: ["view"] }), alpha.name);
+
+    await nav(page, "Endpoints");
+    const add = page.getByRole("button", { name: "Add endpoint" });
+    expect(await add.isDisabled()).toBe(true);
+    await page.getByText("lacks the manage-endpoints capability").first().waitFor();
+    await checkPage(page, "view-only-endpoints");
+
+    await page.getByRole("link", { name: r.url }).click();
+    await page.getByTestId("endpoint-title").waitFor();
+    for (const name of ["Send test", "Preview", "Edit", "Disable endpoint", "Rotate secret", "Switch to legacy", "Delete endpoint"]) {
+      expect(await page.getByRole("button", { name, exact: true }).isDisabled()).toBe(true);
+    }
+    await checkPage(page, "view-only-endpoint-detail");
+    await page.getByTestId("delivery-row").first().getByRole("link").click();
+    expect(await page.getByRole("button", { name: "Replay" }).isDisabled()).toBe(true);
+
+    await nav(page, "API keys");
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(true);
+    expect(await page.getByLabel("Name (optional)").isDisabled()).toBe(true);
+    await nav(page, "Settings");
+    expect(await page.getByRole("button", { name: "Save settings" }).isDisabled()).toBe(true);
+
+    // The server agrees: the same calls the buttons would make are refused (403).
+    const statuses = await page.evaluate(async ([org, world, id]) => {
+      const base = `/admin/v1/worlds/${org}/${world}`;
+      const post = (path: string, body?: unknown) =>
+        fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) }).then((x) => x.status);
+      return [
+        await post(`${base}/endpoints`, { url: "http://127.0.0.1:9/x", subscriptions: ["visitor"] }),
+        await post(`${base}/endpoints/${id}/disable`),
+        await post(`${base}/endpoints/${id}/test`),
+        await post(`${base}/api-keys`, {}),
+      ];
+    }, [alpha.org, alpha.world, endpoint.id] as const);
+    expect(statuses).toEqual([403, 403, 403, 403]);
+    await stack.adminCall("DELETE", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}`);
+  }, 120_000);
+
+  it("a session of world A cannot read world B, whatever path or id it uses", async () => {
+    const r = await receiver(204);
+    const bEndpoint = await stack.adminCall<{ id: string; url: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/endpoints`, {
+      url: `${r.url}?world=beta`,
+      subscriptions: ["visitor"],
+    });
+    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const answers = await page.evaluate(async ([aOrg, aWorld, bOrg, bWorld, bId]) => {
+      const get = async (path: string) => {
+        const res = await fetch(path);
+        return { path, status: res.status, body: await res.text() };
+      };
+      return [
+        await get(`/admin/v1/worlds/${bOrg}/${bWorld}`),
+        await get(`/admin/v1/worlds/${bOrg}/${bWorld}/endpoints`),
+        await get(`/admin/v1/worlds/${bOrg}/${bWorld}/endpoints/${bId}`),
+        await get(`/admin/v1/worlds/${aOrg}/${aWorld}/endpoints/${bId}`),
+        await get(`/admin/v1/worlds/${aOrg}/${aWorld}/endpoints/${bId}/deliveries`),
+        await get(`/admin/v1/organizations/${bOrg}`),
+      ];
+    }, [alpha.org, alpha.world, beta.org, beta.world, bEndpoint.id] as const);
+    for (const a of answers) {
+      expect([a.path, [403, 404].includes(a.status)]).toEqual([a.path, true]);
+      expect(a.body).not.toContain("world=beta");
+    }
+    // Through the UI: world B's endpoint id under A's dashboard is simply not found.
+    await page.goto(`${stack.admin.url}/dashboard/endpoints/${bEndpoint.id}`);
+    await page.getByText("Could not load the endpoint").waitFor();
+    expect(await page.content()).not.toContain("world=beta");
+  }, 90_000);
+});
+
+describe("catalogue and settings", () => {
+  it("lists every delivered type with description, sample and schema; settings save analytics and token exposure", async () => {
+    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    await nav(page, "Event catalogue");
+    await waitForCount(page, "[data-testid=event-type]", 7);
+    for (const type of ["recording.completed", "visitor.registered", "consent.changed", "analytics.batch", "member.connecting", "ping"]) {
+      await page.getByRole("heading", { name: type, exact: true }).waitFor();
+    }
+    await page.getByTestId("event-type").first().getByText("JSON Schema").click();
+    await page.getByText('"$schema"').or(page.getByText('"properties"')).first().waitFor();
+    await checkPage(page, "event-catalogue");
+
+    await nav(page, "Settings");
+    await page.getByRole("checkbox", { name: /User-level activity/ }).uncheck();
+    await page.getByRole("checkbox", { name: /corp-sso/ }).check();
+    expect(await page.getByRole("checkbox", { name: /google/ }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByText("Settings saved.").waitFor();
+    await checkPage(page, "settings");
+    await page.reload();
+    await page.getByRole("checkbox", { name: /corp-sso/ }).waitFor();
+    expect(await page.getByRole("checkbox", { name: /User-level activity/ }).isChecked()).toBe(false);
+    expect(await page.getByRole("checkbox", { name: /corp-sso/ }).isChecked()).toBe(true);
+  }, 90_000);
+});
