@@ -15,9 +15,13 @@
  * And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs).
  */
 
-/** Window of an endpoint not seen yet (or forgotten after a day without attempts). */
+/** Window of an endpoint not seen yet (or whose state was forgotten). */
 export const INITIAL_WINDOW = 2;
-/** Hash and leases of an idle endpoint are forgotten after a day (its window restarts at 2). */
+/**
+ * An endpoint's hash expires a day after its window last changed (then the window restarts at 2
+ * and the rate is read again from the row). The leases set needs no expiry: releases empty it,
+ * and Redis deletes an empty set.
+ */
 export const ENDPOINT_STATE_TTL_MS = 86_400_000;
 
 const COMMON = `
@@ -86,8 +90,6 @@ if rate > 0 then
   rcall('HSET', ep, 'tat', tat + 1000 / rate)
 end
 rcall('ZADD', leases, now + wait + tonumber(ARGV[4]), ARGV[1])
-rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
-rcall('PEXPIRE', leases, ${ENDPOINT_STATE_TTL_MS})
 return {1, math.floor(wait), rate, unpack(out)}
 `;
 
@@ -125,7 +127,10 @@ local signal = ARGV[4]
 if signal == 'answered' then win = math.min(maxw, win + 1)
 elseif signal == 'unresponsive' then win = math.min(maxw, tonumber(ARGV[6]))
 elseif signal == 'throttled' then win = math.max(1, math.floor(win / 2)) end
-if win ~= old then rcall('HSET', ep, 'win', win) end
+if win ~= old then
+  rcall('HSET', ep, 'win', win)
+  rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
+end
 handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[7]), touched, out)
 return out
 `;
@@ -172,16 +177,16 @@ return pairs_out
 `;
 
 /**
- * No KEYS. ARGV: base, endpointIds... Returns 1 per endpoint that is congested (jobs parked, or
- * every slot taken): a producer queues its new jobs straight into the parked set.
+ * No KEYS. ARGV: base, endpointIds... Returns 1 per endpoint that has jobs parked: a producer
+ * queues its new jobs straight into the parked set, behind them. (An endpoint merely at its
+ * window is not enough: a fast one frees a slot within milliseconds, and parking every job of a
+ * busy healthy endpoint would double its cost.)
  */
-export const ROUTE_LUA = `${COMMON}
+export const ROUTE_LUA = `
 local base = ARGV[1]
 local res = {}
 for i = 2, #ARGV do
-  local ep = base .. 'ep:' .. ARGV[i]
-  local busy = rcall('EXISTS', ep .. ':parked') == 1 or rcall('ZCARD', ep .. ':leases') >= windowOf(ep)
-  res[#res + 1] = busy and 1 or 0
+  res[#res + 1] = redis.call('EXISTS', base .. 'ep:' .. ARGV[i] .. ':parked')
 end
 return res
 `;

@@ -94,6 +94,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
     scheduler,
+    onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),
     agents,

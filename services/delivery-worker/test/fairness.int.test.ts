@@ -7,7 +7,9 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
-const TIMEOUT_MS = 3000;
+// Long enough that the dead endpoint's first requests do not time out (and free their slots)
+// while the healthy deliveries run, even on a loaded machine.
+const TIMEOUT_MS = 10_000;
 let h: Harness;
 let dead: WebhookReceiver;
 let healthy: WebhookReceiver;
