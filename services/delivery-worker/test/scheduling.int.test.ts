@@ -140,7 +140,7 @@ describe("two worker processes", () => {
     const atKill = receiver.received.length;
     expect(atKill).toBeLessThan(ids.length);
 
-    await spawnWorker(env);
+    const second = await spawnWorker(env);
     await receivedAll(receiver, ids);
     const counts = new Map<string, number>();
     for (const r of receiver.received) counts.set(String(r.headers["webhook-id"]), (counts.get(String(r.headers["webhook-id"])) ?? 0) + 1);
@@ -154,6 +154,7 @@ describe("two worker processes", () => {
       if (left === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    expect((await second.stop()) ?? 0).toBe(0);
   }, 120_000);
 });
 
