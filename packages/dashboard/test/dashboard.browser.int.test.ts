@@ -268,6 +268,17 @@ describe("endpoints", () => {
     await page.getByRole("button", { name: "Switch to current" }).click();
     await page.getByTestId("endpoint-format").filter({ hasText: "current" }).waitFor();
 
+    // Rate limit: out of range refused on the field, then set, then removed.
+    const rate = page.getByLabel("Deliveries per second");
+    await rate.fill("0");
+    await page.getByRole("button", { name: "Save limit" }).click();
+    await page.locator("input[aria-invalid=true]").waitFor();
+    expect(await rate.getAttribute("aria-invalid")).toBe("true");
+    await rate.fill("5");
+    await page.getByRole("button", { name: "Save limit" }).click();
+    await page.getByText("Limited to 5 per second.").waitFor();
+    await page.getByText("Rate limit: 5/s").waitFor();
+
     // Delete, after confirmation: back on the list, the endpoint is gone.
     await page.getByRole("button", { name: "Delete endpoint" }).click();
     await page.getByRole("button", { name: "Delete for good" }).click();

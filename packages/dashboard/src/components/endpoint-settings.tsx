@@ -8,6 +8,7 @@ import type { EndpointResource, EndpointWithSecretResource } from "@vw/contracts
 import { navigate } from "../router.js";
 import { useCapability, useSession } from "../session-context.js";
 import { EndpointForm } from "./endpoint-form.js";
+import { RateLimitForm } from "./rate-limit-form.js";
 import { Button, ConfirmAction, ProblemMessage, SecretOnce } from "./ui.js";
 import { VerificationHint } from "./verification-hint.js";
 
@@ -85,6 +86,8 @@ export function EndpointSettings({ endpoint }: { endpoint: EndpointResource }) {
           </>
         )}
       </section>
+
+      <RateLimitForm endpoint={endpoint} />
 
       <section className="card" aria-labelledby="state-title">
         <h2 id="state-title">{endpoint.enabled ? "Disable" : "Re-enable"}</h2>

@@ -28,6 +28,7 @@ export function EndpointScreen({ id }: { id: string }) {
           <div className="meta page-meta">
             <EndpointState endpoint={endpoint.data} />
             <span>Format: {endpoint.data.format}</span>
+            <span>Rate limit: {endpoint.data.rateLimitPerSecond === null ? "none" : `${endpoint.data.rateLimitPerSecond}/s`}</span>
             <span>API version {endpoint.data.apiVersion}</span>
             <span>Created {formatTime(endpoint.data.createdAt)}</span>
           </div>
