@@ -63,6 +63,24 @@ function route(path: string): { screen: ReactNode; title: string; section: strin
   };
 }
 
+const MISSING_LABELS = {
+  "manage-endpoints": "change endpoints or world settings",
+  "manage-api-keys": "create or revoke API keys",
+  send: "send deliveries (Test, Replay, recover)",
+} as const;
+
+/** Says once, at the top, what this session cannot do (each disabled control repeats why). */
+function CapabilityNote({ capabilities }: { capabilities: readonly string[] }) {
+  const missing = (Object.keys(MISSING_LABELS) as (keyof typeof MISSING_LABELS)[]).filter((c) => !capabilities.includes(c));
+  if (missing.length === 0) return null;
+  return (
+    <p className="capability-note" data-testid="capability-note">
+      {missing.length === 3 ? "View-only access: " : "Limited access: "}
+      this session cannot {missing.map((c) => MISSING_LABELS[c]).join(", nor ")}.
+    </p>
+  );
+}
+
 export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
   const { session } = useSession();
   const { path } = useLocation();
@@ -123,6 +141,7 @@ export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
         </nav>
       </header>
       <main id="main" ref={mainRef} tabIndex={-1} className="content">
+        <CapabilityNote capabilities={session.capabilities} />
         <ProblemMessage error={signOutError} title="Sign-out failed" />
         {screen}
       </main>

@@ -298,6 +298,7 @@ describe("capabilities and isolation", () => {
     const add = page.getByRole("button", { name: "Add endpoint" });
     expect(await add.isDisabled()).toBe(true);
     await page.getByText("lacks the manage-endpoints capability").first().waitFor();
+    await page.getByTestId("capability-note").filter({ hasText: "View-only access" }).waitFor();
     await checkPage(page, "view-only-endpoints");
 
     await page.getByRole("link", { name: r.url }).click();
