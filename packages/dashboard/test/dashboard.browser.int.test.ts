@@ -285,6 +285,41 @@ describe("endpoints", () => {
     await page.getByRole("heading", { name: "Endpoints" }).waitFor();
     await page.getByText("No endpoints yet.").waitFor();
   }, 180_000);
+
+  it("recover after a receiver outage: the preview counts the failed deliveries, all arrive again with their ids and bytes", async () => {
+    const r = await receiver(503);
+    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const secret = await createEndpoint(page, r.url, ["consent"]);
+    r.setSecret(secret);
+    await page.getByRole("link", { name: "Open the endpoint" }).click();
+    await page.getByTestId("endpoint-title").waitFor();
+
+    const events = 3;
+    for (let i = 0; i < events; i++) await stack.postEvent(alpha.org, alpha.world, "consent.changed", EVENT_SAMPLES["consent.changed"]);
+    // The first attempt of each and its one retry (RETRY_DELAYS=100ms) are refused.
+    await r.waitFor(events * 2, 30_000);
+    const failedIds = new Set(r.received.map((d) => d.headers["webhook-id"]));
+    expect(failedIds.size).toBe(events);
+    await page.getByLabel("Status").selectOption("failed");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await waitForCount(page, "[data-testid=delivery-row]", events);
+    await checkPage(page, "endpoint-deliveries-failed");
+
+    r.answerWith(204);
+    await page.getByRole("button", { name: "Preview" }).click();
+    await page.getByTestId("recover-count").filter({ hasText: `${events} failed deliveries will be sent again.` }).waitFor();
+    await page.getByRole("button", { name: `Recover ${events} deliveries` }).click();
+    await page.getByTestId("recover-progress").getByText(/Recovery done/).waitFor({ timeout: 30_000 });
+    await checkPage(page, "endpoint-recovered");
+    const all = await r.waitFor(events * 3, 30_000);
+    const resent = all.slice(events * 2);
+    expect(new Set(resent.map((d) => d.headers["webhook-id"]))).toEqual(failedIds);
+    for (const d of resent) {
+      expect(d.verifyError).toBeNull();
+      const first = all.find((x) => x.headers["webhook-id"] === d.headers["webhook-id"])!;
+      expect(d.body.equals(first.body)).toBe(true);
+    }
+  }, 180_000);
 });
 
 describe("capabilities and isolation", () => {
