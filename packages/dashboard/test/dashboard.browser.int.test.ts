@@ -210,11 +210,32 @@ describe("endpoints", () => {
     await checkPage(page, "endpoint-detail");
 
     // An event posted to event-ingest shows up in the list, delivered.
-    await stack.postEvent(alpha.org, alpha.world, "visitor.registered", EVENT_SAMPLES["visitor.registered"]);
+    const eventId = await stack.postEvent(alpha.org, alpha.world, "visitor.registered", EVENT_SAMPLES["visitor.registered"]);
     await r.waitFor(2);
     expect(r.received[1]!.verifyError).toBeNull();
     const deliveredRow = page.getByTestId("delivery-row").filter({ hasText: "visitor.registered" });
     await deliveredRow.filter({ hasText: "delivered" }).waitFor({ timeout: 30_000 });
+    await waitForCount(page, "[data-testid=delivery-row]", 2);
+
+    // Filters: by type, by a time range that excludes everything, and find by the producer's event id.
+    await page.getByLabel("Type").selectOption("ping");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await waitForCount(page, "[data-testid=delivery-row]", 1);
+    await page.getByTestId("delivery-row").filter({ hasText: "ping" }).waitFor();
+    await page.getByLabel("Type").selectOption("");
+    await page.getByLabel("From").fill("2030-01-01T00:00");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.getByText("No delivery matches these filters.").waitFor();
+    await page.getByLabel("From").fill("");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await waitForCount(page, "[data-testid=delivery-row]", 2);
+    await page.getByLabel("Find by delivery id or event id").fill(eventId);
+    await page.getByRole("button", { name: "Find", exact: true }).click();
+    await page.getByTestId("event-filter").waitFor();
+    await waitForCount(page, "[data-testid=delivery-row]", 1);
+    await deliveredRow.waitFor();
+    await page.getByRole("button", { name: "Show all" }).click();
+    await waitForCount(page, "[data-testid=delivery-row]", 2);
 
     // Attempt detail.
     await deliveredRow.getByRole("link", { name: "visitor.registered" }).click();
@@ -319,6 +340,16 @@ describe("endpoints", () => {
       const first = all.find((x) => x.headers["webhook-id"] === d.headers["webhook-id"])!;
       expect(d.body.equals(first.body)).toBe(true);
     }
+
+    // The endpoints list and the overview show the last 24 h from the history's stats.
+    await nav(page, "Endpoints");
+    const row = page.getByTestId("endpoint-row").filter({ hasText: r.url });
+    await row.getByTestId("success-rate").filter({ hasText: /24 h success: \d+(\.\d)? % of \d+ attempts/ }).waitFor();
+    await row.getByTestId("last-attempt").filter({ hasText: /HTTP (204|503)/ }).waitFor();
+    await nav(page, "Overview");
+    await page.getByTestId("deliveries-24h").filter({ hasText: /^\d+$/ }).waitFor();
+    await page.getByTestId("success-24h").filter({ hasText: /%/ }).waitFor();
+    await checkPage(page, "overview-with-figures");
   }, 180_000);
 });
 

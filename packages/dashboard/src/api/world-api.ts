@@ -11,6 +11,7 @@ import type {
   DeliverySummaryResource,
   EndpointFormat,
   EndpointResource,
+  EndpointStatsResource,
   EndpointWithSecretResource,
   ListResource,
   RecoverPreviewResource,
@@ -28,6 +29,8 @@ export interface DeliveryFilters {
   type?: string;
   since?: string;
   until?: string;
+  /** The producer's event id (the `id` posted to event-ingest). */
+  eventId?: string;
   cursor?: string;
 }
 
@@ -70,6 +73,7 @@ export function worldApi(organization: string, world: string) {
     test: (id: string, subscription: string | null) =>
       apiRequest<TestDeliveryResource>("POST", `${ep(id)}/test`, subscription === null ? {} : { subscription }),
 
+    stats: (id: string) => apiRequest<EndpointStatsResource>("GET", `${ep(id)}/stats`),
     deliveries: (id: string, filters: DeliveryFilters) =>
       apiRequest<ListResource<DeliverySummaryResource>>("GET", `${ep(id)}/deliveries${query({ limit: "20", ...filters })}`),
     delivery: (id: string, deliveryId: string) => apiRequest<DeliveryResource>("GET", `${ep(id)}/deliveries/${enc(deliveryId)}`),

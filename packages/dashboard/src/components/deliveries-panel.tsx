@@ -23,6 +23,8 @@ const TYPES: Record<DeliveredEventType, true> = {
   ping: true,
 };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** `datetime-local` value (local time, no zone) to RFC 3339, or undefined when empty. */
 const toIso = (local: string) => (local === "" ? undefined : new Date(local).toISOString());
 
@@ -59,16 +61,22 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
     const wanted = find.trim();
     if (wanted === "") return;
     setFindError(null);
-    try {
-      const d = await api.delivery(endpoint.id, wanted);
-      navigate(`/endpoints/${endpoint.id}/deliveries/${d.deliveryId}`);
-    } catch (error) {
-      setFindError(
-        error instanceof ApiError && (error.status === 404 || error.status === 400)
-          ? new Error(`No delivery ${wanted} for this endpoint.`)
-          : error,
-      );
+    // A deliveryId opens the delivery; anything else (or an unknown id) is searched as the
+    // producer's event id, whose deliveries to this endpoint the list then shows.
+    if (UUID.test(wanted)) {
+      try {
+        const d = await api.delivery(endpoint.id, wanted);
+        navigate(`/endpoints/${endpoint.id}/deliveries/${d.deliveryId}`);
+        return;
+      } catch (error) {
+        if (!(error instanceof ApiError && error.status === 404)) {
+          setFindError(error);
+          return;
+        }
+      }
     }
+    setFilters({ eventId: wanted });
+    setCursors([]);
   };
 
   return (
@@ -76,12 +84,25 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
       <h2 id={`${id}-title`}>Deliveries</h2>
       <form onSubmit={lookup} className="form-row" role="search" aria-label="Find a delivery">
         <div className="field grow">
-          <label htmlFor={`${id}-find`}>Find by delivery id</label>
-          <input id={`${id}-find`} className="mono" value={find} onChange={(e) => setFind(e.target.value)} placeholder="2a8b4c6d-…" />
+          <label htmlFor={`${id}-find`}>Find by delivery id or event id</label>
+          <input id={`${id}-find`} className="mono" value={find} onChange={(e) => setFind(e.target.value)} placeholder="deliveryId or your event id" />
         </div>
         <Button type="submit">Find</Button>
       </form>
-      <ProblemMessage error={findError} title="Not found" />
+      <ProblemMessage error={findError} title="Could not look it up" />
+      {filters.eventId ? (
+        <p role="status" data-testid="event-filter">
+          Deliveries of event <span className="mono break">{filters.eventId}</span>{" "}
+          <Button
+            onClick={() => {
+              setFilters({});
+              setCursors([]);
+            }}
+          >
+            Show all
+          </Button>
+        </p>
+      ) : null}
       <form onSubmit={apply} className="filters" aria-label="Filter deliveries">
         <div className="field">
           <label htmlFor={`${id}-status`}>Status</label>

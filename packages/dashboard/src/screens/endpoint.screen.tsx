@@ -3,6 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { DeliveriesPanel } from "../components/deliveries-panel.js";
 import { EndpointSettings } from "../components/endpoint-settings.js";
 import { EndpointState } from "../components/endpoint-state.js";
+import { EndpointStatsPanel } from "../components/endpoint-stats.js";
 import { EndpointTestPanel } from "../components/endpoint-test-panel.js";
 import { RecoverPanel } from "../components/recover-panel.js";
 import { Loading, ProblemMessage, formatTime } from "../components/ui.js";
@@ -32,6 +33,7 @@ export function EndpointScreen({ id }: { id: string }) {
             <span>API version {endpoint.data.apiVersion}</span>
             <span>Created {formatTime(endpoint.data.createdAt)}</span>
           </div>
+          <EndpointStatsPanel endpointId={endpoint.data.id} />
           <EndpointTestPanel endpoint={endpoint.data} />
           <DeliveriesPanel endpoint={endpoint.data} />
           <RecoverPanel endpoint={endpoint.data} />

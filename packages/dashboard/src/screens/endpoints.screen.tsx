@@ -4,6 +4,7 @@ import { useState } from "react";
 import type { EndpointWithSecretResource } from "@vw/contracts";
 import { EndpointForm } from "../components/endpoint-form.js";
 import { EndpointState } from "../components/endpoint-state.js";
+import { EndpointStatsLine } from "../components/endpoint-stats.js";
 import { Button, Empty, Loading, ProblemMessage, SecretOnce } from "../components/ui.js";
 import { VerificationHint } from "../components/verification-hint.js";
 import { useCapability, useSession } from "../session-context.js";
@@ -87,6 +88,7 @@ export function EndpointsScreen() {
                     <EndpointState endpoint={e} />
                     <span>Subscriptions: {e.subscriptions.join(", ")}</span>
                     <span>Format: {e.format}</span>
+                    <EndpointStatsLine endpointId={e.id} />
                   </div>
                 </div>
               </li>

@@ -1,6 +1,6 @@
 /** Overview: the world, where its maps live, its endpoints and how deliveries went lately. */
-import { useQuery } from "@tanstack/react-query";
-import { Badge, Loading, ProblemMessage } from "../components/ui.js";
+import { useQueries, useQuery } from "@tanstack/react-query";
+import { Badge, Loading, ProblemMessage, formatRate } from "../components/ui.js";
 import { useSession } from "../session-context.js";
 import { Link } from "../shell.js";
 
@@ -11,6 +11,14 @@ export function OverviewScreen() {
 
   // playUrl is already the world's room prefix (on its custom domain when it has one).
   const roomBase = world.data?.playUrl ?? null;
+  // The world's 24 h figures are the sum of its endpoints' rollups (one cheap read each).
+  const stats = useQueries({
+    queries: (endpoints.data?.items ?? []).map((e) => ({ queryKey: ["stats", e.id], queryFn: () => api.stats(e.id), refetchInterval: 30_000 })),
+  });
+  const statsReady = stats.length > 0 && stats.every((q) => q.data !== undefined);
+  const deliveries24h = stats.reduce((n, q) => n + (q.data?.deliveries.total ?? 0), 0);
+  const attempts24h = stats.reduce((n, q) => n + (q.data?.attempts.total ?? 0), 0);
+  const succeeded24h = stats.reduce((n, q) => n + (q.data?.attempts.succeeded ?? 0), 0);
   const enabled = endpoints.data?.items.filter((e) => e.enabled).length ?? 0;
   const disabled = (endpoints.data?.items.length ?? 0) - enabled;
 
@@ -72,6 +80,18 @@ export function OverviewScreen() {
                 <span className="stat-label">
                   <Badge tone={disabled > 0 ? "bad" : "neutral"}>disabled</Badge>
                 </span>
+              </div>
+              <div className="stat">
+                <span className="stat-value" data-testid="deliveries-24h">
+                  {statsReady ? deliveries24h : "…"}
+                </span>
+                <span className="stat-label">deliveries, last 24 h</span>
+              </div>
+              <div className="stat">
+                <span className="stat-value" data-testid="success-24h">
+                  {statsReady ? formatRate(attempts24h === 0 ? null : succeeded24h / attempts24h) : "…"}
+                </span>
+                <span className="stat-label">attempts succeeded, 24 h</span>
               </div>
             </div>
           )
