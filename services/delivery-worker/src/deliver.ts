@@ -51,7 +51,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
       return { kind: "done", outcome: "missing" };
     }
     if (!delivery.enabled) {
-      await deps.store.markSkipped(delivery.deliveryId);
+      await deps.store.markSkipped(delivery);
       deps.metrics.skipped += 1;
       return { kind: "done", outcome: "skipped" };
     }
@@ -83,6 +83,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     const failures = await deps.store.record({
       attempt: toAttemptRecord(sent, delivery.deliveryId, delivery.attemptCount + 1, trigger),
       endpointId: delivery.endpointId,
+      deliveryCreatedAt: delivery.createdAt,
       status,
       nextAttemptAt: retryDelay === null ? null : new Date(now.getTime() + retryDelay),
       counts: !delivery.test,

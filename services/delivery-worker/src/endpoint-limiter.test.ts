@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { EndpointLimiter } from "./endpoint-limiter.js";
-import { failureCounterChanges, type AttemptResult } from "./delivery-store.js";
+import { failureCounterChanges, type AttemptResult } from "@vw/db";
 
 describe("EndpointLimiter", () => {
   it("opens a new endpoint's window at 2 and widens it by one per answer up to the limit", () => {

@@ -40,6 +40,7 @@ const worker = await startDeliveryWorker({
   deliveryConcurrency: config.deliveryConcurrency,
   endpointConcurrency: config.endpointConcurrency,
   retentionDays: config.deliveryRetentionDays,
+  partitionsAheadDays: config.partitionsAheadDays,
   retentionIntervalMs: config.retentionIntervalMs,
   jobLockMs: config.jobLockMs,
   mailTransport: mail,

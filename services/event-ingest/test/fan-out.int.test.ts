@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 async function deliveriesOf(producerId: string, worldId = world.id) {
-  const event = await api.prisma.webhookEvent.findUniqueOrThrow({ where: { worldId_producerId: { worldId, producerId } } });
+  const event = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId, producerId } });
   const deliveries = await api.prisma.webhookDelivery.findMany({ where: { eventId: event.id } });
   return { event, deliveries };
 }
