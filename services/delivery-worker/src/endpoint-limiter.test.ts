@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
 import { EndpointLimiter } from "./endpoint-limiter.js";
-import { failureCounterChanges, type AttemptResult } from "@vw/db";
 
 describe("EndpointLimiter", () => {
   it("opens a new endpoint's window at 2 and widens it by one per answer up to the limit", () => {
@@ -41,22 +40,5 @@ describe("EndpointLimiter", () => {
     expect(limiter.deferDelay("a", 0)).toBe(5000);
     const jittered = new EndpointLimiter({ limit: 1, timeoutMs: 10_000, random: () => 0.5 });
     expect(jittered.deferDelay("b", 0)).toBe(150);
-  });
-});
-
-describe("failureCounterChanges", () => {
-  const result = (endpointId: string, succeeded: boolean, counts = true) => ({ endpointId, succeeded, counts }) as AttemptResult;
-
-  it("adds failures, restarts after a success, and ignores attempts that do not count", () => {
-    const changes = failureCounterChanges([
-      result("a", false),
-      result("a", false),
-      result("b", false),
-      result("b", true),
-      result("b", false),
-      result("c", true),
-      result("d", false, false),
-    ]);
-    expect(Object.fromEntries(changes)).toEqual({ a: { reset: false, n: 2 }, b: { reset: true, n: 1 }, c: { reset: true, n: 0 } });
   });
 });
