@@ -171,6 +171,43 @@ export class DeliveryHistory {
     };
   }
 
+  /** How many deliveries of the endpoint in `status` were created in [since, until) (recover's preview). */
+  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: { since: Date; until: Date }): Promise<number> {
+    const rows = await this.db.query<{ n: number }>(
+      {
+        name: "dh-count-window",
+        text: `SELECT count(*)::int AS n FROM webhook_deliveries
+               WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz`,
+      },
+      [endpointId, status, window.since.toISOString(), window.until.toISOString()],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * The next `limit` deliveries of the endpoint in `status` created in [since, until), oldest first
+   * (created_at, then id), after `cursor` (recover walks a window in batches).
+   */
+  async pageInWindow(
+    endpointId: string,
+    status: LogDeliveryStatus,
+    window: { since: Date; until: Date },
+    cursor: { createdAt: Date; id: string } | null,
+    limit: number,
+  ): Promise<{ createdAt: Date; id: string }[]> {
+    const rows = await this.db.query<{ id: string; created_at: Date }>(
+      {
+        name: "dh-page-window",
+        text: `SELECT id, created_at FROM webhook_deliveries
+               WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
+                 AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz OR (created_at = $5::timestamptz AND id > $6::uuid))
+               ORDER BY created_at, id LIMIT $7::int`,
+      },
+      [endpointId, status, window.since.toISOString(), window.until.toISOString(), cursor?.createdAt.toISOString() ?? null, cursor?.id ?? null, limit],
+    );
+    return rows.map((row) => ({ id: row.id, createdAt: new Date(row.created_at) }));
+  }
+
   private byId<R>(endpointId: string, deliveryId: string, columns: string): Promise<R[]> {
     const at = uuidV7Time(deliveryId);
     if (at === null) {

@@ -205,16 +205,17 @@ export class DeliveryLog {
     }));
   }
 
-  /** Undoes a {@link requeue} whose job could not be queued, if nothing touched the delivery since. */
-  async restore(requeued: RequeuedDelivery): Promise<void> {
-    const p = requeued.previous;
+  /** Undoes {@link requeue}s whose jobs could not be queued, for each delivery nothing touched since. */
+  async restore(requeued: RequeuedDelivery | readonly RequeuedDelivery[]): Promise<void> {
+    const list: readonly RequeuedDelivery[] = Array.isArray(requeued) ? requeued : [requeued as RequeuedDelivery];
+    if (list.length === 0) return;
     await this.db.query(sql.RESTORE, [
-      requeued.deliveryId,
-      uuidV7Time(requeued.deliveryId)?.toISOString() ?? null,
-      requeued.requeuedAt.toISOString(),
-      p.status,
-      p.nextAttemptAt === null ? null : p.nextAttemptAt.toISOString(),
-      p.updatedAt.toISOString(),
+      list.map((r) => r.deliveryId),
+      list.map((r) => uuidV7Time(r.deliveryId)?.toISOString() ?? null),
+      list.map((r) => r.requeuedAt.toISOString()),
+      list.map((r) => r.previous.status),
+      list.map((r) => (r.previous.nextAttemptAt === null ? null : r.previous.nextAttemptAt.toISOString())),
+      list.map((r) => r.previous.updatedAt.toISOString()),
     ]);
   }
 }

@@ -171,9 +171,11 @@ export const REQUEUE: Statement = {
   RETURNING d.id, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
 };
 
-/** $1 id, $2 its UUIDv7 time or null, $3 the requeue time, $4..$6 the previous status, next attempt, updated at. */
+/** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$6 the previous status, next attempt, updated at. */
 export const RESTORE: Statement = {
   name: "dl-restore",
-  text: `UPDATE webhook_deliveries SET status = $4::text, next_attempt_at = $5::timestamptz, updated_at = $6::timestamptz
-    WHERE id = $1::uuid AND ($2::timestamptz IS NULL OR created_at = $2::timestamptz) AND status = 'pending' AND updated_at = $3::timestamptz`,
+  text: `UPDATE webhook_deliveries d SET status = p.status, next_attempt_at = p.next_attempt_at, updated_at = p.updated_at
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+         AS p(id, at, requeued_at, status, next_attempt_at, updated_at)
+    WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at) AND d.status = 'pending' AND d.updated_at = p.requeued_at`,
 };

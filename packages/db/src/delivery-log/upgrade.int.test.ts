@@ -14,7 +14,7 @@ import { DeliveryLog, newDeliveryId } from "./delivery-log.js";
 import { pgRunner } from "./sql-runner.js";
 
 const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), "../../prisma/migrations");
-const PARTITIONING = "20261123120000_partitioned_delivery_log";
+const PARTITIONING = "20261123130000_partitioned_delivery_log";
 const dbName = `vw_upgrade_${randomBytes(4).toString("hex")}`;
 let admin: pg.Client;
 let pool: pg.Pool;
