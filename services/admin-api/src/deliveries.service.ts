@@ -98,7 +98,7 @@ export class DeliveriesService {
       // The delivery exists (read above), so its endpoint is disabled, or was deleted meanwhile.
       const current = await this.endpoints.find(organizationSlug, worldSlug, endpointId).catch(() => null);
       if (!current) throw deliveryNotFound(endpoint.id, deliveryId);
-      throw new AppError(409, "endpoint-disabled", "This endpoint is disabled, and a disabled endpoint receives nothing, replays included. Enable it with POST .../enable, then replay.");
+      throw endpointDisabled("replays");
     }
 
     const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, trigger: "replay" }]);
@@ -122,6 +122,11 @@ export class DeliveriesService {
 /** Default of {@link DeliveriesService}'s `enqueueTimeoutMs`. */
 export const DEFAULT_ENQUEUE_TIMEOUT_MS = 5000;
 const ENQUEUE_TIMEOUT_MESSAGE = "Redis did not take the replay job in time";
+
+/** 409 for an action that would send to a disabled endpoint (`what`: "replays", "recovers"). */
+export function endpointDisabled(what: string): AppError {
+  return new AppError(409, "endpoint-disabled", `This endpoint is disabled, and a disabled endpoint receives nothing, ${what} included. Enable it with POST .../enable, then try again.`);
+}
 
 function deliveryNotFound(endpointId: string, deliveryId: string): AppError {
   return notFound(`Webhook endpoint "${endpointId}" has no delivery "${deliveryId}".`);

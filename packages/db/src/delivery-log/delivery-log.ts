@@ -52,6 +52,7 @@ interface LoadRow {
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
+  rate_limit_per_second: number | null;
 }
 
 /** See the file comment. */
@@ -140,6 +141,7 @@ export class DeliveryLog {
         url: row.url,
         enabled: row.enabled,
         secretSealed: row.secret_sealed,
+        rateLimitPerSecond: row.rate_limit_per_second,
       };
     });
   }

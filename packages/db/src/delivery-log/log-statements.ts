@@ -86,7 +86,7 @@ export const RECORD_FINISHED: Statement = {
   JOIN d ON d.id = t.delivery_id`,
 };
 
-const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.test, e.url, e.enabled, e.secret_sealed`;
+const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.test, e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second`;
 
 /** $1 ids, $2 their creation times (UUIDv7): one partition probed per id. */
 export const LOAD_TIMED: Statement = {

@@ -67,6 +67,8 @@ export interface DeliveryForAttempt {
   url: string;
   enabled: boolean;
   secretSealed: string | null;
+  /** The endpoint's throttle (deliveries started per second), null for none. */
+  rateLimitPerSecond: number | null;
 }
 
 /** What one worker attempt changes. */
