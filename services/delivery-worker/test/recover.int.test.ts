@@ -74,7 +74,7 @@ describe("recover after a receiver outage", () => {
     const failed = await failedDeliveries(endpoint, 5);
     // A failure from before the window stays failed.
     const [old] = await failedDeliveries(endpoint, 1);
-    await h.prisma.webhookDelivery.update({ where: { id: old! }, data: { createdAt: new Date(Date.now() - 48 * HOUR) } });
+    await h.prisma.webhookDelivery.updateMany({ where: { id: old! }, data: { createdAt: new Date(Date.now() - 48 * HOUR) } });
     // The receiver is back; a delivery sent now is delivered and not part of any recover.
     probe.answerWith(204);
     const delivered = await h.seedDelivery(endpoint);
