@@ -15,7 +15,7 @@ import { pgRunner } from "./sql-runner.js";
 
 const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), "../../prisma/migrations");
 const PARTITIONING = "20261123130000_partitioned_delivery_log";
-const dbName = `vw_upgrade_${randomBytes(4).toString("hex")}`;
+const dbName = `history_upgrade_${randomBytes(4).toString("hex")}`;
 let admin: pg.Client;
 let pool: pg.Pool;
 
@@ -28,6 +28,8 @@ beforeAll(async () => {
   await admin.query(`CREATE DATABASE ${dbName}`);
   url.pathname = `/${dbName}`;
   pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  // An idle connection ended from outside (the database dropped at the end) must not crash the run.
+  pool.on("error", () => undefined);
 });
 afterAll(async () => {
   await pool.end();
