@@ -6,7 +6,7 @@ import { formatRate, formatTime } from "./ui.js";
 /** `useQuery` of one endpoint's stats, shared by the list, the overview and the detail. */
 export function useEndpointStats(endpointId: string) {
   const { api } = useSession();
-  return useQuery({ queryKey: ["stats", endpointId], queryFn: () => api.stats(endpointId), refetchInterval: 30_000 });
+  return useQuery({ queryKey: ["stats", endpointId], queryFn: () => api.stats(endpointId), refetchInterval: 5_000, staleTime: 0 });
 }
 
 /** One line: last attempt and the 24 h success rate, or why there is none. */
