@@ -16,7 +16,7 @@ export const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), ".."
 
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 
-/** Launches headless Chromium with the flags TOOLCHAIN.md lists for this machine. */
+/** Launches headless Chromium with the flags a container without a sandbox or GPU needs. */
 export function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`${CHROMIUM_PATH} is missing: install Debian's Chromium first (apt-get install -y --no-install-recommends chromium; .ci/run does it)`);
