@@ -7,9 +7,12 @@ import {
   assertPayload,
   validateDeliverJob,
   validateEndpointDisabledMail,
+  validateRecoverJob,
   type DeliverJobData,
   type EndpointDisabledMailData,
+  type RecoverJobData,
 } from "./catalogue.js";
+import { schedulerOf } from "./endpoint-scheduler.js";
 
 /**
  * Backoff of jobs whose processing failed for an infrastructure reason (database down, a bug):
@@ -26,21 +29,38 @@ export function deliverJobId(data: DeliverJobData, replayNumber?: number): strin
 }
 
 /**
- * Adds `deliver.v1` jobs in one round trip. Initial runs have the deliveryId as job id, so adding
+ * Adds `deliver.v1` jobs in few round trips. Initial runs have the deliveryId as job id, so adding
  * one that already waits is ignored by BullMQ (an ingest retry never doubles a delivery).
+ *
+ * Jobs of an endpoint that is congested (jobs already parked, or every slot of its window taken:
+ * see `EndpointScheduler`) go straight to its parked set instead of the wait list: added delayed
+ * by the scheduler's park timeout, then parked. A burst for one slow endpoint therefore never
+ * stands in the wait list in front of the others' jobs. Added but not yet parked (a crash in
+ * between) is safe: the job comes out of the delayed set after the park timeout.
  */
 export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobData[]): Promise<void> {
   if (jobs.length === 0) return;
+  const payloads = jobs.map((data) => assertPayload(JOB_NAMES.deliver, validateDeliverJob, data));
+  const scheduler = await schedulerOf(queue);
+  const congested = await scheduler.congested([...new Set(payloads.map((p) => p.endpointId))]);
+  const parked = new Map<string, string[]>();
   await queue.addBulk(
-    jobs.map((data) => {
-      const payload = assertPayload(JOB_NAMES.deliver, validateDeliverJob, data);
+    payloads.map((payload) => {
+      const jobId = deliverJobId(payload);
+      const park = congested.has(payload.endpointId);
+      if (park) {
+        const ids = parked.get(payload.endpointId);
+        if (ids) ids.push(jobId);
+        else parked.set(payload.endpointId, [jobId]);
+      }
       return {
         name: JOB_NAMES.deliver,
         data: payload,
-        opts: { jobId: deliverJobId(payload), attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE } },
+        opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
       };
     }),
   );
+  for (const [endpointId, jobIds] of parked) await scheduler.park(endpointId, jobIds);
 }
 
 /** Queues the mail telling a world's administrators that an endpoint was disabled (once per disable). */
@@ -51,6 +71,15 @@ export async function enqueueEndpointDisabledMail(queue: Queue, data: EndpointDi
     attempts: INFRA_ATTEMPTS,
     backoff: { type: INFRA_BACKOFF_TYPE },
   });
+}
+
+/**
+ * Queues a recover job. Its job id is the recoveryId, so adding it twice runs it once; infra
+ * failures retry with the infra backoff, and the job resumes from the recovery's stored cursor.
+ */
+export async function enqueueRecovery(queue: Queue, data: RecoverJobData): Promise<void> {
+  const payload = assertPayload(JOB_NAMES.recover, validateRecoverJob, data);
+  await queue.add(JOB_NAMES.recover, payload, { jobId: payload.recoveryId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE } });
 }
 
 /** The worker's backoff for {@link INFRA_BACKOFF_TYPE}: 1 s doubling, capped at 5 minutes. */

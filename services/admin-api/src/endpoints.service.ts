@@ -1,9 +1,8 @@
-import { isRecordNotFound, type Prisma, type PrismaClient } from "@vw/db";
+import { DeliveryLog, isRecordNotFound, prismaRunner, type Prisma, type PrismaClient } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
   type CreateEndpointRequest,
-  type DeliveryStatus,
   type EndpointDisabledReason,
   type EndpointFormat,
   type EndpointResource,
@@ -38,11 +37,16 @@ export interface EndpointsServiceOptions {
  * writes (failure counting, disabling on 410) without read-modify-write races.
  */
 export class EndpointsService {
+  /** Skips the pending deliveries of an endpoint being disabled (the delivery log's one writer). */
+  private readonly log: DeliveryLog;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly worlds: WorldsService,
     private readonly options: EndpointsServiceOptions,
-  ) {}
+  ) {
+    this.log = new DeliveryLog(prismaRunner(prisma));
+  }
 
   /** Creates a `current` endpoint with a new secret; the answer is the only place it is shown. */
   async create(organizationSlug: string, worldSlug: string, request: CreateEndpointRequest): Promise<EndpointWithSecretResource> {
@@ -56,6 +60,7 @@ export class EndpointsService {
         format: "current",
         apiVersion: this.options.currentApiVersion,
         secretSealed: this.options.secretBox.seal(secret),
+        rateLimitPerSecond: request.rateLimitPerSecond ?? null,
       },
     });
     return { ...toEndpointResource(row), secret };
@@ -96,11 +101,13 @@ export class EndpointsService {
     return toEndpointResource(await this.find(organizationSlug, worldSlug, id));
   }
 
-  /** Replaces url and/or subscriptions; `{}` changes nothing. Nothing else is editable here. */
+  /** Replaces url, subscriptions and/or the throttle (null removes it); `{}` changes nothing. Nothing else is editable here. */
   async update(organizationSlug: string, worldSlug: string, id: string, patch: UpdateEndpointRequest): Promise<EndpointResource> {
     const data: Prisma.WebhookEndpointUpdateInput = {};
     if (patch.url !== undefined) data.url = patch.url;
     if (patch.subscriptions !== undefined) data.subscriptions = canonicalSubscriptions(patch.subscriptions);
+    // Workers pick a change up at the endpoint's next attempt (they read the row for each).
+    if (patch.rateLimitPerSecond !== undefined) data.rateLimitPerSecond = patch.rateLimitPerSecond;
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     if (Object.keys(data).length === 0) return this.get(organizationSlug, worldSlug, id);
     return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data })));
@@ -126,17 +133,15 @@ export class EndpointsService {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     const reason: EndpointDisabledReason = "manual";
     const now = new Date();
-    await this.prisma.$transaction([
-      this.prisma.webhookEndpoint.updateMany({
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.webhookEndpoint.updateMany({
         where: { ...where, enabled: true },
         data: { enabled: false, disabledReason: reason, disabledAt: now },
-      }),
-      // Scoped by world too: an id of another world's endpoint must not touch its deliveries.
-      this.prisma.webhookDelivery.updateMany({
-        where: { endpointId: where.id, endpoint: { worldId: where.worldId }, status: "pending" satisfies DeliveryStatus },
-        data: { status: "skipped" satisfies DeliveryStatus, nextAttemptAt: null, updatedAt: now },
-      }),
-    ]);
+      });
+      // Only when this world's endpoint was just disabled: an id of another world's endpoint must
+      // not touch its deliveries, and an endpoint already disabled has nothing pending left.
+      if (count > 0) await this.log.skipPendingOf(where.id, prismaRunner(tx));
+    });
     return this.get(organizationSlug, worldSlug, id);
   }
 
@@ -235,6 +240,7 @@ export function toEndpointResource(row: EndpointRow): EndpointResource {
     hasSecret: row.secretSealed !== null,
     disabledReason: (row.disabledReason as EndpointDisabledReason | null) ?? null,
     disabledAt: row.disabledAt?.toISOString() ?? null,
+    rateLimitPerSecond: row.rateLimitPerSecond,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
