@@ -19,7 +19,7 @@ export const CHROMIUM_PATH = "/usr/bin/chromium";
 /** Launches headless Chromium with the flags a container without a sandbox or GPU needs. */
 export function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`${CHROMIUM_PATH} is missing: install Debian's Chromium first (apt-get install -y --no-install-recommends chromium; .ci/run does it)`);
+    throw new Error(`${CHROMIUM_PATH} is missing: install Debian's Chromium first (apt-get install -y --no-install-recommends chromium; npm test does it when run as root)`);
   }
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
