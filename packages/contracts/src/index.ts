@@ -31,3 +31,8 @@ export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";
+export * from "./ingest.schema.js";
+export * from "./problems.js";
+export * from "./service.schema.js";
+export * from "./map-storage.schema.js";
+export * from "./openapi/index.js";
