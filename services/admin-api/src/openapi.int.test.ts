@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { DELIVERED_EVENT_TYPES, LEGACY_AUTH_WEBHOOK } from "@vw/contracts";
+import { compareRoutes, registeredRoutes } from "@vw/testing";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
 let api: AdminApiHarness;
@@ -33,6 +34,22 @@ describe("GET /openapi.json", () => {
     const result = await new Validator().validate(body);
     expect(result.errors).toBeUndefined();
     expect(result.valid).toBe(true);
+  });
+
+  it("describes every route admin-api registers, and only those", async () => {
+    const { body } = await api.request("GET", "/openapi.json", { token: null });
+    const routes = registeredRoutes(api.app);
+    expect(routes.length).toBeGreaterThan(20);
+    expect(compareRoutes(routes, body)).toEqual({ undocumented: [], unregistered: [] });
+  });
+
+  it("requires the admin token on every /admin/v1 operation and none on the others", async () => {
+    const { body } = await api.request("GET", "/openapi.json", { token: null });
+    for (const [path, item] of Object.entries(body.paths as Record<string, Record<string, { security: unknown[] }>>)) {
+      for (const op of Object.values(item)) {
+        expect({ path, security: op.security }).toEqual({ path, security: path.startsWith("/admin/v1/") ? [{ adminToken: [] }] : [] });
+      }
+    }
   });
 
   it("answers other methods with 405 and Allow", async () => {

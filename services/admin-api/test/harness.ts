@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
+import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
@@ -20,6 +21,7 @@ import {
   type SecretBox,
 } from "@vw/webhook-core";
 import { createAdminApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 
 export interface LogLine {
   level: string;
@@ -60,6 +62,8 @@ export interface AdminApiOptions {
 
 export interface AdminApiHarness {
   baseUrl: string;
+  /** The app under test (for `registeredRoutes`). */
+  app: Express;
   adminToken: string;
   prisma: PrismaClient;
   /** The box sealing this app's endpoint secrets (to open what the database holds). */
@@ -131,11 +135,13 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     deliveryTimeoutMs: options.deliveryTimeoutMs ?? 5000,
   });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
 
   return {
     baseUrl,
+    app,
     adminToken,
     prisma,
     secretBox,
