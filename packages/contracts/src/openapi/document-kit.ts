@@ -116,12 +116,15 @@ export function emptyResponse(description: string, headers?: JsonObject): JsonOb
   return { description, ...(headers ? { headers } : {}) };
 }
 
-/** A JSON request body. */
-export function jsonRequestBody(schema: JsonObject, options: { required?: boolean; description?: string } = {}): JsonObject {
+/**
+ * A JSON request body; `mergePatch` also lists `application/merge-patch+json` (RFC 7396), which a
+ * PATCH whose members replace the stored ones is.
+ */
+export function jsonRequestBody(schema: JsonObject, options: { required?: boolean; description?: string; mergePatch?: boolean } = {}): JsonObject {
   return {
     required: options.required ?? true,
     ...(options.description ? { description: options.description } : {}),
-    content: { "application/json": { schema } },
+    content: { "application/json": { schema }, ...(options.mergePatch ? { "application/merge-patch+json": { schema } } : {}) },
   };
 }
 

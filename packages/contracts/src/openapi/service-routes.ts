@@ -43,7 +43,11 @@ export function serviceRoutes(service: string, components: ComponentSchemas): Re
           ...common,
           operationId: `${service}.openapi`,
           summary: "This OpenAPI 3.1 document",
-          responses: { "200": jsonResponse("The document.", { type: "object", required: ["openapi", "paths"] }) },
+          responses: { "200": jsonResponse("The document.", {
+            type: "object",
+            required: ["openapi", "info", "paths"],
+            properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } },
+          }) },
         },
         ALWAYS_PROBLEMS,
       ),
