@@ -36,3 +36,4 @@ export * from "./problems.js";
 export * from "./service.schema.js";
 export * from "./map-storage.schema.js";
 export * from "./openapi/index.js";
+export * from "./dashboard.schema.js";
