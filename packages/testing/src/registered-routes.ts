@@ -50,7 +50,8 @@ function walk(stack: LayerLike[], prefix: string, out: RegisteredRoute[]): void 
       for (const path of asList(layer.route.path)) {
         for (const method of listed) {
           if (path instanceof RegExp) out.push({ method, path: `${prefix}${path.source}`, pattern: prefix === "" ? path : new RegExp(`^${escape(prefix)}${path.source.replace(/^\^/, "")}`) });
-          else out.push({ method, path: toOpenApiPath(`${prefix}${String(path)}`) });
+          // A router's "/" route mounted at a prefix answers the prefix itself (`/dashboard/api/session`).
+          else out.push({ method, path: toOpenApiPath(prefix !== "" && path === "/" ? prefix : `${prefix}${String(path)}`) });
         }
       }
       continue;
@@ -86,8 +87,14 @@ const OPERATION_METHODS = ["get", "put", "post", "delete", "options", "head", "p
  * (`/a/{id}` and `/a/{endpointId}` are one route); a route registered with a regular expression
  * matches a documented path when the path, its parameters filled in, matches the expression. A
  * documented `head` is satisfied by a registered `get` (express answers HEAD through GET).
+ * `middlewarePaths` are documented paths served by middleware rather than routes (static files):
+ * they are not expected among `routes` (the conformance recorder still checks their answers).
  */
-export function compareRoutes(routes: RegisteredRoute[], document: { paths?: Record<string, Record<string, unknown>> }): RouteComparison {
+export function compareRoutes(
+  routes: RegisteredRoute[],
+  document: { paths?: Record<string, Record<string, unknown>> },
+  options: { middlewarePaths?: readonly string[] } = {},
+): RouteComparison {
   const normalise = (path: string) => path.replace(/\{[^}]+\}/g, "{}");
   const documented: { method: string; path: string }[] = [];
   for (const [path, item] of Object.entries(document.paths ?? {})) {
@@ -101,6 +108,8 @@ export function compareRoutes(routes: RegisteredRoute[], document: { paths?: Rec
   };
   return {
     undocumented: routes.filter((r) => !documented.some((d) => covers(r, d))).map((r) => `${r.method.toUpperCase()} ${r.path}`),
-    unregistered: documented.filter((d) => !routes.some((r) => covers(r, d))).map((d) => `${d.method.toUpperCase()} ${d.path}`),
+    unregistered: documented
+      .filter((d) => !(options.middlewarePaths ?? []).includes(d.path) && !routes.some((r) => covers(r, d)))
+      .map((d) => `${d.method.toUpperCase()} ${d.path}`),
   };
 }
