@@ -58,7 +58,13 @@ export function dashboardPaths(): Record<string, Record<string, JsonObject>> {
           summary: "Redirects to /dashboard/",
           tags,
           security: null,
-          responses: { "301": emptyResponse("To `/dashboard/` (the query is kept).", { Location: { schema: { type: "string" } } }) },
+          responses: {
+            "301": {
+              description: "To `/dashboard/` (the query is kept), with express's short text body.",
+              headers: { Location: { schema: { type: "string" } } },
+              content: { "text/*": { schema: { type: "string" } } },
+            },
+          },
         },
         ALWAYS_PROBLEMS,
       ),
