@@ -9,6 +9,7 @@
 export {
   compileValidator,
   createAjv,
+  DATE_TIME_DETAIL,
   escapePointerToken,
   toFieldErrors,
   type Ajv2020,
