@@ -97,6 +97,7 @@ describe("health", () => {
       secretBox: createSecretBox(generateSecretBoxKey()),
       endpointUrlPolicy: "public-https",
       deliveryQueue,
+      recoveryQueue: deliveryQueue,
       deliveryAgents,
       deliveryTimeoutMs: 1000,
     });
