@@ -45,7 +45,7 @@ export const PROBLEM_TYPES = {
   "organization-exists": { statuses: [409], summary: "An organization with this slug exists." },
   "world-exists": { statuses: [409], summary: "The organization has a world with this slug." },
   "custom-domain-taken": { statuses: [409], summary: "Another world uses this custom domain." },
-  "endpoint-disabled": { statuses: [409], summary: "The endpoint is disabled, so the delivery cannot be replayed; enable it first." },
+  "endpoint-disabled": { statuses: [409], summary: "The endpoint is disabled, so nothing can be replayed or recovered to it; enable it first." },
   "endpoint-secret-required": { statuses: [409], summary: "The legacy endpoint has no secret; generate one (rotate-secret) first." },
   "not-json": { statuses: [409], summary: "A JSON Patch was sent for a file that is not JSON." },
   "patch-test-failed": { statuses: [409], summary: "A `test` operation of the patch failed; nothing was changed." },

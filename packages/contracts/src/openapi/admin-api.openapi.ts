@@ -19,6 +19,9 @@ import {
   DASHBOARD_SESSION_LINK_RESOURCE_SCHEMA,
   DASHBOARD_SESSION_RESOURCE_SCHEMA,
   EXCHANGE_DASHBOARD_CODE_REQUEST_SCHEMA,
+  RECOVER_PREVIEW_RESOURCE_SCHEMA,
+  RECOVER_REQUEST_SCHEMA,
+  RECOVERY_RESOURCE_SCHEMA,
 } from "../dashboard.schema.js";
 import {
   ATTEMPT_SCHEMA,
@@ -85,6 +88,9 @@ function adminComponents(components: ComponentSchemas): void {
   add("DashboardSessionLink", DASHBOARD_SESSION_LINK_RESOURCE_SCHEMA);
   add("ExchangeDashboardCodeRequest", EXCHANGE_DASHBOARD_CODE_REQUEST_SCHEMA);
   add("DashboardSession", DASHBOARD_SESSION_RESOURCE_SCHEMA);
+  add("RecoverRequest", RECOVER_REQUEST_SCHEMA);
+  add("Recovery", RECOVERY_RESOURCE_SCHEMA);
+  add("RecoverPreview", RECOVER_PREVIEW_RESOURCE_SCHEMA);
 }
 
 /** Whether a dashboard session (of that world) may call `path` of `/admin/v1`; the operator may call every route. */
@@ -96,6 +102,7 @@ const ADMIN_PARAMETERS: Record<string, JsonObject> = {
   ApiKeyId: pathParameter("id", "The API key's id."),
   EndpointId: pathParameter("id", "The endpoint's id."),
   DeliveryId: pathParameter("deliveryId", "The delivery's id (its `webhook-id`)."),
+  RecoveryId: pathParameter("recoveryId", "The recovery's id."),
   DashboardAsset: { ...pathParameter("asset", "A file path under the dashboard (`assets/index-3f2a.js`), or a page route."), "x-multi-segment": true },
   DeliveryStatus: {
     name: "status",

@@ -240,6 +240,33 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: NOT_FOUND,
       }),
     },
+    "/worlds/{org}/{world}/endpoints/{id}/recover": {
+      post: adminOperation({
+        operationId: "recoverDeliveries",
+        summary: "Send again every failed delivery of an endpoint in a time window",
+        description:
+          "Same deliveryId and bytes as the originals, queued by a background job whose progress `GET .../recoveries/{recoveryId}` " +
+          "shows. `dryRun: true` only counts them (200).",
+        tags: ["deliveries"],
+        parameters: endpoint,
+        requestBody: jsonRequestBody(schemaRef("RecoverRequest")),
+        responses: {
+          "200": json("RecoverPreview", "Dry run: how many deliveries would be sent again."),
+          "202": jsonResponse("The recovery was started.", schemaRef("Recovery"), locationHeader("recovery")),
+        },
+        problems: { 404: ["not-found"], 409: ["endpoint-disabled"] },
+      }),
+    },
+    "/worlds/{org}/{world}/endpoints/{id}/recoveries/{recoveryId}": {
+      get: adminOperation({
+        operationId: "getRecovery",
+        summary: "A recovery's progress",
+        tags: ["deliveries"],
+        parameters: [...endpoint, parameterRef("RecoveryId")],
+        responses: { "200": json("Recovery", "The recovery.") },
+        problems: NOT_FOUND,
+      }),
+    },
     "/worlds/{org}/{world}/dashboard-sessions": {
       post: adminOperation({
         operationId: "createDashboardSession",
