@@ -120,7 +120,7 @@ export interface WorldResource {
   customDomain: string | null;
   /** `{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>`: base address of the world's files. */
   mapStorageUrl: string;
-  /** Address a room path is appended to (`<playUrl><path>.wam`): on the custom domain when set. */
+  /** The world's address, the webhook envelope's `world.url`: `https://<customDomain>/`, else `{PLAY_URL}/@/<organization>/<world>`. */
   playUrl: string;
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
@@ -334,7 +334,14 @@ export const WORLD_SCHEMA = {
     adminEmails: { type: "array", items: { type: "string" } },
     customDomain: customDomainSchema,
     mapStorageUrl: { type: "string", format: "uri", description: "`{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>`" },
-    playUrl: { type: "string", format: "uri", description: "Room URLs are `<playUrl><path>.wam`." },
+    playUrl: {
+      type: "string",
+      format: "uri",
+      description:
+        "The world's address, the same string as `world.url` in its webhooks: `https://<customDomain>/`, else " +
+        "`{PLAY_URL}/@/<organization>/<world>`. Rooms are at `{PLAY_URL}/@/<organization>/<world>/<path>.wam` " +
+        "(`https://<customDomain>/@/<path>.wam`).",
+    },
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
     createdAt: dateTime,
