@@ -129,6 +129,7 @@ const deliverySummaryProperties = {
   nextAttemptAt: { ...nullableDateTime, description: "When the next retry is due, while one is scheduled." },
   createdAt: dateTime,
   updatedAt: dateTime,
+  eventId: { type: "string", description: "The producer's `id` of the event it carries; present only for deliveries of an event." },
 } as const;
 
 const deliverySummaryRequired = [
@@ -229,6 +230,55 @@ export const TEST_DELIVERY_SCHEMA = {
     responseBody: { type: ["string", "null"], description: "The first 4 KiB of the answer." },
     verdict: { type: "string" },
     error: { type: ["string", "null"] },
+  },
+} as const;
+
+const count = { type: "integer", minimum: 0 } as const;
+
+/** Schema of {@link EndpointStatsResource}. */
+export const ENDPOINT_STATS_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:endpoint-stats",
+  title: "Endpoint figures over the last 24 h",
+  type: "object",
+  additionalProperties: false,
+  required: ["since", "until", "deliveries", "attempts", "successRate", "latencyMs", "lastAttempt"],
+  properties: {
+    since: { ...dateTime, description: "Start of the window (aligned on 5 minutes)." },
+    until: { ...dateTime, description: "Now." },
+    deliveries: {
+      type: "object",
+      additionalProperties: false,
+      required: ["total", "delivered", "failed", "pending", "skipped"],
+      properties: { total: count, delivered: count, failed: count, pending: count, skipped: count },
+      description: "Deliveries created in the window, by their current status.",
+    },
+    attempts: {
+      type: "object",
+      additionalProperties: false,
+      required: ["total", "succeeded", "failed"],
+      properties: { total: count, succeeded: count, failed: count },
+      description: "Attempts started in the window.",
+    },
+    successRate: { type: ["number", "null"], minimum: 0, maximum: 1, description: "Succeeded / total attempts; null without attempts." },
+    latencyMs: {
+      anyOf: [
+        { type: "object", additionalProperties: false, required: ["p50", "p99"], properties: { p50: { type: "number" }, p99: { type: "number" } } },
+        { type: "null" },
+      ],
+      description: "Attempt durations' p50 and p99 (fixed-bucket histogram); null without attempts.",
+    },
+    lastAttempt: {
+      anyOf: [
+        {
+          type: "object",
+          additionalProperties: false,
+          required: ["at", "status", "outcome"],
+          properties: { at: dateTime, status: httpStatus, outcome: { type: "string" } },
+        },
+        { type: "null" },
+      ],
+    },
   },
 } as const;
 

@@ -28,6 +28,7 @@ import {
   DELIVERY_SCHEMA,
   DELIVERY_STATUSES,
   DELIVERY_SUMMARY_SCHEMA,
+  ENDPOINT_STATS_SCHEMA,
   TEST_DELIVERY_REQUEST_SCHEMA,
   TEST_DELIVERY_SCHEMA,
 } from "../deliveries.schema.js";
@@ -79,6 +80,7 @@ function adminComponents(components: ComponentSchemas): void {
   add("Attempt", ATTEMPT_SCHEMA);
   add("Delivery", DELIVERY_SCHEMA);
   add("TestDelivery", TEST_DELIVERY_SCHEMA);
+  add("EndpointStats", ENDPOINT_STATS_SCHEMA);
   add("OrganizationPage", pageSchema("Organizations", schemaRef("Organization")));
   add("WorldPage", pageSchema("Worlds", schemaRef("World")));
   add("ApiKeyPage", pageSchema("API keys", schemaRef("ApiKey")));
@@ -111,6 +113,22 @@ const ADMIN_PARAMETERS: Record<string, JsonObject> = {
     description: "Only deliveries in this state.",
     schema: { enum: [...DELIVERY_STATUSES] },
   },
+  DeliveryType: { name: "type", in: "query", required: false, description: "Only deliveries of this event type.", schema: { type: "string", minLength: 1, maxLength: 200 } },
+  Since: {
+    name: "since",
+    in: "query",
+    required: false,
+    description: "Only deliveries created at or after this RFC 3339 date-time (with an offset or `Z`).",
+    schema: { type: "string", format: "date-time" },
+  },
+  Until: {
+    name: "until",
+    in: "query",
+    required: false,
+    description: "Only deliveries created before this RFC 3339 date-time; later than `since`.",
+    schema: { type: "string", format: "date-time" },
+  },
+  EventId: { name: "eventId", in: "query", required: false, description: "Only deliveries of the event with this producer id.", schema: { type: "string", minLength: 1, maxLength: 200 } },
   ...PAGE_PARAMETERS,
 };
 

@@ -225,9 +225,19 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         operationId: "listDeliveries",
         summary: "An endpoint's deliveries, newest first",
         tags: ["deliveries"],
-        parameters: [...endpoint, ...page, parameterRef("DeliveryStatus")],
+        parameters: [...endpoint, ...page, ...["DeliveryStatus", "DeliveryType", "Since", "Until", "EventId"].map(parameterRef)],
         responses: { "200": json("DeliverySummaryPage", "A page of deliveries.") },
         problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
+      }),
+    },
+    "/worlds/{org}/{world}/endpoints/{id}/stats": {
+      get: adminOperation({
+        operationId: "getEndpointStats",
+        summary: "An endpoint's figures over the last 24 h",
+        tags: ["deliveries"],
+        parameters: endpoint,
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts, success rate, latency and the last attempt.") },
+        problems: NOT_FOUND,
       }),
     },
     "/worlds/{org}/{world}/endpoints/{id}/deliveries/{deliveryId}": {
