@@ -122,6 +122,8 @@ export interface WorldResource {
   mapStorageUrl: string;
   /** The world's address, the webhook envelope's `world.url`: `https://<customDomain>/`, else `{PLAY_URL}/@/<organization>/<world>`. */
   playUrl: string;
+  /** What a room's path is appended to (`<roomUrlBase><path>.wam`): `{PLAY_URL}/@/<organization>/<world>/`, or `https://<customDomain>/@/`. */
+  roomUrlBase: string;
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
   createdAt: string;
@@ -321,6 +323,7 @@ export const WORLD_SCHEMA = {
     "customDomain",
     "mapStorageUrl",
     "playUrl",
+    "roomUrlBase",
     "analytics",
     "identityProviders",
     "createdAt",
@@ -341,6 +344,11 @@ export const WORLD_SCHEMA = {
         "The world's address, the same string as `world.url` in its webhooks: `https://<customDomain>/`, else " +
         "`{PLAY_URL}/@/<organization>/<world>`. Rooms are at `{PLAY_URL}/@/<organization>/<world>/<path>.wam` " +
         "(`https://<customDomain>/@/<path>.wam`).",
+    },
+    roomUrlBase: {
+      type: "string",
+      format: "uri",
+      description: "Room URLs are `<roomUrlBase><path>.wam`: `{PLAY_URL}/@/<organization>/<world>/`, or `https://<customDomain>/@/`.",
     },
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },

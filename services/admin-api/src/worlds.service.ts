@@ -118,6 +118,7 @@ export class WorldsService {
       customDomain: w.customDomain,
       mapStorageUrl: this.mapStorageUrl(org, w.slug),
       playUrl: worldReference(this.urls.playUrl, org, w.slug, w.customDomain).url,
+      roomUrlBase: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
       analytics: readAnalytics(w.analytics),
       identityProviders: readIdentityProviders(w.identityProviders),
       createdAt: w.createdAt.toISOString(),
