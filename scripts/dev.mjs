@@ -315,6 +315,8 @@ async function main() {
     ENDPOINT_URL_POLICY: "any",
     SECRETS_ENCRYPTION_KEY: "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE=", // fixed dev-only key ("dev-only-key-do-not-use-in-prod!"): secrets sealed in one run open in the next
     LOG_LEVEL: "info",
+    // Human-readable lines in a terminal; LOG_FORMAT=json gives what production writes.
+    LOG_FORMAT: "pretty",
   };
   for (const [k, v] of Object.entries(defaults)) if (!sharedEnv[k]) sharedEnv[k] = v;
   Object.assign(sharedEnv, s3Env);
