@@ -161,6 +161,7 @@ async function main(): Promise<void> {
       oldestDay ||= day;
       await pool.query("SELECT vw_create_log_partitions($1::date, $1::date)", [day]);
       await pool.query(SEED_DAY_SQL(day), [`${day}T00:00:00Z`, perDay, DAY_MS, heavy.id, endpointIds, world.id, day]);
+      if (i % 10 === 0) console.error(`[history] seeded ${DAYS - i + 1}/${DAYS} days in ${fmt((Date.now() - seedStart) / 1000)} s`);
     }
     const seedLoad = (Date.now() - seedStart) / 1000;
     await pool.query("ANALYZE webhook_events; ANALYZE webhook_deliveries; ANALYZE delivery_attempts");
