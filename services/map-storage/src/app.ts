@@ -1,13 +1,13 @@
 import type { Express } from "express";
-import { createApp, errorMiddleware, healthRouter, requestLogger, type Logger, type ReadinessCheck } from "@vw/service-kit";
-import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
+import type { ApiKeyPrincipal } from "@vw/db";
+import { createApp, errorMiddleware, healthRouter, requestLogger, type ApiKeyAuthenticator, type Logger, type ReadinessCheck } from "@vw/service-kit";
 import { cors, filesHandler } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
 
 export interface MapStorageAppDeps {
   files: FilesService;
-  auth: ApiKeyAuthenticator;
+  auth: ApiKeyAuthenticator<ApiKeyPrincipal>;
   logger: Logger;
   readiness: ReadinessCheck[];
   maxFileBytes: number;

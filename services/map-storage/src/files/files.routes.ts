@@ -1,6 +1,6 @@
 import express, { type Request, type RequestHandler, type Response } from "express";
-import { AppError, sendProblem } from "@vw/service-kit";
-import type { ApiKeyAuthenticator, KeyPrincipal } from "../auth/api-key-auth.js";
+import type { ApiKeyPrincipal } from "@vw/db";
+import { AppError, sendProblem, type ApiKeyAuthenticator } from "@vw/service-kit";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
@@ -19,7 +19,7 @@ const ALLOWED = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS";
  * `/<organization>/<world>/<path>`: the map storage API. Order of checks, so that a refused request
  * never touches storage: path rules (400), then the key (401/403), then the body (413/415/400/422).
  */
-export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, options: FilesRoutesOptions): RequestHandler {
+export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator<ApiKeyPrincipal>, options: FilesRoutesOptions): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: options.maxFileBytes });
 
   const body = (req: Request, res: Response): Promise<Buffer> =>
@@ -30,7 +30,7 @@ export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, opt
       });
     });
 
-  const authorize = async (req: Request, fp: FilePath): Promise<KeyPrincipal> => {
+  const authorize = async (req: Request, fp: FilePath): Promise<ApiKeyPrincipal> => {
     const principal = await auth.authenticate(req.headers.authorization);
     if (principal.organization !== fp.organization || principal.world !== fp.world) {
       throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${fp.organization}/${fp.world}'.`);
@@ -47,7 +47,7 @@ export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, opt
     return c;
   };
 
-  const written = (res: Response, fp: FilePath, principal: KeyPrincipal, result: WriteResult, status: number) => {
+  const written = (res: Response, fp: FilePath, principal: ApiKeyPrincipal, result: WriteResult, status: number) => {
     const url = `${options.publicBaseUrl}/${fp.organization}/${fp.world}/${encodeFilePath(fp.path)}`;
     res.setHeader("ETag", result.etag);
     if (status === 201) res.setHeader("Location", url);

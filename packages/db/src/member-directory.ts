@@ -1,0 +1,323 @@
+/**
+ * The member directory of the Inbound API: per world, each person's `uuid`, name, email, kind
+ * (`member` or `visitor`) and latest consent decision per purpose. This module is the only writer
+ * of `members`, `member_consents` and `member_deletions`: event-ingest writes through it (events
+ * and the platform's member intake), admin-api reads through it.
+ *
+ * Ordering: deliveries and producer retries are not ordered, so every value keeps the time of the
+ * data it came from and a write only replaces it with newer data, in the statement that writes it
+ * (`ON CONFLICT ... DO UPDATE ... WHERE`), which PostgreSQL evaluates on the row's latest committed
+ * version while holding its lock: concurrent intakes cannot interleave into an older result.
+ * Consent decisions order on (event `timestamp`, event id), so two decisions of the same
+ * millisecond end the same whatever their arrival order. A deletion leaves a marker (no personal
+ * data) so that an event not newer than the deletion never brings the person back.
+ */
+import { createHash } from "node:crypto";
+import type { PgPool } from "./client.js";
+import type { Prisma, PrismaClient } from "./generated/prisma/client.js";
+
+/** Kinds of person in the directory. */
+export const MEMBER_TYPES = ["member", "visitor"] as const;
+export type MemberType = (typeof MEMBER_TYPES)[number];
+
+/** Longest `uuid` the directory keeps (it is part of a B-tree key, so it must stay small). */
+export const MEMBER_UUID_MAX_LENGTH = 200;
+
+/** Why `value` cannot be a member uuid, or null when it can. */
+export function memberUuidProblem(value: string): string | null {
+  if (value.length === 0) return "must not be empty";
+  if (value.length > MEMBER_UUID_MAX_LENGTH) return `must be at most ${MEMBER_UUID_MAX_LENGTH} characters long`;
+  if (value.includes("\u0000")) return "must not contain U+0000";
+  return null;
+}
+
+/** One consent answer as the Inbound API shows it. */
+export interface ConsentAnswer {
+  /** true: given; false: refused or withdrawn; null: taken off the record. */
+  granted: boolean | null;
+  /** `timestamp` of the `consent.changed` event that recorded it (ISO 8601, UTC, milliseconds). */
+  decidedAt: string;
+}
+
+/** The member record of the Inbound API. Purposes never decided are absent from `consents`. */
+export interface MemberRecord {
+  uuid: string;
+  /** Null while only consent decisions are known (they carry no name). */
+  name: string | null;
+  email: string;
+  type: MemberType;
+  consents: Record<string, ConsentAnswer>;
+}
+
+/** What the platform's member intake sets: the whole profile. */
+export interface MemberProfile {
+  name: string;
+  email: string;
+  type: MemberType;
+}
+
+/** What an accepted domain event tells the directory. `timestamp` is ISO 8601; `eventId` the producer's id. */
+export type MemberEvent =
+  | { kind: "visitor-registered"; worldId: string; eventId: string; timestamp: string; uuid: string; name: string; email: string }
+  | {
+      kind: "consent-changed";
+      worldId: string;
+      eventId: string;
+      timestamp: string;
+      uuid: string;
+      email: string;
+      type: MemberType;
+      purpose: string;
+      granted: boolean | null;
+    };
+
+/**
+ * Runs one parameterised statement (`$1`, `$2`, ...) and returns its rows: a Prisma client or
+ * interactive transaction ({@link prismaSql}), or a pg pool ({@link pgSql}).
+ */
+export interface SqlRunner {
+  query<T>(text: string, values: readonly unknown[]): Promise<T[]>;
+}
+
+/** A {@link SqlRunner} on Prisma: use it inside `$transaction` to write with other rows atomically. */
+export function prismaSql(client: PrismaClient | Prisma.TransactionClient): SqlRunner {
+  return { query: <T>(text: string, values: readonly unknown[]) => client.$queryRawUnsafe<T[]>(text, ...values) };
+}
+
+/**
+ * A {@link SqlRunner} on a pg pool, each statement a named prepared statement (parsed and planned
+ * once per connection): for the Inbound API's lookup, a hot read.
+ */
+export function pgSql(pool: PgPool): SqlRunner {
+  const names = new Map<string, string>();
+  return {
+    async query<T>(text: string, values: readonly unknown[]): Promise<T[]> {
+      let name = names.get(text);
+      if (name === undefined) {
+        name = `vw_members_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
+        names.set(text, name);
+      }
+      const result = await pool.query({ name, text, values: [...values] });
+      return result.rows as T[];
+    },
+  };
+}
+
+const ISO_MS = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+const FIND_SQL = `
+  SELECT m.uuid, m.name, m.email, m.type, c.purpose, c.granted,
+         to_char(c.decided_at AT TIME ZONE 'UTC', ${ISO_MS}) AS decided_at
+  FROM members m
+  LEFT JOIN member_consents c ON c.world_id = m.world_id AND c.member_uuid = m.uuid
+  WHERE m.world_id = $1::uuid AND m.uuid = $2
+  ORDER BY c.purpose`;
+
+// The platform's intake is authoritative: it replaces the profile, and its time (now) orders it
+// against events still in flight.
+const UPSERT_SQL = `
+  WITH up AS (
+    INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
+    VALUES ($1::uuid, $2, $3, now(), $4, $5, now())
+    ON CONFLICT (world_id, uuid) DO UPDATE SET
+      name = EXCLUDED.name, email = EXCLUDED.email, type = EXCLUDED.type,
+      name_at = GREATEST(members.name_at, EXCLUDED.name_at),
+      profile_at = GREATEST(members.profile_at, EXCLUDED.profile_at),
+      updated_at = now()
+    RETURNING uuid, name, email, type, (xmax = 0) AS created
+  )
+  SELECT up.uuid, up.name, up.email, up.type, up.created, c.purpose, c.granted,
+         to_char(c.decided_at AT TIME ZONE 'UTC', ${ISO_MS}) AS decided_at
+  FROM up
+  LEFT JOIN member_consents c ON c.world_id = $1::uuid AND c.member_uuid = up.uuid
+  ORDER BY c.purpose`;
+
+// The marker is written only when a member was deleted: a 404 changes nothing.
+const DELETE_SQL = `
+  WITH gone AS (DELETE FROM members WHERE world_id = $1::uuid AND uuid = $2 RETURNING uuid),
+  marked AS (
+    INSERT INTO member_deletions (world_id, uuid, deleted_at)
+    SELECT $1::uuid, $2, now() WHERE EXISTS (SELECT 1 FROM gone)
+    ON CONFLICT (world_id, uuid) DO UPDATE SET deleted_at = GREATEST(member_deletions.deleted_at, EXCLUDED.deleted_at)
+  )
+  SELECT count(*)::int AS deleted FROM gone`;
+
+// One row per person (folded beforehand: ON CONFLICT may touch a row once per statement), in key
+// order so concurrent batches lock rows in the same order. Each field moves only forward in time;
+// data not newer than a deletion is dropped.
+const APPLY_PROFILES_SQL = `
+  INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
+  SELECT v.world_id, v.uuid,
+         CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name END,
+         CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name_at END,
+         v.email, v.type, v.profile_at
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::timestamptz[])
+       AS v(world_id, uuid, name, name_at, email, type, profile_at)
+  LEFT JOIN member_deletions d ON d.world_id = v.world_id AND d.uuid = v.uuid
+  WHERE d.deleted_at IS NULL OR v.profile_at > d.deleted_at
+  ORDER BY v.world_id, v.uuid
+  ON CONFLICT (world_id, uuid) DO UPDATE SET
+    email = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.email ELSE members.email END,
+    type = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.type ELSE members.type END,
+    profile_at = GREATEST(members.profile_at, EXCLUDED.profile_at),
+    name = CASE WHEN EXCLUDED.name_at IS NOT NULL AND (members.name_at IS NULL OR EXCLUDED.name_at >= members.name_at)
+                THEN EXCLUDED.name ELSE members.name END,
+    name_at = GREATEST(members.name_at, EXCLUDED.name_at),
+    updated_at = now()`;
+
+// The spec's ordering rule in one statement: a stored decision is replaced only by a strictly newer
+// one. A person deleted meanwhile (no row) or since (marker) gets nothing.
+const APPLY_CONSENTS_SQL = `
+  INSERT INTO member_consents (world_id, member_uuid, purpose, granted, decided_at, decided_by)
+  SELECT v.world_id, v.member_uuid, v.purpose, v.granted, v.decided_at, v.decided_by
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
+       AS v(world_id, member_uuid, purpose, granted, decided_at, decided_by)
+  WHERE EXISTS (SELECT 1 FROM members m WHERE m.world_id = v.world_id AND m.uuid = v.member_uuid)
+    AND NOT EXISTS (SELECT 1 FROM member_deletions d
+                    WHERE d.world_id = v.world_id AND d.uuid = v.member_uuid AND d.deleted_at >= v.decided_at)
+  ORDER BY v.world_id, v.member_uuid, v.purpose
+  ON CONFLICT (world_id, member_uuid, purpose) DO UPDATE SET
+    granted = EXCLUDED.granted, decided_at = EXCLUDED.decided_at, decided_by = EXCLUDED.decided_by
+  WHERE (member_consents.decided_at, member_consents.decided_by) < (EXCLUDED.decided_at, EXCLUDED.decided_by)`;
+
+interface RecordRow {
+  uuid: string;
+  name: string | null;
+  email: string;
+  type: MemberType;
+  purpose: string | null;
+  granted: boolean | null;
+  decided_at: string | null;
+  created?: boolean;
+}
+
+interface ProfileRow {
+  worldId: string;
+  uuid: string;
+  name: string | null;
+  nameAt: string | null;
+  nameKey: Stamp | null;
+  email: string;
+  type: MemberType;
+  profileAt: string;
+  profileKey: Stamp;
+}
+
+interface ConsentRow {
+  worldId: string;
+  uuid: string;
+  purpose: string;
+  granted: boolean | null;
+  decidedAt: string;
+  decidedBy: string;
+  key: Stamp;
+}
+
+/** (time in ms, event id): the order of data from events. */
+type Stamp = readonly [number, string];
+const newer = (a: Stamp, b: Stamp) => a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+const byKey = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+
+/** Reads and writes the member directory; see the file comment for the ordering rules. */
+export class MemberDirectory {
+  /** @param sql where reads and the intake's writes run (events are written in the caller's transaction). */
+  constructor(private readonly sql: SqlRunner) {}
+
+  /** The record of `uuid` in the world, or null when the world has no such member. */
+  async find(worldId: string, uuid: string): Promise<MemberRecord | null> {
+    return toRecord(await this.sql.query<RecordRow>(FIND_SQL, [worldId, uuid]));
+  }
+
+  /** Creates or replaces the profile of `uuid` (consents are kept); `created` tells which. */
+  async upsert(worldId: string, uuid: string, profile: MemberProfile): Promise<{ created: boolean; record: MemberRecord }> {
+    const rows = await this.sql.query<RecordRow>(UPSERT_SQL, [worldId, uuid, profile.name, profile.email, profile.type]);
+    const record = toRecord(rows) as MemberRecord;
+    return { created: rows[0]?.created === true, record };
+  }
+
+  /** Deletes `uuid` and its consents; false when the world had no such member. */
+  async remove(worldId: string, uuid: string): Promise<boolean> {
+    const [row] = await this.sql.query<{ deleted: number }>(DELETE_SQL, [worldId, uuid]);
+    return (row?.deleted ?? 0) > 0;
+  }
+
+  /**
+   * Applies accepted events: `visitor.registered` creates or updates a visitor, `consent.changed`
+   * creates the person when unknown (with its email and type, no name) and records the decision
+   * unless a newer one is stored. At most two statements, run on `tx` (the caller's transaction,
+   * so the directory changes exactly when the events are stored).
+   */
+  async applyEvents(events: readonly MemberEvent[], tx: SqlRunner = this.sql): Promise<void> {
+    if (events.length === 0) return;
+    const profiles = new Map<string, ProfileRow>();
+    const consents = new Map<string, ConsentRow>();
+    for (const event of events) {
+      const key: Stamp = [Date.parse(event.timestamp), event.eventId];
+      const memberKey = `${event.worldId}\u0000${event.uuid}`;
+      const name = event.kind === "visitor-registered" ? event.name : null;
+      const type: MemberType = event.kind === "visitor-registered" ? "visitor" : event.type;
+      const seen = profiles.get(memberKey);
+      const next: ProfileRow = seen ?? {
+        worldId: event.worldId,
+        uuid: event.uuid,
+        name: null,
+        nameAt: null,
+        nameKey: null,
+        email: event.email,
+        type,
+        profileAt: event.timestamp,
+        profileKey: key,
+      };
+      if (seen && newer(key, seen.profileKey)) Object.assign(next, { email: event.email, type, profileAt: event.timestamp, profileKey: key });
+      if (name !== null && (next.nameKey === null || newer(key, next.nameKey))) Object.assign(next, { name, nameAt: event.timestamp, nameKey: key });
+      profiles.set(memberKey, next);
+
+      if (event.kind === "consent-changed") {
+        const consentKey = `${memberKey}\u0000${event.purpose}`;
+        const stored = consents.get(consentKey);
+        if (!stored || newer(key, stored.key)) {
+          consents.set(consentKey, {
+            worldId: event.worldId,
+            uuid: event.uuid,
+            purpose: event.purpose,
+            granted: event.granted,
+            decidedAt: event.timestamp,
+            decidedBy: event.eventId,
+            key,
+          });
+        }
+      }
+    }
+    const p = byKey(profiles);
+    await tx.query(APPLY_PROFILES_SQL, [
+      p.map((r) => r.worldId),
+      p.map((r) => r.uuid),
+      p.map((r) => r.name),
+      p.map((r) => r.nameAt),
+      p.map((r) => r.email),
+      p.map((r) => r.type),
+      p.map((r) => r.profileAt),
+    ]);
+    if (consents.size === 0) return;
+    const c = byKey(consents);
+    await tx.query(APPLY_CONSENTS_SQL, [
+      c.map((r) => r.worldId),
+      c.map((r) => r.uuid),
+      c.map((r) => r.purpose),
+      c.map((r) => r.granted),
+      c.map((r) => r.decidedAt),
+      c.map((r) => r.decidedBy),
+    ]);
+  }
+}
+
+/** Folds the rows of one member (one per consent, or one with null consent columns) into its record. */
+function toRecord(rows: readonly RecordRow[]): MemberRecord | null {
+  const first = rows[0];
+  if (!first) return null;
+  const consents: Record<string, ConsentAnswer> = {};
+  for (const row of rows) {
+    if (row.purpose !== null && row.decided_at !== null) consents[row.purpose] = { granted: row.granted, decidedAt: row.decided_at };
+  }
+  return { uuid: first.uuid, name: first.name, email: first.email, type: first.type, consents };
+}
