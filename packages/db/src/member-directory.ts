@@ -218,6 +218,29 @@ type Stamp = readonly [number, string];
 const newer = (a: Stamp, b: Stamp) => a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
 const byKey = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
 
+/**
+ * The error of a failed statement without its text: PostgreSQL quotes row values (names, emails)
+ * in messages and details, and errors are logged. Keeps `code` and `name`, which is what callers
+ * classify on (a database that is down is a 503), and connectivity messages, which quote no row.
+ */
+export function withoutRowData(err: unknown): Error {
+  const e = (typeof err === "object" && err !== null ? err : {}) as { code?: unknown; name?: unknown; message?: unknown };
+  const code = typeof e.code === "string" ? e.code : undefined;
+  const connectivity = typeof e.message === "string" && /Can't reach database server|Connection terminated|Connection is closed|timeout/i.test(e.message) && !/row|Key \(/.test(e.message);
+  const safe = new Error(connectivity ? (e.message as string) : `member directory statement failed${code ? ` (${code})` : ""}`);
+  if (typeof e.name === "string") safe.name = e.name;
+  return Object.assign(safe, code ? { code } : {});
+}
+
+/** Runs one statement; its failure loses the row data (see {@link withoutRowData}). */
+async function run<T>(sql: SqlRunner, text: string, values: readonly unknown[]): Promise<T[]> {
+  try {
+    return await sql.query<T>(text, values);
+  } catch (err) {
+    throw withoutRowData(err);
+  }
+}
+
 /** Reads and writes the member directory; see the file comment for the ordering rules. */
 export class MemberDirectory {
   /** @param sql where reads and the intake's writes run (events are written in the caller's transaction). */
@@ -225,19 +248,19 @@ export class MemberDirectory {
 
   /** The record of `uuid` in the world, or null when the world has no such member. */
   async find(worldId: string, uuid: string): Promise<MemberRecord | null> {
-    return toRecord(await this.sql.query<RecordRow>(FIND_SQL, [worldId, uuid]));
+    return toRecord(await run<RecordRow>(this.sql, FIND_SQL, [worldId, uuid]));
   }
 
   /** Creates or replaces the profile of `uuid` (consents are kept); `created` tells which. */
   async upsert(worldId: string, uuid: string, profile: MemberProfile): Promise<{ created: boolean; record: MemberRecord }> {
-    const rows = await this.sql.query<RecordRow>(UPSERT_SQL, [worldId, uuid, profile.name, profile.email, profile.type]);
+    const rows = await run<RecordRow>(this.sql, UPSERT_SQL, [worldId, uuid, profile.name, profile.email, profile.type]);
     const record = toRecord(rows) as MemberRecord;
     return { created: rows[0]?.created === true, record };
   }
 
   /** Deletes `uuid` and its consents; false when the world had no such member. */
   async remove(worldId: string, uuid: string): Promise<boolean> {
-    const [row] = await this.sql.query<{ deleted: number }>(DELETE_SQL, [worldId, uuid]);
+    const [row] = await run<{ deleted: number }>(this.sql, DELETE_SQL, [worldId, uuid]);
     return (row?.deleted ?? 0) > 0;
   }
 
@@ -289,7 +312,7 @@ export class MemberDirectory {
       }
     }
     const p = byKey(profiles);
-    await tx.query(APPLY_PROFILES_SQL, [
+    await run(tx, APPLY_PROFILES_SQL, [
       p.map((r) => r.worldId),
       p.map((r) => r.uuid),
       p.map((r) => r.name),
@@ -300,7 +323,7 @@ export class MemberDirectory {
     ]);
     if (consents.size === 0) return;
     const c = byKey(consents);
-    await tx.query(APPLY_CONSENTS_SQL, [
+    await run(tx, APPLY_CONSENTS_SQL, [
       c.map((r) => r.worldId),
       c.map((r) => r.uuid),
       c.map((r) => r.purpose),

@@ -16,7 +16,7 @@ export interface ApiKeyLookup<P extends { keyId: string }> {
 export interface ApiKeyAuthOptions {
   /** `realm` of `WWW-Authenticate`: the service name. */
   realm: string;
-  /** How long a lookup (found or not) is trusted; a revoked key stops working within this time. */
+  /** How long a lookup (found or not) is trusted; a revoked key stops working within this time. 0: not cached. */
   cacheTtlMs: number;
   /** How often last-used time is written per key. */
   touchEveryMs: number;
@@ -79,7 +79,8 @@ export class ApiKeyAuthenticator<P extends { keyId: string }> {
       this.inflight.set(tokenHash, pending);
     }
     const principal = await pending;
-    this.cache.set(tokenHash, { principal });
+    // lru-cache reads a ttl of 0 as "never expires": 0 must mean "do not cache".
+    if (this.options.cacheTtlMs > 0) this.cache.set(tokenHash, { principal });
     return principal;
   }
 

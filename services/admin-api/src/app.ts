@@ -1,6 +1,6 @@
 import { Router, type Express } from "express";
-import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaSql, type PrismaClient, type SqlRunner } from "@vw/db";
+import { ApiKeyAuthenticator, createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -13,6 +13,7 @@ import { createEndpointUrlChecker } from "./endpoint-url.js";
 import { endpointsRouter } from "./endpoints.routes.js";
 import { EndpointsService } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
+import { INBOUND_API_PREFIX, inboundMembersRouter } from "./inbound-members.routes.js";
 import { openApiRouter } from "./openapi.routes.js";
 import { OrganizationsService } from "./organizations.service.js";
 import { organizationsRouter } from "./organizations.routes.js";
@@ -45,6 +46,15 @@ export interface AdminAppDeps {
   deliveryTimeoutMs: number;
   /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
   enqueueTimeoutMs?: number;
+  /** API_KEY_CACHE_TTL_MS: how long the Inbound API trusts a key lookup; 5 s by default. */
+  apiKeyCacheTtlMs?: number;
+  /**
+   * Where the Inbound API's member lookups run: main.ts gives a pg pool (`pgSql`, prepared
+   * statements); Prisma by default.
+   */
+  membersSql?: SqlRunner;
+  /** Clock of the API-key cache; tests inject one. */
+  now?: () => number;
 }
 
 /** Prefix of every authenticated admin route. */
@@ -81,6 +91,13 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     );
   }
 
+  const members = new MemberDirectory(deps.membersSql ?? prismaSql(deps.prisma));
+  const apiKeyAuth = new ApiKeyAuthenticator(
+    new PrismaApiKeyLookup(deps.prisma),
+    { realm: "inbound-api", cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000, touchEveryMs: 60_000, hash: hashApiKey, ...(deps.now ? { now: deps.now } : {}) },
+    deps.logger,
+  );
+
   const api = Router({ caseSensitive: true });
   api.use(adminAuth(deps.adminToken));
   api.use(jsonBody());
@@ -101,6 +118,8 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   // Public, so mounted before (and outside) the authenticated router.
   app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
+  // The Inbound API, for customers' receivers: world API keys, not ADMIN_TOKEN.
+  app.use(INBOUND_API_PREFIX, inboundMembersRouter(apiKeyAuth, members));
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;

@@ -1,4 +1,4 @@
-import { createPrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, pgSql } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -15,6 +15,11 @@ const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPr
 // The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
 deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
+// The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
+const membersPool = createPgPool(config.databaseUrl, {
+  max: 4,
+  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+});
 
 const app = createAdminApp({
   prisma,
@@ -28,6 +33,8 @@ const app = createAdminApp({
   deliveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
+  apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
+  membersSql: pgSql(membersPool),
 });
 const server = await listen(app, config.port);
 logger.info(
@@ -47,5 +54,5 @@ registerShutdown(logger, [
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
-  { name: "database", run: () => prisma.$disconnect() },
+  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), membersPool.end()])) },
 ]);

@@ -56,6 +56,8 @@ export interface AdminApiOptions {
   secretsEncryptionKey?: string;
   /** DELIVERY_TIMEOUT_MS of Test attempts; 5 s unless given. */
   deliveryTimeoutMs?: number;
+  /** Clock of the Inbound API's API-key cache (5 s lifetime); the real one unless given. */
+  now?: () => number;
 }
 
 export interface AdminApiHarness {
@@ -129,6 +131,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     deliveryQueue,
     deliveryAgents,
     deliveryTimeoutMs: options.deliveryTimeoutMs ?? 5000,
+    ...(options.now ? { now: options.now } : {}),
   });
   const server = await listen(app, 0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

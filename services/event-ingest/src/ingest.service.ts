@@ -1,8 +1,9 @@
 /**
  * Storing events and fanning them out: one transaction per request records the events
- * (deduplicated on the producer's id within the world) and one delivery row per (new event,
- * subscribed enabled endpoint) carrying the final body bytes; after the commit, one job per
- * delivery goes to the deliveries queue in a single round trip.
+ * (deduplicated on the producer's id within the world), applies the new ones that name a person
+ * to the member directory, and writes one delivery row per (new event, subscribed enabled
+ * endpoint) carrying the final body bytes; after the commit, one job per delivery goes to the
+ * deliveries queue in a single round trip.
  *
  * Why this is at least once, and heals itself: the rows commit before the jobs are added, so a
  * crash or a Redis failure in between leaves deliveries `pending` with no job, and the producer
@@ -15,12 +16,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
-import { Prisma, type PrismaClient } from "@vw/db";
+import { Prisma, prismaSql, type MemberDirectory, type MemberEvent, type PrismaClient } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
 import { enqueueDeliveries, type DeliverJobData } from "@vw/queues";
 import { AppError } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { IntakeEvent, IntakeRequest } from "./events.schema.js";
+import { toMemberEvent } from "./member-events.js";
 
 /** What `POST /v1/events` answers. */
 export interface IngestResult {
@@ -79,6 +81,7 @@ export class IngestService {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly queue: Queue,
+    private readonly members: MemberDirectory,
     private readonly options: IngestServiceOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
@@ -120,6 +123,10 @@ export class IngestService {
     const fresh = candidates.filter((c) => insertedIds.has(c.rowId));
     const known = candidates.filter((c) => !insertedIds.has(c.rowId));
 
+    // The directory changes in the same transaction: with the events, or not at all. Duplicates were
+    // applied when first accepted.
+    const memberEvents = fresh.flatMap((f) => toMemberEvent(f.event, f.world.id) ?? []) satisfies MemberEvent[];
+    await this.members.applyEvents(memberEvents, prismaSql(tx));
     const created = await this.createDeliveries(tx, fresh);
     const repaired = await this.neverAttemptedDeliveries(tx, known);
     return {
