@@ -24,6 +24,7 @@ export {
   memberUuidProblem,
   pgSql,
   prismaSql,
+  withoutRowData,
   type ConsentAnswer,
   type MemberEvent,
   type MemberProfile,
