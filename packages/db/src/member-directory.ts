@@ -142,38 +142,41 @@ const DELETE_SQL = `
   )
   SELECT count(*)::int AS deleted FROM gone`;
 
-// One row per person (folded beforehand: ON CONFLICT may touch a row once per statement), in key
-// order so concurrent batches lock rows in the same order. Each field moves only forward in time;
-// data not newer than a deletion is dropped.
-const APPLY_PROFILES_SQL = `
-  INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
-  SELECT v.world_id, v.uuid,
-         CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name END,
-         CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name_at END,
-         v.email, v.type, v.profile_at
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::timestamptz[])
-       AS v(world_id, uuid, name, name_at, email, type, profile_at)
-  LEFT JOIN member_deletions d ON d.world_id = v.world_id AND d.uuid = v.uuid
-  WHERE d.deleted_at IS NULL OR v.profile_at > d.deleted_at
-  ORDER BY v.world_id, v.uuid
-  ON CONFLICT (world_id, uuid) DO UPDATE SET
-    email = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.email ELSE members.email END,
-    type = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.type ELSE members.type END,
-    profile_at = GREATEST(members.profile_at, EXCLUDED.profile_at),
-    name = CASE WHEN EXCLUDED.name_at IS NOT NULL AND (members.name_at IS NULL OR EXCLUDED.name_at >= members.name_at)
-                THEN EXCLUDED.name ELSE members.name END,
-    name_at = GREATEST(members.name_at, EXCLUDED.name_at),
-    updated_at = now()`;
-
-// The spec's ordering rule in one statement: a stored decision is replaced only by a strictly newer
-// one. A person deleted meanwhile (no row) or since (marker) gets nothing.
-const APPLY_CONSENTS_SQL = `
+// One statement, one round trip: the people first (one row each, folded beforehand: ON CONFLICT
+// may touch a row once per statement), then their decisions. Rows go in key order so concurrent
+// batches lock them in the same order.
+// People: each field moves only forward in time; data not newer than a deletion is dropped.
+// Decisions: the spec's ordering rule, a stored decision is replaced only by a strictly newer one.
+// A decision joins the person row this statement wrote (inserted, or updated and so locked until
+// commit), so a concurrent deletion cannot slip between them; none for a person deleted since.
+const APPLY_EVENTS_SQL = `
+  WITH people AS (
+    INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
+    SELECT v.world_id, v.uuid,
+           CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name END,
+           CASE WHEN d.deleted_at IS NULL OR v.name_at > d.deleted_at THEN v.name_at END,
+           v.email, v.type, v.profile_at
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::timestamptz[])
+         AS v(world_id, uuid, name, name_at, email, type, profile_at)
+    LEFT JOIN member_deletions d ON d.world_id = v.world_id AND d.uuid = v.uuid
+    WHERE d.deleted_at IS NULL OR v.profile_at > d.deleted_at
+    ORDER BY v.world_id, v.uuid
+    ON CONFLICT (world_id, uuid) DO UPDATE SET
+      email = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.email ELSE members.email END,
+      type = CASE WHEN EXCLUDED.profile_at >= members.profile_at THEN EXCLUDED.type ELSE members.type END,
+      profile_at = GREATEST(members.profile_at, EXCLUDED.profile_at),
+      name = CASE WHEN EXCLUDED.name_at IS NOT NULL AND (members.name_at IS NULL OR EXCLUDED.name_at >= members.name_at)
+                  THEN EXCLUDED.name ELSE members.name END,
+      name_at = GREATEST(members.name_at, EXCLUDED.name_at),
+      updated_at = now()
+    RETURNING world_id, uuid
+  )
   INSERT INTO member_consents (world_id, member_uuid, purpose, granted, decided_at, decided_by)
   SELECT v.world_id, v.member_uuid, v.purpose, v.granted, v.decided_at, v.decided_by
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
+  FROM unnest($8::uuid[], $9::text[], $10::text[], $11::boolean[], $12::timestamptz[], $13::text[])
        AS v(world_id, member_uuid, purpose, granted, decided_at, decided_by)
-  WHERE EXISTS (SELECT 1 FROM members m WHERE m.world_id = v.world_id AND m.uuid = v.member_uuid)
-    AND NOT EXISTS (SELECT 1 FROM member_deletions d
+  JOIN people p ON p.world_id = v.world_id AND p.uuid = v.member_uuid
+  WHERE NOT EXISTS (SELECT 1 FROM member_deletions d
                     WHERE d.world_id = v.world_id AND d.uuid = v.member_uuid AND d.deleted_at >= v.decided_at)
   ORDER BY v.world_id, v.member_uuid, v.purpose
   ON CONFLICT (world_id, member_uuid, purpose) DO UPDATE SET
@@ -267,7 +270,7 @@ export class MemberDirectory {
   /**
    * Applies accepted events: `visitor.registered` creates or updates a visitor, `consent.changed`
    * creates the person when unknown (with its email and type, no name) and records the decision
-   * unless a newer one is stored. At most two statements, run on `tx` (the caller's transaction,
+   * unless a newer one is stored. One statement, run on `tx` (the caller's transaction,
    * so the directory changes exactly when the events are stored).
    */
   async applyEvents(events: readonly MemberEvent[], tx: SqlRunner = this.sql): Promise<void> {
@@ -312,7 +315,8 @@ export class MemberDirectory {
       }
     }
     const p = byKey(profiles);
-    await run(tx, APPLY_PROFILES_SQL, [
+    const c = byKey(consents);
+    await run(tx, APPLY_EVENTS_SQL, [
       p.map((r) => r.worldId),
       p.map((r) => r.uuid),
       p.map((r) => r.name),
@@ -320,10 +324,6 @@ export class MemberDirectory {
       p.map((r) => r.email),
       p.map((r) => r.type),
       p.map((r) => r.profileAt),
-    ]);
-    if (consents.size === 0) return;
-    const c = byKey(consents);
-    await run(tx, APPLY_CONSENTS_SQL, [
       c.map((r) => r.worldId),
       c.map((r) => r.uuid),
       c.map((r) => r.purpose),
