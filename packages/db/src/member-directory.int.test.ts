@@ -40,9 +40,13 @@ const consent = (uuid: string, timestamp: string, granted: boolean | null, event
   granted,
 });
 
-/** Each event in its own interactive transaction, all started at once (as concurrent ingest requests). */
+/**
+ * Each event in its own interactive transaction, all started at once (as concurrent ingest
+ * requests); they queue for the 8 connections, so waiting for one is bounded generously (a busy
+ * machine), like event-ingest's own transactions.
+ */
 const concurrently = (events: MemberEvent[]) =>
-  Promise.all(events.map((event) => prisma.$transaction((tx) => directory.applyEvents([event], prismaSql(tx)))));
+  Promise.all(events.map((event) => prisma.$transaction((tx) => directory.applyEvents([event], prismaSql(tx)), { maxWait: 60_000, timeout: 60_000 })));
 
 function shuffled<T>(items: T[]): T[] {
   const copy = [...items];
