@@ -1,6 +1,8 @@
 import { memberUuidProblem, type MemberDirectory, type MemberRecord, type PrismaClient } from "@vw/db";
-import type { MemberProfileRequest } from "@vw/contracts";
+import { SLUG_PATTERN, type MemberProfileRequest } from "@vw/contracts";
 import { AppError, notFound } from "@vw/service-kit";
+
+const SLUG = new RegExp(SLUG_PATTERN);
 
 /**
  * The platform's member intake: upserts and deletes directory records directly, for the people
@@ -29,7 +31,11 @@ export class MemberIntakeService {
   }
 
   private async worldId(organization: string, world: string): Promise<string> {
-    const row = await this.prisma.world.findFirst({ where: { slug: world, organization: { slug: organization } }, select: { id: true } });
+    // A name that is not a slug names no world; it is never sent to the database (U+0000 would fail there).
+    const row =
+      SLUG.test(organization) && SLUG.test(world)
+        ? await this.prisma.world.findFirst({ where: { slug: world, organization: { slug: organization } }, select: { id: true } })
+        : null;
     if (!row) throw new AppError(404, "unknown-world", `No such world: ${organization}/${world}.`);
     return row.id;
   }
