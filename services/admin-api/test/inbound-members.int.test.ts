@@ -80,7 +80,7 @@ let a: World;
 let b: World;
 
 beforeAll(async () => {
-  h = await startAdminApi({ now: () => clock });
+  h = await startAdminApi({ now: () => new Date(clock) });
   ingest = await spawnService(join(servicesDir, "event-ingest"), {
     DATABASE_URL: process.env.DATABASE_URL as string,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
