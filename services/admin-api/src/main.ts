@@ -18,6 +18,8 @@ const redis = createRedisConnection(config.redisUrl, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
 // The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
 deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
+const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
+recoveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (recovery queue)"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 // The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
 const membersPool = createPgPool(config.databaseUrl, {
@@ -35,6 +37,7 @@ const app = createAdminApp({
   secretBox: createSecretBox(config.secretsEncryptionKey),
   endpointUrlPolicy: config.endpointUrlPolicy,
   deliveryQueue,
+  recoveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
@@ -60,6 +63,7 @@ logger.info(
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
   { name: "delivery queue", run: () => deliveryQueue.close() },
+  { name: "recovery queue", run: () => recoveryQueue.close() },
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
