@@ -22,17 +22,15 @@ export {
   MEMBER_TYPES,
   MEMBER_UUID_MAX_LENGTH,
   memberUuidProblem,
-  pgSql,
-  prismaSql,
   withoutRowData,
   type ConsentAnswer,
   type MemberEvent,
   type MemberProfile,
   type MemberRecord,
   type MemberType,
-  type SqlRunner,
 } from "./member-directory.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
+export * from "./delivery-log/index.js";
 export {
   requeueDeliveries,
   restoreDeliveries,
@@ -54,4 +52,5 @@ export type {
   DeliveryAttempt,
   DashboardSession,
   DeliveryRecovery,
+  EndpointStats,
 } from "./generated/prisma/client.js";

@@ -5,7 +5,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { MemberDirectory, createPgPool, createPrismaClient, pgSql, prismaSql, withoutRowData, type MemberEvent, type PgPool, type PrismaClient } from "./index.js";
+import { MemberDirectory, createPgPool, createPrismaClient, pgRunner, prismaRunner, withoutRowData, type MemberEvent, type PgPool, type PrismaClient } from "./index.js";
 
 let prisma: PrismaClient;
 let pool: PgPool;
@@ -18,7 +18,7 @@ beforeAll(async () => {
   if (!url) throw new Error("DATABASE_URL is not set: run through jest (test/global-setup.js)");
   prisma = createPrismaClient(url, { max: 8 });
   pool = createPgPool(url, { max: 2 });
-  directory = new MemberDirectory(pgSql(pool));
+  directory = new MemberDirectory(pgRunner(pool));
   const org = await prisma.organization.create({ data: { slug: `${prefix}org`, name: "Org" } });
   worldId = (await prisma.world.create({ data: { organizationId: org.id, slug: "w", name: "W", adminEmails: [] } })).id;
 });
@@ -46,7 +46,7 @@ const consent = (uuid: string, timestamp: string, granted: boolean | null, event
  * machine), like event-ingest's own transactions.
  */
 const concurrently = (events: MemberEvent[]) =>
-  Promise.all(events.map((event) => prisma.$transaction((tx) => directory.applyEvents([event], prismaSql(tx)), { maxWait: 60_000, timeout: 60_000 })));
+  Promise.all(events.map((event) => prisma.$transaction((tx) => directory.applyEvents([event], prismaRunner(tx)), { maxWait: 60_000, timeout: 60_000 })));
 
 function shuffled<T>(items: T[]): T[] {
   const copy = [...items];

@@ -12,9 +12,7 @@
  * millisecond end the same whatever their arrival order. A deletion leaves a marker (no personal
  * data) so that an event not newer than the deletion never brings the person back.
  */
-import { createHash } from "node:crypto";
-import type { PgPool } from "./client.js";
-import type { Prisma, PrismaClient } from "./generated/prisma/client.js";
+import type { SqlRunner, Statement } from "./delivery-log/sql-runner.js";
 
 /** Kinds of person in the directory. */
 export const MEMBER_TYPES = ["member", "visitor"] as const;
@@ -71,51 +69,19 @@ export type MemberEvent =
       granted: boolean | null;
     };
 
-/**
- * Runs one parameterised statement (`$1`, `$2`, ...) and returns its rows: a Prisma client or
- * interactive transaction ({@link prismaSql}), or a pg pool ({@link pgSql}).
- */
-export interface SqlRunner {
-  query<T>(text: string, values: readonly unknown[]): Promise<T[]>;
-}
-
-/** A {@link SqlRunner} on Prisma: use it inside `$transaction` to write with other rows atomically. */
-export function prismaSql(client: PrismaClient | Prisma.TransactionClient): SqlRunner {
-  return { query: <T>(text: string, values: readonly unknown[]) => client.$queryRawUnsafe<T[]>(text, ...values) };
-}
-
-/**
- * A {@link SqlRunner} on a pg pool, each statement a named prepared statement (parsed and planned
- * once per connection): for the Inbound API's lookup, a hot read.
- */
-export function pgSql(pool: PgPool): SqlRunner {
-  const names = new Map<string, string>();
-  return {
-    async query<T>(text: string, values: readonly unknown[]): Promise<T[]> {
-      let name = names.get(text);
-      if (name === undefined) {
-        name = `vw_members_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
-        names.set(text, name);
-      }
-      const result = await pool.query({ name, text, values: [...values] });
-      return result.rows as T[];
-    },
-  };
-}
-
 const ISO_MS = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-const FIND_SQL = `
+const FIND_SQL: Statement = { name: "vw_members_find", text: `
   SELECT m.uuid, m.name, m.email, m.type, c.purpose, c.granted,
          to_char(c.decided_at AT TIME ZONE 'UTC', ${ISO_MS}) AS decided_at
   FROM members m
   LEFT JOIN member_consents c ON c.world_id = m.world_id AND c.member_uuid = m.uuid
   WHERE m.world_id = $1::uuid AND m.uuid = $2
-  ORDER BY c.purpose`;
+  ORDER BY c.purpose` };
 
 // The platform's intake is authoritative: it replaces the profile, and its time (now) orders it
 // against events still in flight.
-const UPSERT_SQL = `
+const UPSERT_SQL: Statement = { name: "vw_members_upsert", text: `
   WITH up AS (
     INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
     VALUES ($1::uuid, $2, $3, now(), $4, $5, now())
@@ -130,17 +96,17 @@ const UPSERT_SQL = `
          to_char(c.decided_at AT TIME ZONE 'UTC', ${ISO_MS}) AS decided_at
   FROM up
   LEFT JOIN member_consents c ON c.world_id = $1::uuid AND c.member_uuid = up.uuid
-  ORDER BY c.purpose`;
+  ORDER BY c.purpose` };
 
 // The marker is written only when a member was deleted: a 404 changes nothing.
-const DELETE_SQL = `
+const DELETE_SQL: Statement = { name: "vw_members_delete", text: `
   WITH gone AS (DELETE FROM members WHERE world_id = $1::uuid AND uuid = $2 RETURNING uuid),
   marked AS (
     INSERT INTO member_deletions (world_id, uuid, deleted_at)
     SELECT $1::uuid, $2, now() WHERE EXISTS (SELECT 1 FROM gone)
     ON CONFLICT (world_id, uuid) DO UPDATE SET deleted_at = GREATEST(member_deletions.deleted_at, EXCLUDED.deleted_at)
   )
-  SELECT count(*)::int AS deleted FROM gone`;
+  SELECT count(*)::int AS deleted FROM gone` };
 
 // One statement, one round trip: the people first (one row each, folded beforehand: ON CONFLICT
 // may touch a row once per statement), then their decisions. Rows go in key order so concurrent
@@ -149,7 +115,7 @@ const DELETE_SQL = `
 // Decisions: the spec's ordering rule, a stored decision is replaced only by a strictly newer one.
 // A decision joins the person row this statement wrote (inserted, or updated and so locked until
 // commit), so a concurrent deletion cannot slip between them; none for a person deleted since.
-const APPLY_EVENTS_SQL = `
+const APPLY_EVENTS_SQL: Statement = { name: "vw_members_apply_events", text: `
   WITH people AS (
     INSERT INTO members (world_id, uuid, name, name_at, email, type, profile_at)
     SELECT v.world_id, v.uuid,
@@ -181,7 +147,7 @@ const APPLY_EVENTS_SQL = `
   ORDER BY v.world_id, v.member_uuid, v.purpose
   ON CONFLICT (world_id, member_uuid, purpose) DO UPDATE SET
     granted = EXCLUDED.granted, decided_at = EXCLUDED.decided_at, decided_by = EXCLUDED.decided_by
-  WHERE (member_consents.decided_at, member_consents.decided_by) < (EXCLUDED.decided_at, EXCLUDED.decided_by)`;
+  WHERE (member_consents.decided_at, member_consents.decided_by) < (EXCLUDED.decided_at, EXCLUDED.decided_by)` };
 
 interface RecordRow {
   uuid: string;
@@ -236,9 +202,9 @@ export function withoutRowData(err: unknown): Error {
 }
 
 /** Runs one statement; its failure loses the row data (see {@link withoutRowData}). */
-async function run<T>(sql: SqlRunner, text: string, values: readonly unknown[]): Promise<T[]> {
+async function run<T>(sql: SqlRunner, statement: Statement, values: readonly unknown[]): Promise<T[]> {
   try {
-    return await sql.query<T>(text, values);
+    return await sql.query<T>(statement, values);
   } catch (err) {
     throw withoutRowData(err);
   }
@@ -246,7 +212,10 @@ async function run<T>(sql: SqlRunner, text: string, values: readonly unknown[]):
 
 /** Reads and writes the member directory; see the file comment for the ordering rules. */
 export class MemberDirectory {
-  /** @param sql where reads and the intake's writes run (events are written in the caller's transaction). */
+  /**
+   * @param sql where reads and the intake's writes run (the delivery log's runner: `pgRunner` for
+   * prepared statements, `prismaRunner`); events are written in the caller's transaction.
+   */
   constructor(private readonly sql: SqlRunner) {}
 
   /** The record of `uuid` in the world, or null when the world has no such member. */

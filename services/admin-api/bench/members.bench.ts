@@ -18,7 +18,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EVENT_SAMPLES } from "@vw/contracts";
-import { MemberDirectory, createPgPool, pgSql, type MemberEvent } from "@vw/db";
+import { MemberDirectory, createPgPool, pgRunner, type MemberEvent } from "@vw/db";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 
@@ -96,7 +96,7 @@ try {
   const worldId = (await pool.query<{ id: string }>("SELECT w.id FROM worlds w JOIN organizations o ON o.id = w.organization_id WHERE o.slug = 'bench' AND w.slug = $1", [world.slug])).rows[0]!.id;
 
   // The directory, seeded through its own module in batches (as event-ingest writes it).
-  const directory = new MemberDirectory(pgSql(pool));
+  const directory = new MemberDirectory(pgRunner(pool));
   const uuids = Array.from({ length: MEMBERS }, () => randomUUID());
   const seededAt = Date.now() - 3_600_000;
   for (let i = 0; i < uuids.length; i += 500) {

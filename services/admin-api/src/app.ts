@@ -1,5 +1,5 @@
 import { Router, type Express } from "express";
-import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaSql, type PrismaClient, type SqlRunner } from "@vw/db";
+import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
 import { ApiKeyAuthenticator, createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
@@ -67,7 +67,7 @@ export interface AdminAppDeps {
   /** API_KEY_CACHE_TTL_MS: how long the Inbound API trusts a key lookup; 5 s by default. */
   apiKeyCacheTtlMs?: number;
   /**
-   * Where the Inbound API's member lookups run: main.ts gives a pg pool (`pgSql`, prepared
+   * Where the Inbound API's member lookups run: main.ts gives a pg pool (`pgRunner`, prepared
    * statements); Prisma by default.
    */
   membersSql?: SqlRunner;
@@ -121,7 +121,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     );
   }
 
-  const members = new MemberDirectory(deps.membersSql ?? prismaSql(deps.prisma));
+  const members = new MemberDirectory(deps.membersSql ?? prismaRunner(deps.prisma));
   const apiKeyAuth = new ApiKeyAuthenticator(
     new PrismaApiKeyLookup(deps.prisma),
     { realm: "inbound-api", cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000, touchEveryMs: 60_000, hash: hashApiKey, ...(deps.now ? { now: () => (deps.now as () => Date)().getTime() } : {}) },

@@ -1,13 +1,11 @@
-import { createPgPool, createPrismaClient, pgSql } from "@vw/db";
+import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
-import { fileURLToPath } from "node:url";
+import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
 
-/** Where `pnpm build` writes the dashboard (packages/dashboard/dist), from services/admin-api/dist/main.js. */
-const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL("../../../packages/dashboard/dist/", import.meta.url));
 
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
@@ -41,7 +39,7 @@ const app = createAdminApp({
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
-  membersSql: pgSql(membersPool),
+  membersSql: pgRunner(membersPool),
   publicAdminUrl: config.publicAdminUrl,
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,

@@ -1,7 +1,7 @@
 import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { MemberDirectory, pingDatabase, prismaSql, type PrismaClient } from "@vw/db";
+import { MemberDirectory, pingDatabase, prismaRunner, type PrismaClient } from "@vw/db";
 import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
@@ -50,7 +50,7 @@ export const INGEST_API_PREFIX = "/v1";
  * `/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
-  const members = new MemberDirectory(prismaSql(deps.prisma));
+  const members = new MemberDirectory(prismaRunner(deps.prisma));
   const ingest = new IngestService(deps.prisma, deps.queue, members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
