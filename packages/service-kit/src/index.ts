@@ -9,3 +9,4 @@ export * from "./logger.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
 export * from "./api-key-auth.js";
+export * from "./openapi-route.js";

@@ -1,7 +1,18 @@
 import type { Express } from "express";
+import { buildMapStorageDocument } from "@vw/contracts";
 import type { ApiKeyPrincipal } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, requestLogger, type ApiKeyAuthenticator, type Logger, type ReadinessCheck } from "@vw/service-kit";
-import { cors, filesHandler } from "./files/files.routes.js";
+import {
+  createApp,
+  errorMiddleware,
+  healthRouter,
+  notFoundHandler,
+  openApiRouter,
+  requestLogger,
+  type ApiKeyAuthenticator,
+  type Logger,
+  type ReadinessCheck,
+} from "@vw/service-kit";
+import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
 
@@ -21,8 +32,10 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   app.use(requestLogger(deps.logger));
   app.use(healthRouter(deps.readiness));
   app.use(cors);
+  app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));
-  app.use(filesHandler(deps.files, deps.auth, deps));
+  app.use(filesRouter(deps.files, deps.auth, deps));
+  app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;
 }
