@@ -32,6 +32,7 @@ export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";
+export * from "./members.schema.js";
 export * from "./ingest.schema.js";
 export * from "./problems.js";
 export * from "./service.schema.js";

@@ -1,7 +1,8 @@
 /**
  * Database access of the platform: the Prisma client factory, the generated client and model
- * types, Prisma error helpers, and the API-key hashing shared by admin-api (issues keys) and
- * map-storage (checks them). The schema and migrations live in ../prisma/.
+ * types, Prisma error helpers, the API-key hashing and lookup shared by admin-api (issues keys,
+ * checks them on the Inbound API) and map-storage (checks them), and the member directory (the
+ * one writer of the member tables). The schema and migrations live in ../prisma/.
  */
 export {
   createPrismaClient,
@@ -15,6 +16,19 @@ export {
   type PrismaClientOptions,
 } from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
+export { PrismaApiKeyLookup, type ApiKeyPrincipal } from "./api-key-lookup.js";
+export {
+  MemberDirectory,
+  MEMBER_TYPES,
+  MEMBER_UUID_MAX_LENGTH,
+  memberUuidProblem,
+  withoutRowData,
+  type ConsentAnswer,
+  type MemberEvent,
+  type MemberProfile,
+  type MemberRecord,
+  type MemberType,
+} from "./member-directory.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
 export * from "./delivery-log/index.js";
 export {

@@ -8,4 +8,5 @@ export * from "./http.js";
 export * from "./logger.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
+export * from "./api-key-auth.js";
 export * from "./openapi-route.js";

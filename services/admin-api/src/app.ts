@@ -1,6 +1,6 @@
 import { Router, type Express } from "express";
-import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
+import { ApiKeyAuthenticator, createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -16,6 +16,7 @@ import { createEndpointUrlChecker } from "./endpoint-url.js";
 import { endpointsRouter } from "./endpoints.routes.js";
 import { EndpointsService } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
+import { INBOUND_API_PREFIX, inboundMembersRouter } from "./inbound-members.routes.js";
 import { openApiRouter } from "./openapi.routes.js";
 import { OrganizationsService } from "./organizations.service.js";
 import { recoveriesRouter } from "./recoveries.routes.js";
@@ -57,12 +58,19 @@ export interface AdminAppDeps {
    * under `/dashboard/`; without it (or while it is not built) the page is a 404 saying so.
    */
   dashboardAssetsDir?: string;
-  /** Clock of dashboard session expiries; the system clock unless injected. */
+  /** Clock of dashboard session expiries and of the Inbound API's key cache; the system clock unless injected. */
   now?: () => Date;
   /** Producer handle of the `QUEUE_NAMES.recoveries` queue (recover adds its job there). */
   recoveryQueue: Queue;
   /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
   enqueueTimeoutMs?: number;
+  /** API_KEY_CACHE_TTL_MS: how long the Inbound API trusts a key lookup; 5 s by default. */
+  apiKeyCacheTtlMs?: number;
+  /**
+   * Where the Inbound API's member lookups run: main.ts gives a pg pool (`pgRunner`, prepared
+   * statements); Prisma by default.
+   */
+  membersSql?: SqlRunner;
 }
 
 /** PUBLIC_ADMIN_URL's default (the dev stack's admin-api). */
@@ -113,6 +121,13 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     );
   }
 
+  const members = new MemberDirectory(deps.membersSql ?? prismaRunner(deps.prisma));
+  const apiKeyAuth = new ApiKeyAuthenticator(
+    new PrismaApiKeyLookup(deps.prisma),
+    { realm: "inbound-api", cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000, touchEveryMs: 60_000, hash: hashApiKey, ...(deps.now ? { now: () => (deps.now as () => Date)().getTime() } : {}) },
+    deps.logger,
+  );
+
   const api = Router({ caseSensitive: true });
   api.use(adminOrSessionAuth({ adminToken: deps.adminToken, sessions: dashboardSessions, cookie, dashboardOrigin }));
   api.use(jsonBody());
@@ -140,6 +155,8 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   // Public, so mounted before (and outside) the authenticated router.
   app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
+  // The Inbound API, for customers' receivers: world API keys, not ADMIN_TOKEN.
+  app.use(INBOUND_API_PREFIX, inboundMembersRouter(apiKeyAuth, members));
   app.use("/dashboard", dashboard);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

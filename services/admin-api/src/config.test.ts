@@ -40,6 +40,7 @@ describe("loadConfig", () => {
       deliveryTimeoutMs: 15_000,
       publicAdminUrl: "http://localhost:3003",
       dashboardFrameAncestors: [],
+      apiKeyCacheTtlMs: 5_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -164,6 +165,12 @@ describe("loadConfig", () => {
     expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "*" })).toHaveLength(1);
     expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "'self'" })).toHaveLength(1);
     expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "https://a.example.com; script-src *" })).toHaveLength(3);
+  });
+
+  it("reads API_KEY_CACHE_TTL_MS from 0 (no cache) to 60000 and refuses anything else", () => {
+    expect(loadConfig({ ...valid, API_KEY_CACHE_TTL_MS: "0" }).apiKeyCacheTtlMs).toBe(0);
+    expect(loadConfig({ ...valid, API_KEY_CACHE_TTL_MS: "60000" }).apiKeyCacheTtlMs).toBe(60_000);
+    for (const bad of ["-1", "60001", "5s", "1.5"]) expect(problemsOf({ ...valid, API_KEY_CACHE_TTL_MS: bad }).join("\n")).toContain("API_KEY_CACHE_TTL_MS");
   });
 
   it("reads PUBLIC_ADMIN_URL as an http(s) URL", () => {

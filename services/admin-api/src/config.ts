@@ -60,6 +60,8 @@ export function loadConfig(env: Env) {
       dashboardFrameAncestors,
       /** Whole-attempt budget of a Test delivery (the spec's 15 s answer time by default). */
       deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 1, max: 120_000 }),
+      /** How long the Inbound API trusts an API key lookup: a revoked key stops working within this time (0: every request asks). */
+      apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
     };
   });
 }

@@ -1,4 +1,4 @@
-import { createPrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -19,6 +19,11 @@ deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis erro
 const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
 recoveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (recovery queue)"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
+// The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
+const membersPool = createPgPool(config.databaseUrl, {
+  max: 4,
+  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+});
 
 const app = createAdminApp({
   prisma,
@@ -33,6 +38,8 @@ const app = createAdminApp({
   recoveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
+  apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
+  membersSql: pgRunner(membersPool),
   publicAdminUrl: config.publicAdminUrl,
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
@@ -58,5 +65,5 @@ registerShutdown(logger, [
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
-  { name: "database", run: () => prisma.$disconnect() },
+  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), membersPool.end()])) },
 ]);

@@ -1,7 +1,7 @@
 import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { pingDatabase, type PrismaClient } from "@vw/db";
+import { MemberDirectory, pingDatabase, prismaRunner, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import { createApp, errorMiddleware, healthRouter, notFoundHandler, openApiRouter, requestLogger, type Logger } from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
@@ -13,6 +13,8 @@ import { eventsRouter } from "./events.routes.js";
 import { DEFAULT_BODY_LIMIT, jsonBody } from "./http-support.js";
 import { ingestAuth } from "./ingest-auth.js";
 import { IngestService } from "./ingest.service.js";
+import { MemberIntakeService } from "./member-intake.service.js";
+import { membersRouter } from "./members.routes.js";
 
 /** What event-ingest is built from; `main.ts` passes the live ones, tests their own. */
 export interface IngestAppDeps {
@@ -49,7 +51,8 @@ export const INGEST_API_PREFIX = "/v1";
  * authenticated `/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
-  const ingest = new IngestService(deps.prisma, deps.queue, {
+  const members = new MemberDirectory(prismaRunner(deps.prisma));
+  const ingest = new IngestService(deps.prisma, deps.queue, members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
   });
@@ -58,6 +61,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   api.use(ingestAuth(deps.ingestToken));
   api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
   api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
+  api.use(membersRouter(new MemberIntakeService(deps.prisma, members)));
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 

@@ -13,6 +13,7 @@ import {
   type FieldError,
   type ValidationResult,
 } from "@vw/contracts";
+import { memberDataProblems } from "./member-events.js";
 
 /** A type accepted at intake (the asynchronous domain events). */
 export type IntakeEventType = (typeof EVENT_TYPES)[number];
@@ -137,9 +138,8 @@ function checkEvent(item: unknown, prefix: string): ValidationResult<IntakeEvent
   // The data schema of a type only means something once the type is known and data is an object.
   if (typeOk && isObject(data)) {
     const checked = validateEventData(type as IntakeEventType, data);
-    if (!checked.ok) {
-      for (const e of checked.errors) errors.push({ pointer: `${prefix}/data${e.pointer}`, detail: e.detail });
-    }
+    const problems = checked.ok ? memberDataProblems(type as string, data) : checked.errors;
+    for (const e of problems) errors.push({ pointer: `${prefix}/data${e.pointer}`, detail: e.detail });
   }
 
   if (errors.length > 0 || !shape.ok || !slugs) return failure(errors);

@@ -15,7 +15,7 @@ export function jsonBody(limit: string | number = DEFAULT_BODY_LIMIT): RequestHa
   const requireJson: RequestHandler = (req, _res, next) => {
     // An empty body (`Content-Length: 0`, what fetch sends for a bodyless POST) is no body.
     const hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] ?? "0") !== "0";
-    if (req.method === "POST" && hasBody && !req.is(JSON_TYPES)) {
+    if ((req.method === "POST" || req.method === "PUT") && hasBody && !req.is(JSON_TYPES)) {
       throw new AppError(415, "unsupported-media-type", `Send the request body as application/json, not ${req.headers["content-type"] ?? "an untyped body"}.`, {
         headers: { "Accept-Post": "application/json" },
       });

@@ -1,8 +1,9 @@
 /**
  * Storing events and fanning them out: one transaction per request records the events
- * (deduplicated on the producer's id within the world) and one delivery row per (new event,
- * subscribed enabled endpoint) carrying the final body bytes; after the commit, one job per
- * delivery goes to the deliveries queue in a single round trip.
+ * (deduplicated on the producer's id within the world), applies the new ones that name a person
+ * to the member directory, and writes one delivery row per (new event, subscribed enabled
+ * endpoint) carrying the final body bytes; after the commit, one job per delivery goes to the
+ * deliveries queue in a single round trip.
  *
  * Why this is at least once, and heals itself: the rows commit before the jobs are added, so a
  * crash or a Redis failure in between leaves deliveries `pending` with no job, and the producer
@@ -14,12 +15,13 @@
  * between our read and our add; receivers deduplicate on deliveryId (spec: Delivery guarantees).
  */
 import type { Queue } from "bullmq";
-import { DeliveryLog, newDeliveryId, newEventRowId, prismaRunner, type IntakeEvent as LogEvent, type NewDelivery, type PrismaClient } from "@vw/db";
+import { DeliveryLog, newDeliveryId, newEventRowId, prismaRunner, type IntakeEvent as LogEvent, type MemberDirectory, type NewDelivery, type PrismaClient } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
 import { enqueueDeliveries, type DeliverJobData } from "@vw/queues";
 import { AppError } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { IntakeEvent, IntakeRequest } from "./events.schema.js";
+import { toMemberEvent } from "./member-events.js";
 
 /** What `POST /v1/events` answers. */
 export interface IngestResult {
@@ -67,6 +69,7 @@ export class IngestService {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly queue: Queue,
+    private readonly members: MemberDirectory,
     private readonly options: IngestServiceOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
@@ -96,7 +99,13 @@ export class IngestService {
     const endpointsOf = await this.subscribedEndpoints(candidates);
     const intake = await this.log.intake(
       candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
-      (fresh, createdAt) => this.planDeliveries(fresh.map((f) => byRowId.get(f.rowId) as StoredEvent), endpointsOf, createdAt),
+      async (fresh, createdAt, tx) => {
+        const stored = fresh.map((f) => byRowId.get(f.rowId) as StoredEvent);
+        // The member directory changes in the log's transaction: with the events, or not at all.
+        // Duplicates were applied when first accepted.
+        await this.members.applyEvents(stored.flatMap((f) => toMemberEvent(f.event, f.world.id) ?? []), tx);
+        return this.planDeliveries(stored, endpointsOf, createdAt);
+      },
     );
     const jobs: DeliverJobData[] = [
       ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, trigger: "initial" })),

@@ -1,5 +1,6 @@
 import type { Express } from "express";
 import { buildMapStorageDocument } from "@vw/contracts";
+import type { ApiKeyPrincipal } from "@vw/db";
 import {
   createApp,
   errorMiddleware,
@@ -7,17 +8,17 @@ import {
   notFoundHandler,
   openApiRouter,
   requestLogger,
+  type ApiKeyAuthenticator,
   type Logger,
   type ReadinessCheck,
 } from "@vw/service-kit";
-import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
 
 export interface MapStorageAppDeps {
   files: FilesService;
-  auth: ApiKeyAuthenticator;
+  auth: ApiKeyAuthenticator<ApiKeyPrincipal>;
   logger: Logger;
   readiness: ReadinessCheck[];
   maxFileBytes: number;

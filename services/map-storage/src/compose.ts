@@ -1,9 +1,7 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { hashApiKey, type PrismaClient } from "@vw/db";
-import type { Logger } from "@vw/service-kit";
+import { PrismaApiKeyLookup, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyAuthenticator, type Logger } from "@vw/service-kit";
 import type { Redis } from "ioredis";
-import { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
-import { PrismaKeyLookup } from "./auth/prisma-key-lookup.js";
 import type { MapStorageConfig } from "./config.js";
 import { createMapStorageApp } from "./app.js";
 import { FilesService } from "./files/files.service.js";
@@ -42,8 +40,8 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxPatchGroup: 100,
   });
   const auth = new ApiKeyAuthenticator(
-    new PrismaKeyLookup(clients.prisma),
-    { cacheTtlMs: config.apiKeyCacheTtlMs, touchEveryMs: 60_000, hash: hashApiKey, ...(overrides.now ? { now: overrides.now } : {}) },
+    new PrismaApiKeyLookup(clients.prisma),
+    { realm: "map-storage", cacheTtlMs: config.apiKeyCacheTtlMs, touchEveryMs: 60_000, hash: hashApiKey, ...(overrides.now ? { now: overrides.now } : {}) },
     clients.logger,
   );
   const app = createMapStorageApp({

@@ -45,6 +45,7 @@ import { ADMIN_API_BASE_PATH, ADMIN_TOKEN_SCHEME, DASHBOARD_SESSION_SCHEME } fro
 import { dashboardPaths } from "./admin-dashboard.openapi.js";
 import { adminPaths } from "./admin-paths.openapi.js";
 import { ComponentSchemas, PAGE_PARAMETERS, addProblemSchema, pageSchema, pathParameter, schemaRef, type JsonObject } from "./document-kit.js";
+import { WORLD_API_KEY_SCHEME, WORLD_API_KEY_SECURITY, inboundApiPaths, memberComponents } from "./members.openapi.js";
 import { OPERATIONS_TAG, serviceRoutes } from "./service-routes.js";
 
 export * from "./admin-common.openapi.js";
@@ -155,6 +156,8 @@ export function buildAdminApiDocument(options: AdminApiDocumentOptions = {}): Js
     paths[`${ADMIN_API_BASE_PATH}${path}`] = item;
   }
   Object.assign(paths, dashboardPaths());
+  memberComponents(components, { intake: false });
+  Object.assign(paths, inboundApiPaths());
 
   return {
     openapi: "3.1.0",
@@ -168,7 +171,12 @@ export function buildAdminApiDocument(options: AdminApiDocumentOptions = {}): Js
     },
     jsonSchemaDialect: webhooksDoc.jsonSchemaDialect,
     ...(webhooksDoc.servers ? { servers: webhooksDoc.servers } : {}),
-    tags: [OPERATIONS_TAG, ...TAGS, ...webhooksDoc.tags],
+    tags: [
+      OPERATIONS_TAG,
+      ...TAGS,
+      { name: "inbound-api", description: "For customers' receivers, with a world API key: the member record." },
+      ...webhooksDoc.tags,
+    ],
     paths,
     webhooks: webhooksDoc.webhooks,
     components: {
@@ -176,6 +184,7 @@ export function buildAdminApiDocument(options: AdminApiDocumentOptions = {}): Js
       parameters: { ...webhooksDoc.components.parameters, ...structuredClone(ADMIN_PARAMETERS) },
       responses: webhooksDoc.components.responses,
       securitySchemes: {
+        [WORLD_API_KEY_SCHEME]: WORLD_API_KEY_SECURITY,
         [ADMIN_TOKEN_SCHEME]: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <ADMIN_TOKEN>`: the platform operator, every route." },
         [DASHBOARD_SESSION_SCHEME]: {
           type: "apiKey",

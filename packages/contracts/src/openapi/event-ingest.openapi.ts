@@ -28,6 +28,7 @@ import {
   type ProblemMap,
 } from "./document-kit.js";
 import { ALWAYS_PROBLEMS, OPERATIONS_TAG, serviceRoutes } from "./service-routes.js";
+import { memberComponents, memberIntakePaths } from "./members.openapi.js";
 
 /** Security scheme of `Authorization: Bearer <INGEST_TOKEN>`. */
 export const INGEST_TOKEN_SCHEME = "ingestToken";
@@ -155,6 +156,8 @@ export function buildEventIngestDocument(options: EventIngestDocumentOptions = {
   const paths: Record<string, Record<string, JsonObject>> = { ...serviceRoutes("ingest", components) };
   ingestComponents(components);
   Object.assign(paths, ingestPaths());
+  memberComponents(components, { intake: true });
+  Object.assign(paths, memberIntakePaths(ingestOperation));
   return {
     openapi: "3.1.0",
     info: {
@@ -170,6 +173,7 @@ export function buildEventIngestDocument(options: EventIngestDocumentOptions = {
       OPERATIONS_TAG,
       { name: "intake", description: "Domain and analytics events." },
       { name: "auth-hook", description: "The synchronous member.connecting hook." },
+      { name: "members", description: "The member directory's intake (the Inbound API's member records)." },
     ],
     paths,
     components: {

@@ -4,3 +4,4 @@ export { ALWAYS_PROBLEMS } from "./service-routes.js";
 export * from "./admin-api.openapi.js";
 export * from "./event-ingest.openapi.js";
 export * from "./map-storage.openapi.js";
+export * from "./members.openapi.js";

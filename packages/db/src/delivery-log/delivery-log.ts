@@ -64,7 +64,7 @@ export class DeliveryLog {
    * the deliveries `plan` makes for the new ones, in one transaction. Concurrent intakes of the same
    * id are serialized by a transaction advisory lock per (world, producer id), taken in one order.
    */
-  async intake(events: readonly IntakeEvent[], plan: (fresh: readonly IntakeEvent[], createdAt: Date) => Promise<NewDelivery[]> | NewDelivery[]): Promise<IntakeResult> {
+  async intake(events: readonly IntakeEvent[], plan: (fresh: readonly IntakeEvent[], createdAt: Date, tx: SqlRunner) => Promise<NewDelivery[]> | NewDelivery[]): Promise<IntakeResult> {
     const createdAt = new Date();
     return this.db.transaction(async (tx) => {
       await tx.query(sql.LOCK_EVENT_KEYS, [events.map((e) => e.worldId), events.map((e) => e.producerId)]);
@@ -79,7 +79,7 @@ export class DeliveryLog {
       const ids = new Set(inserted.map((row) => row.id));
       const fresh = events.filter((e) => ids.has(e.rowId));
       const known = events.filter((e) => !ids.has(e.rowId));
-      const created = fresh.length === 0 ? [] : await plan(fresh, createdAt);
+      const created = fresh.length === 0 ? [] : await plan(fresh, createdAt, tx);
       await insertDeliveries(tx, created, false);
       const unattempted =
         known.length === 0

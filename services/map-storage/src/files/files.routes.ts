@@ -1,6 +1,6 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
-import { AppError } from "@vw/service-kit";
-import type { ApiKeyAuthenticator, KeyPrincipal } from "../auth/api-key-auth.js";
+import type { ApiKeyPrincipal } from "@vw/db";
+import { AppError, type ApiKeyAuthenticator } from "@vw/service-kit";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
@@ -28,7 +28,7 @@ export const FILE_ROUTE = /^\/[^/]*\/[^/]*\/.*$/;
  * `/<organization>/<world>/<path>`: the map storage API. Order of checks, so that a refused request
  * never touches storage: path rules (400), then the key (401/403), then the body (413/415/400/422).
  */
-export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator, options: FilesRoutesOptions): Router {
+export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKeyPrincipal>, options: FilesRoutesOptions): Router {
   const readBody = express.raw({ type: () => true, limit: options.maxFileBytes });
 
   const body = (req: Request, res: Response): Promise<Buffer> =>
@@ -39,7 +39,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator, opti
       });
     });
 
-  const authorize = async (req: Request, fp: FilePath): Promise<KeyPrincipal> => {
+  const authorize = async (req: Request, fp: FilePath): Promise<ApiKeyPrincipal> => {
     const principal = await auth.authenticate(req.headers.authorization);
     if (principal.organization !== fp.organization || principal.world !== fp.world) {
       throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${fp.organization}/${fp.world}'.`);
@@ -56,7 +56,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator, opti
     return c;
   };
 
-  const written = (res: Response, fp: FilePath, principal: KeyPrincipal, result: WriteResult, status: number) => {
+  const written = (res: Response, fp: FilePath, principal: ApiKeyPrincipal, result: WriteResult, status: number) => {
     const url = `${options.publicBaseUrl}/${fp.organization}/${fp.world}/${encodeFilePath(fp.path)}`;
     res.setHeader("ETag", result.etag);
     if (status === 201) res.setHeader("Location", url);

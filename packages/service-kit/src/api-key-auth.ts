@@ -1,24 +1,22 @@
-import { AppError } from "@vw/service-kit";
-import type { Logger } from "@vw/service-kit";
 import { LRUCache } from "lru-cache";
+import { AppError } from "./errors.js";
+import type { Logger } from "./logger.js";
 
-/** The world a valid key belongs to. */
-export interface KeyPrincipal {
-  keyId: string;
-  worldId: string;
-  organization: string;
-  world: string;
-  customDomain: string | null;
-}
-
-/** Looks a key up by the SHA-256 of its token; `null` when unknown or revoked. */
-export interface ApiKeyLookup {
-  findActiveKey(tokenHash: string): Promise<KeyPrincipal | null>;
+/**
+ * Looks a key up by the hash of its token; `null` when unknown or revoked. `P` is what a valid
+ * key stands for (for world API keys, `ApiKeyPrincipal` of @vw/db, whose `PrismaApiKeyLookup`
+ * implements this).
+ */
+export interface ApiKeyLookup<P extends { keyId: string }> {
+  findActiveKey(tokenHash: string): Promise<P | null>;
   touch(keyId: string, at: Date): Promise<void>;
 }
 
+/** Options of {@link ApiKeyAuthenticator}. */
 export interface ApiKeyAuthOptions {
-  /** How long a lookup (found or not) is trusted; a revoked key stops working within this time. */
+  /** `realm` of `WWW-Authenticate`: the service name. */
+  realm: string;
+  /** How long a lookup (found or not) is trusted; a revoked key stops working within this time. 0: not cached. */
   cacheTtlMs: number;
   /** How often last-used time is written per key. */
   touchEveryMs: number;
@@ -26,28 +24,30 @@ export interface ApiKeyAuthOptions {
   now?: () => number;
 }
 
-const REALM = 'Bearer realm="map-storage"';
 // RFC 6750 token68 characters.
 const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
 
-function unauthorized(detail: string, invalidToken: boolean): AppError {
+function unauthorized(realm: string, detail: string, invalidToken: boolean): AppError {
+  const challenge = `Bearer realm="${realm}"`;
   return new AppError(401, invalidToken ? "invalid-token" : "missing-token", detail, {
-    headers: { "WWW-Authenticate": invalidToken ? `${REALM}, error="invalid_token"` : REALM },
+    headers: { "WWW-Authenticate": invalidToken ? `${challenge}, error="invalid_token"` : challenge },
   });
 }
 
 /**
  * Checks `Authorization: Bearer <API_KEY>` against the database with a short cache (positive and
- * negative), concurrent lookups of one key sharing a query. Tokens are only held hashed.
+ * negative), concurrent lookups of one key sharing a query. Tokens are only held hashed and never
+ * logged. Shared by every service that accepts world API keys (map-storage, admin-api's Inbound
+ * API), so a key means the same everywhere.
  */
-export class ApiKeyAuthenticator {
-  private readonly cache: LRUCache<string, { principal: KeyPrincipal | null }>;
-  private readonly inflight = new Map<string, Promise<KeyPrincipal | null>>();
+export class ApiKeyAuthenticator<P extends { keyId: string }> {
+  private readonly cache: LRUCache<string, { principal: P | null }>;
+  private readonly inflight = new Map<string, Promise<P | null>>();
   private readonly touched = new LRUCache<string, number>({ max: 50_000 });
   private readonly now: () => number;
 
   constructor(
-    private readonly lookup: ApiKeyLookup,
+    private readonly lookup: ApiKeyLookup<P>,
     private readonly options: ApiKeyAuthOptions,
     private readonly logger: Logger,
   ) {
@@ -56,20 +56,21 @@ export class ApiKeyAuthenticator {
   }
 
   /** Resolves the principal of the request's key; throws 401 (with `WWW-Authenticate`) otherwise. */
-  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
+  async authenticate(authorization: string | undefined): Promise<P> {
+    const realm = this.options.realm;
     if (authorization === undefined || authorization.trim() === "") {
-      throw unauthorized("This request needs 'Authorization: Bearer <API_KEY>'.", false);
+      throw unauthorized(realm, "This request needs 'Authorization: Bearer <API_KEY>'.", false);
     }
     const m = BEARER.exec(authorization.trim());
-    if (!m || !m[1]) throw unauthorized("The Authorization header must be 'Bearer <API_KEY>'.", true);
+    if (!m || !m[1]) throw unauthorized(realm, "The Authorization header must be 'Bearer <API_KEY>'.", true);
     const tokenHash = this.options.hash(m[1]);
     const principal = await this.resolve(tokenHash);
-    if (!principal) throw unauthorized("The API key is unknown or has been revoked.", true);
+    if (!principal) throw unauthorized(realm, "The API key is unknown or has been revoked.", true);
     this.maybeTouch(principal.keyId);
     return principal;
   }
 
-  private async resolve(tokenHash: string): Promise<KeyPrincipal | null> {
+  private async resolve(tokenHash: string): Promise<P | null> {
     const hit = this.cache.get(tokenHash);
     if (hit) return hit.principal;
     let pending = this.inflight.get(tokenHash);
@@ -78,7 +79,8 @@ export class ApiKeyAuthenticator {
       this.inflight.set(tokenHash, pending);
     }
     const principal = await pending;
-    this.cache.set(tokenHash, { principal });
+    // lru-cache reads a ttl of 0 as "never expires": 0 must mean "do not cache".
+    if (this.options.cacheTtlMs > 0) this.cache.set(tokenHash, { principal });
     return principal;
   }
 
