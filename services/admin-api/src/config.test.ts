@@ -173,8 +173,14 @@ describe("loadConfig", () => {
     for (const bad of ["-1", "60001", "5s", "1.5"]) expect(problemsOf({ ...valid, API_KEY_CACHE_TTL_MS: bad }).join("\n")).toContain("API_KEY_CACHE_TTL_MS");
   });
 
-  it("reads PUBLIC_ADMIN_URL as an http(s) URL", () => {
+  it("reads PUBLIC_ADMIN_URL as an http(s) origin and refuses a path, query, fragment or credentials", () => {
     expect(loadConfig({ ...valid, PUBLIC_ADMIN_URL: "https://admin.example.com/" }).publicAdminUrl).toBe("https://admin.example.com");
+    expect(loadConfig({ ...valid, PUBLIC_ADMIN_URL: "HTTPS://Admin.Example.com:443" }).publicAdminUrl).toBe("https://admin.example.com");
     expect(problemsOf({ ...valid, PUBLIC_ADMIN_URL: "ftp://admin.example.com" })).toEqual([expect.stringContaining("PUBLIC_ADMIN_URL")]);
+    for (const bad of ["https://example.com/admin", "https://example.com/?x=1", "https://example.com/#x", "https://user:secret@example.com"]) {
+      const problems = problemsOf({ ...valid, PUBLIC_ADMIN_URL: bad });
+      expect(problems).toEqual([expect.stringContaining("PUBLIC_ADMIN_URL must be an origin")]);
+      expect(problems.join()).not.toContain("secret");
+    }
   });
 });

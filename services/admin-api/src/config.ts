@@ -22,7 +22,7 @@ export function loadConfig(env: Env) {
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
     if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
     const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
-    const publicAdminUrl = r.url("PUBLIC_ADMIN_URL", "http://localhost:3003");
+    const publicAdminUrl = readPublicAdminUrl(r);
     const dashboardFrameAncestors = readFrameAncestors(r);
     return {
       ...common,
@@ -51,9 +51,9 @@ export function loadConfig(env: Env) {
       /** Prefix of every Redis key; must be the delivery worker's, or replays land in a queue nobody reads. */
       redisKeyPrefix,
       /**
-       * Public address of admin-api (origin, optional path prefix): dashboard links are
-       * `<this>/dashboard/#code=...`, its origin is the one state-changing dashboard requests must
-       * come from, and an https one makes the session cookie Secure.
+       * Public origin of admin-api (no path): dashboard links are `<this>/dashboard/#code=...`, it
+       * is the origin state-changing dashboard requests must come from, and an https one makes the
+       * session cookie Secure.
        */
       publicAdminUrl,
       /** Origins allowed to embed the dashboard in a frame (CSP frame-ancestors); none by default. */
@@ -64,6 +64,24 @@ export function loadConfig(env: Env) {
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
     };
   });
+}
+
+/**
+ * PUBLIC_ADMIN_URL: an http(s) origin. A path is refused: the page loads its files from
+ * `/dashboard/` of that host and calls `/admin/v1` there, so admin-api must be at the root of it;
+ * credentials, a query or a fragment would end up in every link.
+ */
+function readPublicAdminUrl(r: EnvReader): string {
+  const value = r.url("PUBLIC_ADMIN_URL", "http://localhost:3003");
+  try {
+    const url = new URL(value);
+    if (url.pathname !== "/" || url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
+      r.problem(`PUBLIC_ADMIN_URL must be an origin such as https://admin.example.com (admin-api at the root of its host, no path, query, fragment or credentials), got "${redactCredentials(value)}"`);
+    }
+    return url.origin;
+  } catch {
+    return value; // r.url has already said why
+  }
 }
 
 /**

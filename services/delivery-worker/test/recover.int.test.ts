@@ -49,6 +49,25 @@ function recoverCompletion(recoveryId: string): Promise<unknown> {
   });
 }
 
+/** Resolves with the results of the replay runs of `deliveryIds` (in that order) once the deliveries worker completed them all. */
+function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
+  const worker = h.worker.workers.find((w) => w.name === QUEUE_NAMES.deliveries);
+  if (!worker) throw new Error("no deliveries worker");
+  const results = new Map<string, unknown>();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`replays completed: ${results.size} of ${deliveryIds.length}`)), 30_000);
+    const onDone = (job: Job, result: unknown) => {
+      if (job.data.trigger !== "replay" || !deliveryIds.includes(job.data.deliveryId)) return;
+      results.set(job.data.deliveryId, result);
+      if (results.size < deliveryIds.length) return;
+      clearTimeout(timer);
+      worker.off("completed", onDone);
+      resolve(deliveryIds.map((id) => results.get(id)));
+    };
+    worker.on("completed", onDone);
+  });
+}
+
 async function adminCall(method: string, path: string, body?: unknown) {
   const res = await fetch(`${admin.url}/admin/v1${path}`, {
     method,
@@ -90,12 +109,15 @@ describe("recover after a receiver outage", () => {
 
     expect(await adminCall("POST", `${path}/recover`, { since, dryRun: true })).toEqual({ status: 200, body: { count: 5 } });
 
+    const replaysDone = replayCompletions(failed);
     const started = await adminCall("POST", `${path}/recover`, { since });
     expect(started.status).toBe(202);
     expect(started.body).toMatchObject({ status: expect.stringMatching(/^(queued|running|done)$/), total: 5, since });
     const finished = recoverCompletion(started.body.id);
     const received = (await probe.waitFor(receivedBefore + 5)).slice(receivedBefore);
     await finished;
+    // The receiver has answered; the worker records each outcome just after it.
+    expect(await replaysDone).toEqual(failed.map(() => "delivered"));
 
     expect(received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...failed].sort());
     for (const r of received) {
