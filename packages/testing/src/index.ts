@@ -6,3 +6,4 @@
 export * from "./receiver.js";
 export * from "./smtp-sink.js";
 export * from "./processes.js";
+export * from "./prometheus.js";

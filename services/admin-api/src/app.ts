@@ -1,6 +1,17 @@
 import { Router, type Express } from "express";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import {
+  createApp,
+  createServiceMetrics,
+  errorMiddleware,
+  healthRouter,
+  httpMetrics,
+  metricsRouter,
+  notFoundHandler,
+  requestLogger,
+  type Logger,
+  type ServiceMetrics,
+} from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -45,6 +56,8 @@ export interface AdminAppDeps {
   deliveryTimeoutMs: number;
   /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
   enqueueTimeoutMs?: number;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** Prefix of every authenticated admin route. */
@@ -89,7 +102,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
 
+  const metrics = deps.metrics ?? createServiceMetrics("admin-api");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
@@ -99,6 +114,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     ]),
   );
   // Public, so mounted before (and outside) the authenticated router.
+  app.use(metricsRouter(metrics));
   app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
   app.use(notFoundHandler);

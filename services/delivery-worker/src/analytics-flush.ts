@@ -22,7 +22,7 @@ import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
 import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
-import type { WorkerMetrics } from "./metrics.js";
+import type { AnalyticsDropReason, WorkerMetrics } from "./metrics.js";
 
 /** Type of the batch deliveries. */
 export const ANALYTICS_BATCH_TYPE = "analytics.batch";
@@ -59,7 +59,7 @@ export interface AnalyticsFlushResult {
 }
 
 /** Why analytics events were not sent. */
-export type DropReason = keyof WorkerMetrics["analyticsDropped"];
+export type DropReason = AnalyticsDropReason;
 
 interface EndpointRow {
   id: string;
@@ -100,7 +100,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
   const byId = new Map(rows.map((row) => [row.id, row]));
   const drop = (endpointId: string, reason: DropReason, n: number): void => {
     if (n <= 0) return;
-    deps.metrics.analyticsDropped[reason] += n;
+    deps.metrics.analyticsDropped.inc({ reason }, n);
     result.dropped += n;
     deps.logger.warn({ endpointId, reason, events: n }, "analytics events dropped");
   };
@@ -142,7 +142,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       FROM unnest(${batches.map((b) => b.id)}::uuid[], ${batches.map((b) => b.endpointId)}::uuid[], ${batches.map((b) => b.worldId)}::uuid[],
                   ${batches.map((b) => b.body.toString("base64"))}::text[]) AS v(id, endpoint_id, world_id, body)
       ON CONFLICT (id) DO NOTHING`;
-    deps.metrics.analyticsBatches += stored;
+    deps.metrics.analyticsBatches.inc(stored);
     const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
     await enqueueDeliveries(deps.deliveries, jobs);
   } catch (err) {

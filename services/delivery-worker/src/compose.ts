@@ -8,7 +8,7 @@ import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PgPool, PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, openQueue } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { createServiceMetrics, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
@@ -52,28 +52,33 @@ export interface DeliveryWorkerOptions {
    * `flushAnalytics` themselves). `main.ts` always passes it.
    */
   analytics?: { flushIntervalMs: number; batchMax: number; playUrl: string };
+  /** The process's metrics registry (`main.ts` creates it); a fresh one when absent. */
+  serviceMetrics?: ServiceMetrics;
 }
 
 /** The running worker. */
 export interface DeliveryWorker {
+  /** The process registry `/metrics` serves (HTTP and Node metrics included). */
+  serviceMetrics: ServiceMetrics;
+  /** The worker's own metrics, registered on `serviceMetrics.registry`. */
   metrics: WorkerMetrics;
   queues: Record<keyof typeof QUEUE_NAMES, Queue>;
   workers: Worker[];
-  /** Job counts per queue, for `/metrics`. */
-  queueDepths(): Promise<Record<string, Record<string, number>>>;
   /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
   close(): Promise<void>;
 }
 
 /** Starts the delivery, notification and maintenance workers. */
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
-  const metrics = new WorkerMetrics();
+  const serviceMetrics = options.serviceMetrics ?? createServiceMetrics("delivery-worker");
+  const metrics = new WorkerMetrics(serviceMetrics.registry);
   const queues = {
     deliveries: openQueue(QUEUE_NAMES.deliveries, options.connection, options.keyPrefix),
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
   };
+  metrics.watchQueues(Object.values(queues));
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
@@ -124,16 +129,10 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
   return {
+    serviceMetrics,
     metrics,
     queues,
     workers,
-    async queueDepths() {
-      const depths: Record<string, Record<string, number>> = {};
-      for (const queue of Object.values(queues)) {
-        depths[queue.name] = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
-      }
-      return depths;
-    },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all(Object.values(queues).map((q) => q.close()));

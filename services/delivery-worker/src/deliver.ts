@@ -39,7 +39,7 @@ export interface DeliverDeps {
  */
 export async function deliver(data: DeliverJobData, timesDeferred: number, deps: DeliverDeps): Promise<DeliverResult> {
   if (!deps.limiter.tryAcquire(data.endpointId)) {
-    deps.metrics.deferred += 1;
+    deps.metrics.deferred.inc();
     return { kind: "defer", delayMs: deps.limiter.deferDelay(data.endpointId, timesDeferred) };
   }
   let signal: AttemptSignal = "none";
@@ -47,18 +47,18 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     const delivery = await deps.store.load(data.deliveryId);
     if (delivery === null) {
       // Its endpoint (and so the delivery) was deleted, or retention removed it: nothing to send.
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: "missing" };
     }
     if (!delivery.enabled) {
       await deps.store.markSkipped(delivery.deliveryId);
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: "skipped" };
     }
     if (delivery.status !== "pending") {
       // Skipped by a disable while it waited, or already finished by a run that crashed before
       // completing its job: either way nothing more is owed.
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: delivery.status === "skipped" ? "skipped" : "not-pending" };
     }
 
@@ -76,6 +76,11 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     const errorKind = sent.outcome.error?.kind;
     signal = sent.outcome.status !== undefined ? "answered" : errorKind === "timeout" || errorKind === "connection" ? "unresponsive" : "none";
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
+    // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.
+    if (!delivery.test && data.trigger === "initial") {
+      if (delivery.attemptCount === 0) deps.metrics.firstAttemptLag.observe(secondsBetween(delivery.createdAt, sent.startedAt));
+      if (sent.verdict === "delivered") deps.metrics.successLag.observe(secondsBetween(delivery.createdAt, sent.startedAt) + sent.outcome.durationMs / 1000);
+    }
 
     const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
     const now = (deps.now ?? (() => new Date()))();
@@ -98,7 +103,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
         error: sent.outcome.error?.message ?? null,
         consecutiveFailures: failures ?? 0,
       });
-      if (disabled) deps.metrics.endpointsDisabled += 1;
+      if (disabled) deps.metrics.endpointsDisabled.inc({ reason: sent.verdict === "gone" ? "gone" : "failures" });
       // A retry of this delivery would only find its endpoint disabled.
       if (status === "pending") return { kind: "done", outcome: "skipped" };
     }
@@ -107,4 +112,9 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
   } finally {
     deps.limiter.release(data.endpointId, signal);
   }
+}
+
+/** Seconds from `from` to `to`, never negative (clocks of ingest and worker may differ slightly). */
+function secondsBetween(from: Date, to: Date): number {
+  return Math.max(0, (to.getTime() - from.getTime()) / 1000);
 }

@@ -25,6 +25,8 @@ export interface DeliveryForAttempt {
   url: string;
   enabled: boolean;
   secretSealed: string | null;
+  /** When event-ingest stored the delivery (the event's acceptance): the start of the lag metrics. */
+  createdAt: Date;
 }
 
 /** What one attempt changes. */
@@ -91,7 +93,7 @@ class Coalescer<In, Out> {
 }
 
 const LOAD_SQL = `
-  SELECT d.id, d.endpoint_id, d.body, d.status, d.attempt_count, d.test,
+  SELECT d.id, d.endpoint_id, d.body, d.status, d.attempt_count, d.test, d.created_at,
          e.url, e.enabled, e.secret_sealed
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
   WHERE d.id = ANY($1::uuid[])`;
@@ -139,6 +141,7 @@ interface DeliveryRow {
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
+  created_at: Date;
 }
 
 interface CounterRow {
@@ -191,6 +194,7 @@ export class DeliveryStore {
         url: row.url,
         enabled: row.enabled,
         secretSealed: row.secret_sealed,
+        createdAt: row.created_at,
       };
     });
   }

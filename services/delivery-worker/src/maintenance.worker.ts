@@ -34,7 +34,7 @@ export function createMaintenanceWorker(options: {
       if (job.name !== JOB_NAMES.retention) throw new UnrecoverableError(`unknown job name ${job.name}`);
       assertPayload(JOB_NAMES.retention, validateRetentionJob, job.data);
       const deleted = await runRetention(options.prisma, { retentionDays: options.retentionDays });
-      options.metrics.retentionDeleted += deleted.deliveries;
+      options.metrics.retentionDeleted.inc(deleted.deliveries);
       if (deleted.deliveries + deleted.events > 0) options.logger.info(deleted, "retention: old delivery history deleted");
       return deleted;
     },

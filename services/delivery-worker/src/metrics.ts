@@ -1,75 +1,139 @@
 /**
- * Counters of this worker process, served in the Prometheus text format on `/metrics` with the
- * queue depths read from Redis at scrape time (the operator's view of the queues).
+ * The worker's Prometheus metrics, registered on the process registry that `/metrics` serves
+ * (service-kit `createServiceMetrics`). Counters are incremented on the hot path (one map lookup
+ * each); queue depths and the age of the oldest waiting job are read from Redis at scrape time.
+ * No label names an endpoint or a world: their number is unbounded.
  */
+import type { Queue } from "bullmq";
+import { Counter, Gauge, Histogram, METRICS_PREFIX, type Registry } from "@vw/service-kit";
 import type { AttemptVerdict } from "@vw/webhook-core";
 
-/** Upper bounds (ms) of the attempt-duration histogram. */
-const DURATION_BUCKETS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 15000, 30000];
+const VERDICTS: readonly AttemptVerdict[] = ["delivered", "retry", "gone", "rejected"];
 
-/** In-process counters; plain fields so the hot path pays one increment. */
+/** Why analytics events were never sent (buffer-full: trimmed from a full per-endpoint buffer). */
+export const ANALYTICS_DROP_REASONS = ["buffer-full", "endpoint-unavailable"] as const;
+/** One of {@link ANALYTICS_DROP_REASONS}. */
+export type AnalyticsDropReason = (typeof ANALYTICS_DROP_REASONS)[number];
+
+/** Why the worker disabled an endpoint: a 410 answer, or DISABLE_AFTER_FAILURES consecutive failures. */
+export type EndpointDisableReason = "gone" | "failures";
+
+/** Job states counted per queue in `vw_queue_jobs`. */
+const QUEUE_STATES = ["waiting", "active", "delayed", "prioritized", "failed"] as const;
+
+/** Upper bounds (seconds) of the attempt-duration histogram (DELIVERY_TIMEOUT_MS is 15 s by default). */
+const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
+/**
+ * Upper bounds (seconds) of the lag histograms: sub-second when all is well, then the retry
+ * schedule's steps (5 s, 5 min, 30 min, 2 h, ... 24 h) and beyond, for success after retries.
+ */
+const LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400, 259200];
+
+/** The metrics of one worker process. */
 export class WorkerMetrics {
-  attempts: Record<AttemptVerdict, number> = { delivered: 0, retry: 0, gone: 0, rejected: 0 };
-  deferred = 0;
-  skipped = 0;
-  endpointsDisabled = 0;
-  mailsSent = 0;
-  retentionDeleted = 0;
-  /** `analytics.batch` deliveries created by the flush. */
-  analyticsBatches = 0;
-  /** Analytics events never sent, by reason (buffer-full: trimmed from a full per-endpoint buffer). */
-  analyticsDropped: Record<"buffer-full" | "endpoint-unavailable", number> = {
-    "buffer-full": 0,
-    "endpoint-unavailable": 0,
-  };
-  private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
-  private durationSum = 0;
-  private durationCount = 0;
+  /** `vw_delivery_attempts_total{verdict}`. */
+  readonly attempts: Counter<"verdict">;
+  /** `vw_delivery_attempt_duration_seconds`: from connect to the answer (or the error). */
+  readonly attemptDuration: Histogram;
+  /** `vw_delivery_first_attempt_lag_seconds`: event accepted by event-ingest → first attempt started. */
+  readonly firstAttemptLag: Histogram;
+  /** `vw_delivery_success_lag_seconds`: event accepted → the attempt that succeeded (retries included). */
+  readonly successLag: Histogram;
+  /** `vw_delivery_deferred_total`: jobs put back because their endpoint had its share in flight. */
+  readonly deferred: Counter;
+  /** `vw_delivery_skipped_total`: deliveries not sent (endpoint disabled or deleted). */
+  readonly skipped: Counter;
+  /** `vw_endpoints_disabled_total{reason}`. */
+  readonly endpointsDisabled: Counter<"reason">;
+  /** `vw_admin_mails_sent_total`. */
+  readonly mailsSent: Counter;
+  /** `vw_retention_deleted_total`. */
+  readonly retentionDeleted: Counter;
+  /** `vw_analytics_batches_total`: `analytics.batch` deliveries created by the flush. */
+  readonly analyticsBatches: Counter;
+  /** `vw_analytics_events_dropped_total{reason}`. */
+  readonly analyticsDropped: Counter<"reason">;
 
+  constructor(readonly registry: Registry) {
+    const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+      new Counter<L>({ name: `${METRICS_PREFIX}${name}`, help, labelNames, registers });
+    const histogram = (name: string, help: string, buckets: number[]): Histogram =>
+      new Histogram({ name: `${METRICS_PREFIX}${name}`, help, buckets, registers });
+
+    this.attempts = counter("delivery_attempts_total", "Delivery attempts by verdict (delivered, retry, gone, rejected).", ["verdict"]);
+    this.attemptDuration = histogram("delivery_attempt_duration_seconds", "Duration of delivery attempts, connect to answer or error.", ATTEMPT_BUCKETS);
+    this.firstAttemptLag = histogram(
+      "delivery_first_attempt_lag_seconds",
+      "From the event's acceptance by event-ingest to the start of its delivery's first attempt (replays and tests excluded).",
+      LAG_BUCKETS,
+    );
+    this.successLag = histogram(
+      "delivery_success_lag_seconds",
+      "From the event's acceptance by event-ingest to the attempt that delivered it, retries included (replays and tests excluded).",
+      LAG_BUCKETS,
+    );
+    this.deferred = counter("delivery_deferred_total", "Jobs put back because their endpoint had its share in flight.");
+    this.skipped = counter("delivery_skipped_total", "Deliveries not sent: endpoint disabled or deleted.");
+    this.endpointsDisabled = counter("endpoints_disabled_total", "Endpoints disabled by the worker, by reason (gone: a 410 answer; failures: consecutive failures).", ["reason"]);
+    this.mailsSent = counter("admin_mails_sent_total", "Endpoint-disabled mails sent.");
+    this.retentionDeleted = counter("retention_deleted_total", "Deliveries deleted by the retention job.");
+    this.analyticsBatches = counter("analytics_batches_total", "analytics.batch deliveries created by the flush.");
+    this.analyticsDropped = counter("analytics_events_dropped_total", "Analytics events never sent, by reason.", ["reason"]);
+
+    // Every known label value exists from the start at 0, so rate() and alerts see the first increase.
+    for (const verdict of VERDICTS) this.attempts.inc({ verdict }, 0);
+    for (const reason of ["gone", "failures"] as const) this.endpointsDisabled.inc({ reason }, 0);
+    for (const reason of ANALYTICS_DROP_REASONS) this.analyticsDropped.inc({ reason }, 0);
+  }
+
+  /** Counts an attempt and its duration. */
   observeAttempt(verdict: AttemptVerdict, durationMs: number): void {
-    this.attempts[verdict] += 1;
-    this.durationSum += durationMs;
-    this.durationCount += 1;
-    for (let i = 0; i < DURATION_BUCKETS.length; i += 1) {
-      if (durationMs <= (DURATION_BUCKETS[i] as number)) this.buckets[i] = (this.buckets[i] as number) + 1;
-    }
+    this.attempts.inc({ verdict });
+    this.attemptDuration.observe(durationMs / 1000);
   }
 
-  /** The Prometheus exposition text, with queue depths given by the caller. */
-  render(queues: Record<string, Record<string, number>>, extra: Record<string, number> = {}): string {
-    const lines: string[] = [];
-    const metric = (name: string, type: string, help: string, samples: [string, number][]): void => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-    };
-    metric(
-      "vw_delivery_attempts_total",
-      "counter",
-      "Delivery attempts by verdict.",
-      Object.entries(this.attempts).map(([verdict, n]) => [`{verdict="${verdict}"}`, n]),
-    );
-    metric("vw_delivery_deferred_total", "counter", "Jobs put back because their endpoint had its share in flight.", [["", this.deferred]]);
-    metric("vw_delivery_skipped_total", "counter", "Deliveries not sent: endpoint disabled or deleted.", [["", this.skipped]]);
-    metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
-    metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
-    metric("vw_retention_deleted_total", "counter", "Deliveries deleted by the retention job.", [["", this.retentionDeleted]]);
-    metric("vw_analytics_batches_total", "counter", "analytics.batch deliveries created by the flush.", [["", this.analyticsBatches]]);
-    metric(
-      "vw_analytics_events_dropped_total",
-      "counter",
-      "Analytics events never sent, by reason.",
-      Object.entries(this.analyticsDropped).map(([reason, n]) => [`{reason="${reason}"}`, n]),
-    );
-    lines.push("# HELP vw_delivery_attempt_duration_ms Duration of delivery attempts.", "# TYPE vw_delivery_attempt_duration_ms histogram");
-    DURATION_BUCKETS.forEach((bound, i) => lines.push(`vw_delivery_attempt_duration_ms_bucket{le="${bound}"} ${this.buckets[i]}`));
-    lines.push(`vw_delivery_attempt_duration_ms_bucket{le="+Inf"} ${this.durationCount}`);
-    lines.push(`vw_delivery_attempt_duration_ms_sum ${this.durationSum}`, `vw_delivery_attempt_duration_ms_count ${this.durationCount}`);
-    const depth: [string, number][] = [];
-    for (const [queue, counts] of Object.entries(queues)) {
-      for (const [state, n] of Object.entries(counts)) depth.push([`{queue="${queue}",state="${state}"}`, n]);
-    }
-    metric("vw_queue_jobs", "gauge", "Jobs per queue and state.", depth);
-    for (const [name, value] of Object.entries(extra)) metric(name, "gauge", name.replace(/_/g, " "), [["", value]]);
-    return `${lines.join("\n")}\n`;
+  /**
+   * Serves the depth of each queue per state (`vw_queue_jobs{queue,state}`) and the age of its
+   * oldest waiting job (`vw_queue_oldest_waiting_seconds{queue}`), read from Redis at scrape
+   * time. Every replica reports the same figures: aggregate them with max(), not sum().
+   */
+  watchQueues(queues: readonly Queue[], now: () => number = Date.now): void {
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_jobs`,
+      help: "Jobs per queue and state, read from Redis at scrape time.",
+      labelNames: ["queue", "state"] as const,
+      registers: [this.registry],
+      async collect() {
+        const counts = await Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES)));
+        this.reset();
+        queues.forEach((q, i) => {
+          for (const state of QUEUE_STATES) this.set({ queue: q.name, state }, counts[i]?.[state] ?? 0);
+        });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_oldest_waiting_seconds`,
+      help: "Age of the oldest job ready to run but not yet taken (0 when none waits), per queue.",
+      labelNames: ["queue"] as const,
+      registers: [this.registry],
+      async collect() {
+        const ages = await Promise.all(queues.map((q) => oldestWaitingAgeSeconds(q, now())));
+        this.reset();
+        queues.forEach((q, i) => this.set({ queue: q.name }, ages[i] ?? 0));
+      },
+    });
   }
+}
+
+/**
+ * Seconds since the oldest job of the wait list became ready: the list is pushed on the left and
+ * taken from the right, so its last element has waited longest. A job that came back from the
+ * delayed set (a retry, a deferral) became ready at its last run plus its delay, not when created.
+ */
+async function oldestWaitingAgeSeconds(queue: Queue, nowMs: number): Promise<number> {
+  const [job] = await queue.getJobs(["wait"], -1, -1);
+  if (!job) return 0;
+  const readyAt = (job.processedOn ?? job.timestamp) + (job.delay ?? 0);
+  return Math.max(0, (nowMs - readyAt) / 1000);
 }

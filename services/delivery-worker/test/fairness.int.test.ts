@@ -4,7 +4,7 @@
  * hang, and the dead endpoint never has more than its share in flight.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const TIMEOUT_MS = 3000;
@@ -42,5 +42,5 @@ it("keeps a healthy endpoint flowing while another one hangs on every request", 
   const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: healthyIds } } });
   const firstHang = Math.min(...dead.received.map((r) => r.at));
   expect(Math.max(...attempts.map((a) => a.startedAt.getTime() + a.durationMs))).toBeLessThan(firstHang + TIMEOUT_MS);
-  expect(h.worker.metrics.deferred).toBeGreaterThan(0);
+  expect(await metricValue(h.worker.metrics.deferred)).toBeGreaterThan(0);
 });

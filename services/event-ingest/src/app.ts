@@ -2,7 +2,18 @@ import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import {
+  createApp,
+  createServiceMetrics,
+  errorMiddleware,
+  healthRouter,
+  httpMetrics,
+  metricsRouter,
+  notFoundHandler,
+  requestLogger,
+  type Logger,
+  type ServiceMetrics,
+} from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
@@ -38,6 +49,8 @@ export interface IngestAppDeps {
    * (main.ts always gives it, so it can also drain its history writes at shutdown).
    */
   authHook?: AuthHookService;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** Prefix of every authenticated route. */
@@ -60,7 +73,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
+  const metrics = deps.metrics ?? createServiceMetrics("event-ingest");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
@@ -68,6 +83,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
       { name: "redis", check: () => deps.redis.ping() },
     ]),
   );
+  app.use(metricsRouter(metrics));
   app.use(INGEST_API_PREFIX, api);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

@@ -1,5 +1,16 @@
 import type { Express } from "express";
-import { createApp, errorMiddleware, healthRouter, requestLogger, type Logger, type ReadinessCheck } from "@vw/service-kit";
+import {
+  createApp,
+  createServiceMetrics,
+  errorMiddleware,
+  healthRouter,
+  httpMetrics,
+  metricsRouter,
+  requestLogger,
+  type Logger,
+  type ReadinessCheck,
+  type ServiceMetrics,
+} from "@vw/service-kit";
 import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
 import { cors, filesHandler } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
@@ -13,13 +24,19 @@ export interface MapStorageAppDeps {
   maxFileBytes: number;
   publicBaseUrl: string;
   playUrl: string;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
+  const metrics = deps.metrics ?? createServiceMetrics("map-storage");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(healthRouter(deps.readiness));
+  // Before the files handler, which would read `/metrics` as a file path (and refuse it).
+  app.use(metricsRouter(metrics));
   app.use(cors);
   app.use(schemasRouter(deps.publicBaseUrl));
   app.use(filesHandler(deps.files, deps.auth, deps));

@@ -1,5 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from "express";
-import { AppError, sendProblem } from "@vw/service-kit";
+import { AppError, sendProblem, setRouteTemplate } from "@vw/service-kit";
 import type { ApiKeyAuthenticator, KeyPrincipal } from "../auth/api-key-auth.js";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
@@ -14,6 +14,8 @@ export interface FilesRoutesOptions {
 
 const JSON_PATCH = "application/json-patch+json";
 const ALLOWED = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS";
+/** Route label of the files API in the HTTP metrics. */
+export const FILES_ROUTE_TEMPLATE = "/:organization/:world/*path";
 
 /**
  * `/<organization>/<world>/<path>`: the map storage API. Order of checks, so that a refused request
@@ -58,6 +60,8 @@ export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, opt
 
   return async (req, res) => {
     const fp = parseFilePath(req.originalUrl);
+    // One label for every file of every world (a refused path stays `unmatched`).
+    setRouteTemplate(res, FILES_ROUTE_TEMPLATE);
     switch (req.method) {
       case "GET":
       case "HEAD": {
