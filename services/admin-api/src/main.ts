@@ -31,7 +31,7 @@ const app = createAdminApp({
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
 });
-const server = await listen(app, config.port);
+const server = await listen(app, config.port, config.host);
 logger.info(
   {
     port: config.port,

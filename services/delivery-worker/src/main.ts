@@ -48,7 +48,7 @@ const worker = await startDeliveryWorker({
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
-const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port);
+const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, config.host);
 logger.info(
   {
     port: config.port,

@@ -17,7 +17,7 @@ redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 const s3 = createS3Client(config.s3);
 
 const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
-const server = await listen(app, config.port);
+const server = await listen(app, config.port, config.host);
 logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl }, "map-storage listening");
 
 registerShutdown(logger, [
