@@ -7,12 +7,11 @@ import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "@jest/globals";
-import { freePort } from "@vw/testing";
+import { freePort, testKeyPrefix } from "@vw/testing";
 import { Redis } from "ioredis";
-import { rand } from "./harness.js";
 
 const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-const prefix = `test:ms-logs:${rand()}:`;
+const prefix = `${testKeyPrefix("ms-logs-")}:`;
 
 afterAll(async () => {
   const redis = new Redis(process.env.REDIS_URL!);
