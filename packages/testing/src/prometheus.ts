@@ -63,9 +63,11 @@ function parseSample(line: string, where: string): PromSample {
     labels[lm[1]!] = lm[2]!.replace(/\\n/g, "\n").replace(/\\(["\\])/g, "$1");
     rest = rest.slice(lm[0].length);
   }
+  // Prometheus reads values with Go's ParseFloat: NaN and Inf in any case (prom-client writes "Nan").
   const raw = m[4]!;
-  const value = raw === "+Inf" ? Infinity : raw === "-Inf" ? -Infinity : raw === "NaN" ? NaN : Number(raw);
-  if (Number.isNaN(value) && raw !== "NaN") throw new Error(`${where}: bad value`);
+  const special = /^([+-]?)(inf|infinity|nan)$/i.exec(raw);
+  const value = special ? (special[2]!.toLowerCase() === "nan" ? NaN : special[1] === "-" ? -Infinity : Infinity) : Number(raw);
+  if (Number.isNaN(value) && !special) throw new Error(`${where}: bad value`);
   return { name: m[1]!, labels, value };
 }
 
