@@ -25,6 +25,8 @@ export interface DeliveryForAttempt {
   url: string;
   enabled: boolean;
   secretSealed: string | null;
+  /** The endpoint's throttle (deliveries started per second), null for none. */
+  rateLimitPerSecond: number | null;
   /** When event-ingest stored the delivery (the event's acceptance): the start of the lag metrics. */
   createdAt: Date;
 }
@@ -94,7 +96,7 @@ class Coalescer<In, Out> {
 
 const LOAD_SQL = `
   SELECT d.id, d.endpoint_id, d.body, d.status, d.attempt_count, d.test, d.created_at,
-         e.url, e.enabled, e.secret_sealed
+         e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
   WHERE d.id = ANY($1::uuid[])`;
 
@@ -141,6 +143,7 @@ interface DeliveryRow {
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
+  rate_limit_per_second: number | null;
   created_at: Date;
 }
 
@@ -194,6 +197,7 @@ export class DeliveryStore {
         url: row.url,
         enabled: row.enabled,
         secretSealed: row.secret_sealed,
+        rateLimitPerSecond: row.rate_limit_per_second,
         createdAt: row.created_at,
       };
     });

@@ -5,6 +5,7 @@
  * No label names an endpoint or a world: their number is unbounded.
  */
 import type { Queue } from "bullmq";
+import type { BacklogStats } from "@vw/queues";
 import { Counter, Gauge, Histogram, METRICS_PREFIX, type Registry } from "@vw/service-kit";
 import type { AttemptVerdict } from "@vw/webhook-core";
 
@@ -39,8 +40,8 @@ export class WorkerMetrics {
   readonly firstAttemptLag: Histogram;
   /** `vw_delivery_success_lag_seconds`: event accepted → the attempt that succeeded (retries included). */
   readonly successLag: Histogram;
-  /** `vw_delivery_deferred_total`: jobs put back because their endpoint had its share in flight. */
-  readonly deferred: Counter;
+  /** `vw_delivery_parked_total`: jobs that found their endpoint's window full and were parked (nothing sent). */
+  readonly parked: Counter;
   /** `vw_delivery_skipped_total`: deliveries not sent (endpoint disabled or deleted). */
   readonly skipped: Counter;
   /** `vw_endpoints_disabled_total{reason}`. */
@@ -73,7 +74,7 @@ export class WorkerMetrics {
       "From the event's acceptance by event-ingest to the attempt that delivered it, retries included (replays and tests excluded).",
       LAG_BUCKETS,
     );
-    this.deferred = counter("delivery_deferred_total", "Jobs put back because their endpoint had its share in flight.");
+    this.parked = counter("delivery_parked_total", "Jobs parked because their endpoint had every slot of its window taken.");
     this.skipped = counter("delivery_skipped_total", "Deliveries not sent: endpoint disabled or deleted.");
     this.endpointsDisabled = counter("endpoints_disabled_total", "Endpoints disabled by the worker, by reason (gone: a 410 answer; failures: consecutive failures).", ["reason"]);
     this.mailsSent = counter("admin_mails_sent_total", "Endpoint-disabled mails sent.");
@@ -94,21 +95,37 @@ export class WorkerMetrics {
   }
 
   /**
-   * Serves the depth of each queue per state (`vw_queue_jobs{queue,state}`) and the age of its
-   * oldest waiting job (`vw_queue_oldest_waiting_seconds{queue}`), read from Redis at scrape
-   * time. Every replica reports the same figures: aggregate them with max(), not sum().
+   * Serves, read from Redis at scrape time: the depth of each queue per state
+   * (`vw_queue_jobs{queue,state}`; the deliveries queue's parked jobs under `parked`, so that
+   * `delayed` means retries), the age of each queue's oldest waiting job
+   * (`vw_queue_oldest_waiting_seconds{queue}`), and the scheduler's backlog: endpoints with parked
+   * deliveries and the oldest parked delivery's age. Every replica reports the same figures:
+   * aggregate them with max(), not sum().
    */
-  watchQueues(queues: readonly Queue[], now: () => number = Date.now): void {
+  watchQueues(queues: readonly Queue[], backlog: { queue: Queue; stats: () => Promise<BacklogStats> }, now: () => number = Date.now): void {
+    const registers = [this.registry];
+    // One read of the backlog per scrape, shared by the gauges that need it.
+    let pending: Promise<BacklogStats> | null = null;
+    const stats = (): Promise<BacklogStats> => {
+      pending ??= backlog.stats().finally(() => setImmediate(() => (pending = null)));
+      return pending;
+    };
     new Gauge({
       name: `${METRICS_PREFIX}queue_jobs`,
-      help: "Jobs per queue and state, read from Redis at scrape time.",
+      help: "Jobs per queue and state, read from Redis at scrape time (parked: deliveries waiting for a slot of their endpoint).",
       labelNames: ["queue", "state"] as const,
-      registers: [this.registry],
+      registers,
       async collect() {
-        const counts = await Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES)));
+        const [counts, { parkedJobs }] = await Promise.all([Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES))), stats()]);
         this.reset();
         queues.forEach((q, i) => {
-          for (const state of QUEUE_STATES) this.set({ queue: q.name, state }, counts[i]?.[state] ?? 0);
+          const parked = q === backlog.queue ? parkedJobs : 0;
+          for (const state of QUEUE_STATES) {
+            const n = counts[i]?.[state] ?? 0;
+            // Parked jobs sit in the delayed set; report them apart.
+            this.set({ queue: q.name, state }, state === "delayed" ? Math.max(0, n - parked) : n);
+          }
+          if (q === backlog.queue) this.set({ queue: q.name, state: "parked" }, parked);
         });
       },
     });
@@ -116,11 +133,27 @@ export class WorkerMetrics {
       name: `${METRICS_PREFIX}queue_oldest_waiting_seconds`,
       help: "Age of the oldest job ready to run but not yet taken (0 when none waits), per queue.",
       labelNames: ["queue"] as const,
-      registers: [this.registry],
+      registers,
       async collect() {
         const ages = await Promise.all(queues.map((q) => oldestWaitingAgeSeconds(q, now())));
         this.reset();
         queues.forEach((q, i) => this.set({ queue: q.name }, ages[i] ?? 0));
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}delivery_backlog_endpoints`,
+      help: "Endpoints with deliveries parked waiting for a slot.",
+      registers,
+      async collect() {
+        this.set((await stats()).backloggedEndpoints);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}delivery_backlog_oldest_age_seconds`,
+      help: "Age of the oldest delivery parked waiting for a slot of its endpoint (0 without a backlog).",
+      registers,
+      async collect() {
+        this.set((await stats()).oldestParkedAgeSeconds);
       },
     });
   }
