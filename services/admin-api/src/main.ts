@@ -20,6 +20,8 @@ const redis = createRedisConnection(config.redisUrl, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
 // The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
 deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
+const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
+recoveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (recovery queue)"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 
 const app = createAdminApp({
@@ -32,6 +34,7 @@ const app = createAdminApp({
   secretBox: createSecretBox(config.secretsEncryptionKey),
   endpointUrlPolicy: config.endpointUrlPolicy,
   deliveryQueue,
+  recoveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   publicAdminUrl: config.publicAdminUrl,
@@ -55,6 +58,7 @@ logger.info(
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
   { name: "delivery queue", run: () => deliveryQueue.close() },
+  { name: "recovery queue", run: () => recoveryQueue.close() },
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },

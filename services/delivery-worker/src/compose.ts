@@ -6,7 +6,7 @@
  */
 import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PgPool, PrismaClient } from "@vw/db";
+import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { createServiceMetrics, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -20,6 +20,7 @@ import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
 import { createNotificationsWorker } from "./notifications.worker.js";
+import { createRecoveriesWorker } from "./recoveries.worker.js";
 
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
@@ -42,6 +43,8 @@ export interface DeliveryWorkerOptions {
   /** SCHEDULER_SWEEP_MS: how often this process takes back expired slots and hands them to parked jobs. */
   sweepIntervalMs: number;
   retentionDays: number;
+  /** PARTITIONS_AHEAD_DAYS: days of delivery-log partitions kept ready (also ensured at start-up). */
+  partitionsAheadDays: number;
   retentionIntervalMs: number;
   /** JOB_LOCK_MS: how soon the jobs of a dead worker are taken over. */
   jobLockMs: number;
@@ -78,7 +81,7 @@ export interface DeliveryWorker {
   close(): Promise<void>;
 }
 
-/** Starts the delivery, notification and maintenance workers. */
+/** Starts the delivery, notification, maintenance and recovery workers (and the analytics one when scheduled). */
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
   const serviceMetrics = options.serviceMetrics ?? createServiceMetrics("delivery-worker");
   const metrics = new WorkerMetrics(serviceMetrics.registry);
@@ -87,6 +90,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
+    recoveries: openQueue(QUEUE_NAMES.recoveries, options.connection, options.keyPrefix),
   };
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const scheduler = await EndpointScheduler.forQueue(queues.deliveries, {
@@ -111,6 +115,11 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     now: options.now,
   };
   const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
+  // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
+  // a failure is logged and left to that run (there are days of margin, and deliveries go on).
+  await new LogPartitions(options.pool).ensureAhead(options.partitionsAheadDays).catch((err: unknown) => {
+    options.logger.error({ err }, "delivery log: partitions ahead not ensured at start-up (the retention job retries)");
+  });
   await scheduleRetention(queues.maintenance, options.retentionIntervalMs);
   const workers = [
     createDeliveriesWorker({
@@ -125,10 +134,16 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     createMaintenanceWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
-      prisma: options.prisma,
+      pool: options.pool,
       retentionDays: options.retentionDays,
+      partitionsAheadDays: options.partitionsAheadDays,
       metrics,
       logger: options.logger,
+    }),
+    createRecoveriesWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      deps: { prisma: options.prisma, deliveries: queues.deliveries, logger: options.logger },
     }),
   ];
   if (options.analytics) {

@@ -48,8 +48,16 @@ export class WorkerMetrics {
   readonly endpointsDisabled: Counter<"reason">;
   /** `vw_admin_mails_sent_total`. */
   readonly mailsSent: Counter;
-  /** `vw_retention_deleted_total`. */
-  readonly retentionDeleted: Counter;
+  /** `vw_log_partitions_created_total`: daily delivery-log partitions created ahead by the retention job. */
+  readonly partitionsCreated: Counter;
+  /** `vw_log_partitions_dropped_total`: expired delivery-log partitions detached and dropped. */
+  readonly partitionsDropped: Counter;
+  /** `vw_retention_failures_total`: retention runs that failed (deliveries are not affected). */
+  readonly retentionFailures: Counter;
+  /** `vw_retention_last_run_seconds`: duration of the last retention run. */
+  readonly retentionLastRun: Gauge;
+  /** `vw_retention_last_partition_drop_seconds`: longest detach + drop of one partition in the last run. */
+  readonly retentionLastPartitionDrop: Gauge;
   /** `vw_analytics_batches_total`: `analytics.batch` deliveries created by the flush. */
   readonly analyticsBatches: Counter;
   /** `vw_analytics_events_dropped_total{reason}`. */
@@ -78,7 +86,15 @@ export class WorkerMetrics {
     this.skipped = counter("delivery_skipped_total", "Deliveries not sent: endpoint disabled or deleted.");
     this.endpointsDisabled = counter("endpoints_disabled_total", "Endpoints disabled by the worker, by reason (gone: a 410 answer; failures: consecutive failures).", ["reason"]);
     this.mailsSent = counter("admin_mails_sent_total", "Endpoint-disabled mails sent.");
-    this.retentionDeleted = counter("retention_deleted_total", "Deliveries deleted by the retention job.");
+    this.partitionsCreated = counter("log_partitions_created_total", "Daily delivery-log partitions created ahead by the retention job.");
+    this.partitionsDropped = counter("log_partitions_dropped_total", "Expired delivery-log partitions detached and dropped.");
+    this.retentionFailures = counter("retention_failures_total", "Retention runs that failed (deliveries are not affected).");
+    this.retentionLastRun = new Gauge({ name: `${METRICS_PREFIX}retention_last_run_seconds`, help: "Duration of the last retention run.", registers });
+    this.retentionLastPartitionDrop = new Gauge({
+      name: `${METRICS_PREFIX}retention_last_partition_drop_seconds`,
+      help: "Longest detach and drop of one partition in the last retention run (0 when none was dropped).",
+      registers,
+    });
     this.analyticsBatches = counter("analytics_batches_total", "analytics.batch deliveries created by the flush.");
     this.analyticsDropped = counter("analytics_events_dropped_total", "Analytics events never sent, by reason.", ["reason"]);
 
@@ -86,6 +102,14 @@ export class WorkerMetrics {
     for (const verdict of VERDICTS) this.attempts.inc({ verdict }, 0);
     for (const reason of ["gone", "failures"] as const) this.endpointsDisabled.inc({ reason }, 0);
     for (const reason of ANALYTICS_DROP_REASONS) this.analyticsDropped.inc({ reason }, 0);
+  }
+
+  /** Records one retention run (retention.ts): partitions created and dropped, and how long it took. */
+  observeRetention(run: { partitionsCreated: number; dropped: readonly { detachMs: number; dropMs: number }[]; durationMs: number }): void {
+    this.partitionsCreated.inc(run.partitionsCreated);
+    this.partitionsDropped.inc(run.dropped.length);
+    this.retentionLastRun.set(run.durationMs / 1000);
+    this.retentionLastPartitionDrop.set(run.dropped.reduce((max, d) => Math.max(max, d.detachMs + d.dropMs), 0) / 1000);
   }
 
   /** Counts an attempt and its duration. */

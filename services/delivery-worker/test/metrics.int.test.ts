@@ -62,7 +62,7 @@ describe("GET /metrics on the delivery worker", () => {
     expect(delta(after, before, "vw_delivery_first_attempt_lag_seconds_count")).toBe(1);
     expect(delta(after, before, "vw_delivery_success_lag_seconds_count")).toBe(1);
     // Lag is measured from the delivery's creation: positive, and within this test's span.
-    const row = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+    const row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     const lag = delta(after, before, "vw_delivery_success_lag_seconds_sum");
     expect(lag).toBeGreaterThan(0);
     expect(lag).toBeLessThanOrEqual((Date.now() - row.createdAt.getTime()) / 1000);
