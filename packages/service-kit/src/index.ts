@@ -10,3 +10,4 @@ export * from "./metrics.js";
 export * from "./process-warnings.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
+export * from "./openapi-route.js";

@@ -2,6 +2,7 @@ import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
+import { buildEventIngestDocument } from "@vw/contracts";
 import {
   createApp,
   createServiceMetrics,
@@ -10,6 +11,7 @@ import {
   httpMetrics,
   metricsRouter,
   notFoundHandler,
+  openApiRouter,
   requestLogger,
   type Logger,
   type ServiceMetrics,
@@ -57,8 +59,8 @@ export interface IngestAppDeps {
 export const INGEST_API_PREFIX = "/v1";
 
 /**
- * The event-ingest HTTP app: `/healthz`, `/readyz` (database and Redis) and the authenticated
- * `/v1` routes; every error is an RFC 9457 problem document.
+ * The event-ingest HTTP app: `/healthz`, `/readyz` (database and Redis), `/openapi.json` and the
+ * authenticated `/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
   const ingest = new IngestService(deps.prisma, deps.queue, {
@@ -83,7 +85,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
       { name: "redis", check: () => deps.redis.ping() },
     ]),
   );
+  // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));
+  app.use(openApiRouter(buildEventIngestDocument()));
   app.use(INGEST_API_PREFIX, api);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

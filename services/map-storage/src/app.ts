@@ -1,4 +1,5 @@
 import type { Express } from "express";
+import { buildMapStorageDocument } from "@vw/contracts";
 import {
   createApp,
   createServiceMetrics,
@@ -6,13 +7,15 @@ import {
   healthRouter,
   httpMetrics,
   metricsRouter,
+  notFoundHandler,
+  openApiRouter,
   requestLogger,
   type Logger,
   type ReadinessCheck,
   type ServiceMetrics,
 } from "@vw/service-kit";
 import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
-import { cors, filesHandler } from "./files/files.routes.js";
+import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
 
@@ -38,8 +41,10 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).
   app.use(metricsRouter(metrics));
   app.use(cors);
+  app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));
-  app.use(filesHandler(deps.files, deps.auth, deps));
+  app.use(filesRouter(deps.files, deps.auth, deps));
+  app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;
 }
