@@ -8,6 +8,7 @@
 export * from "./receiver.js";
 export * from "./smtp-sink.js";
 export * from "./processes.js";
+export * from "./prometheus.js";
 export * from "./redis-keys.js";
 export * from "./registered-routes.js";
 export * from "./openapi-conformance.js";

@@ -1,6 +1,18 @@
 import { Router, type Express } from "express";
 import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
-import { ApiKeyAuthenticator, createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import {
+  ApiKeyAuthenticator,
+  createApp,
+  createServiceMetrics,
+  errorMiddleware,
+  healthRouter,
+  httpMetrics,
+  metricsRouter,
+  notFoundHandler,
+  requestLogger,
+  type Logger,
+  type ServiceMetrics,
+} from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -71,6 +83,8 @@ export interface AdminAppDeps {
    * statements); Prisma by default.
    */
   membersSql?: SqlRunner;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** PUBLIC_ADMIN_URL's default (the dev stack's admin-api). */
@@ -143,7 +157,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   dashboard.use("/api/session", dashboardSessionApiRouter({ sessions: dashboardSessions, cookie, dashboardOrigin, now }));
   dashboard.use(dashboardPageRouter(deps.dashboardAssetsDir));
 
+  const metrics = deps.metrics ?? createServiceMetrics("admin-api");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
@@ -153,6 +169,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     ]),
   );
   // Public, so mounted before (and outside) the authenticated router.
+  app.use(metricsRouter(metrics));
   app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
   // The Inbound API, for customers' receivers: world API keys, not ADMIN_TOKEN.

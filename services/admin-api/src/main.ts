@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
@@ -10,6 +10,8 @@ import { loadConfig } from "./config.js";
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
 const logger = createLogger("admin-api", config.logLevel);
+// Before any client is built: Node's plain-text warnings would break the JSON log stream.
+logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redisUrl, "producer");

@@ -21,7 +21,7 @@ import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
 import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
-import type { WorkerMetrics } from "./metrics.js";
+import type { AnalyticsDropReason, WorkerMetrics } from "./metrics.js";
 
 /** Type of the batch deliveries. */
 export const ANALYTICS_BATCH_TYPE = "analytics.batch";
@@ -58,7 +58,7 @@ export interface AnalyticsFlushResult {
 }
 
 /** Why analytics events were not sent. */
-export type DropReason = keyof WorkerMetrics["analyticsDropped"];
+export type DropReason = AnalyticsDropReason;
 
 interface EndpointRow {
   id: string;
@@ -99,7 +99,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
   const byId = new Map(rows.map((row) => [row.id, row]));
   const drop = (endpointId: string, reason: DropReason, n: number): void => {
     if (n <= 0) return;
-    deps.metrics.analyticsDropped[reason] += n;
+    deps.metrics.analyticsDropped.inc({ reason }, n);
     result.dropped += n;
     deps.logger.warn({ endpointId, reason, events: n }, "analytics events dropped");
   };
@@ -139,7 +139,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       batches.map((b) => ({ id: b.id, endpointId: b.endpointId, worldId: b.worldId, type: ANALYTICS_BATCH_TYPE, body: b.body })),
       { ignoreExisting: true },
     );
-    deps.metrics.analyticsBatches += stored;
+    deps.metrics.analyticsBatches.inc(stored);
     const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
     await enqueueDeliveries(deps.deliveries, jobs);
   } catch (err) {

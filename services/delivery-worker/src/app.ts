@@ -2,26 +2,20 @@
 import type { Express } from "express";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, type Logger } from "@vw/service-kit";
+import { createApp, errorMiddleware, healthRouter, httpMetrics, metricsRouter, notFoundHandler, type Logger } from "@vw/service-kit";
 import type { DeliveryWorker } from "./compose.js";
 
 /** Builds the health and metrics app. */
 export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; worker: DeliveryWorker; logger: Logger }): Express {
   const app = createApp();
+  app.use(httpMetrics(deps.worker.serviceMetrics));
   app.use(
     healthRouter([
       { name: "database", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
     ]),
   );
-  app.get("/metrics", async (_req, res, next) => {
-    try {
-      const [depths, backlog] = await Promise.all([deps.worker.queueDepths(), deps.worker.backlog()]);
-      res.type("text/plain; version=0.0.4").send(deps.worker.metrics.render(depths, backlog));
-    } catch (err) {
-      next(err);
-    }
-  });
+  app.use(metricsRouter(deps.worker.serviceMetrics));
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;

@@ -8,7 +8,7 @@ import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { createServiceMetrics, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
@@ -58,6 +58,8 @@ export interface DeliveryWorkerOptions {
    * `flushAnalytics` themselves). `main.ts` always passes it.
    */
   analytics?: { flushIntervalMs: number; batchMax: number; playUrl: string };
+  /** The process's metrics registry (`main.ts` creates it); a fresh one when absent. */
+  serviceMetrics?: ServiceMetrics;
 }
 
 /** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
@@ -65,14 +67,15 @@ const LEASE_MARGIN_MS = 5000;
 
 /** The running worker. */
 export interface DeliveryWorker {
+  /** The process registry `/metrics` serves (HTTP and Node metrics included). */
+  serviceMetrics: ServiceMetrics;
+  /** The worker's own metrics, registered on `serviceMetrics.registry`. */
   metrics: WorkerMetrics;
   queues: Record<keyof typeof QUEUE_NAMES, Queue>;
   workers: Worker[];
-  /** Job counts per queue, for `/metrics`; the deliveries queue's parked jobs under state `parked`. */
-  queueDepths(): Promise<Record<string, Record<string, number>>>;
   /** The deliveries scheduler (per-endpoint windows, parked jobs, throttle). */
   scheduler: EndpointScheduler;
-  /** Backlog figures for `/metrics`. */
+  /** Backlog figures (also served on `/metrics`). */
   backlog(): Promise<BacklogStats>;
   /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
   close(): Promise<void>;
@@ -80,7 +83,8 @@ export interface DeliveryWorker {
 
 /** Starts the delivery, notification, maintenance and recovery workers (and the analytics one when scheduled). */
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
-  const metrics = new WorkerMetrics();
+  const serviceMetrics = options.serviceMetrics ?? createServiceMetrics("delivery-worker");
+  const metrics = new WorkerMetrics(serviceMetrics.registry);
   const queues = {
     deliveries: openQueue(QUEUE_NAMES.deliveries, options.connection, options.keyPrefix),
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
@@ -95,6 +99,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     leaseTtlMs: options.deliveryTimeoutMs + LEASE_MARGIN_MS,
     parkTimeoutMs: options.parkTimeoutMs,
   });
+  metrics.watchQueues(Object.values(queues), { queue: queues.deliveries, stats: () => scheduler.stats() });
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
     scheduler,
@@ -167,23 +172,12 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   }, options.sweepIntervalMs);
   sweeper.unref();
   return {
+    serviceMetrics,
     metrics,
     queues,
     workers,
     scheduler,
     backlog: () => scheduler.stats(),
-    async queueDepths() {
-      const depths: Record<string, Record<string, number>> = {};
-      for (const queue of Object.values(queues)) {
-        depths[queue.name] = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
-      }
-      // Parked jobs sit in the delayed set; report them apart so `delayed` means retries.
-      const { parkedJobs } = await scheduler.stats();
-      const deliveries = depths[queues.deliveries.name] as Record<string, number>;
-      deliveries.parked = parkedJobs;
-      deliveries.delayed = Math.max(0, (deliveries.delayed ?? 0) - parkedJobs);
-      return depths;
-    },
     async close() {
       clearInterval(sweeper);
       await Promise.all(workers.map((w) => w.close()));

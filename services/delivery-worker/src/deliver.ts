@@ -58,7 +58,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
   });
   if (!slot.granted) {
     await loading.catch(() => undefined);
-    deps.metrics.parked += 1;
+    deps.metrics.parked.inc();
     return { kind: "park" };
   }
   let signal: WindowSignal = "none";
@@ -67,18 +67,18 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
     if (slot.waitMs > 0) await sleep(slot.waitMs);
     if (delivery === null) {
       // Its endpoint (and so the delivery) was deleted, or retention removed it: nothing to send.
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: "missing" };
     }
     if (!delivery.enabled) {
       await deps.store.markSkipped(delivery);
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: "skipped" };
     }
     if (delivery.status !== "pending") {
       // Skipped by a disable while it waited, or already finished by a run that crashed before
       // completing its job: either way nothing more is owed.
-      deps.metrics.skipped += 1;
+      deps.metrics.skipped.inc();
       return { kind: "done", outcome: delivery.status === "skipped" ? "skipped" : "not-pending" };
     }
 
@@ -103,6 +103,11 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
     const errorKind = sent.outcome.error?.kind;
     signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
+    // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.
+    if (!delivery.test && data.trigger === "initial") {
+      if (delivery.attemptCount === 0) deps.metrics.firstAttemptLag.observe(secondsBetween(delivery.createdAt, sent.startedAt));
+      if (sent.verdict === "delivered") deps.metrics.successLag.observe(secondsBetween(delivery.createdAt, sent.startedAt) + sent.outcome.durationMs / 1000);
+    }
 
     const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
     const now = (deps.now ?? (() => new Date()))();
@@ -126,7 +131,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
         error: sent.outcome.error?.message ?? null,
         consecutiveFailures: failures ?? 0,
       });
-      if (disabled) deps.metrics.endpointsDisabled += 1;
+      if (disabled) deps.metrics.endpointsDisabled.inc({ reason: sent.verdict === "gone" ? "gone" : "failures" });
       // A retry of this delivery would only find its endpoint disabled.
       if (status === "pending") return { kind: "done", outcome: "skipped" };
     }
@@ -149,4 +154,9 @@ export function windowSignal(status: number | undefined, errorKind: string | und
   if (status === 429 || status === 503) return "throttled";
   if (status !== undefined) return "answered";
   return errorKind === "timeout" || errorKind === "connection" ? "unresponsive" : "none";
+}
+
+/** Seconds from `from` to `to`, never negative (clocks of ingest and worker may differ slightly). */
+function secondsBetween(from: Date, to: Date): number {
+  return Math.max(0, (to.getTime() - from.getTime()) / 1000);
 }

@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
 import { startDeliveryWorker } from "./compose.js";
@@ -9,6 +9,8 @@ import { smtpTransport } from "./mailer.js";
 
 const config = loadConfigOrExit("delivery-worker", () => loadConfig(process.env));
 const logger = createLogger("delivery-worker", config.logLevel);
+// Before any client is built: Node's plain-text warnings would break the JSON log stream.
+logProcessWarnings(logger);
 if (config.endpointUrlPolicy === "any") {
   logger.warn({ endpointUrlPolicy: "any" }, "ENDPOINT_URL_POLICY=any: deliveries may go to loopback and private addresses. Development and tests only.");
 }

@@ -48,7 +48,7 @@ export function createMaintenanceWorker(options: {
         );
         return { partitionsCreated: result.partitionsCreated, dropped: result.dropped.map((d) => d.partition) };
       } catch (err) {
-        options.metrics.retentionFailures += 1;
+        options.metrics.retentionFailures.inc();
         throw err;
       }
     },

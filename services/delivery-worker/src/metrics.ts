@@ -1,96 +1,196 @@
 /**
- * Counters of this worker process, served in the Prometheus text format on `/metrics` with the
- * queue depths read from Redis at scrape time (the operator's view of the queues).
+ * The worker's Prometheus metrics, registered on the process registry that `/metrics` serves
+ * (service-kit `createServiceMetrics`). Counters are incremented on the hot path (one map lookup
+ * each); queue depths and the age of the oldest waiting job are read from Redis at scrape time.
+ * No label names an endpoint or a world: their number is unbounded.
  */
+import type { Queue } from "bullmq";
 import type { BacklogStats } from "@vw/queues";
+import { Counter, Gauge, Histogram, METRICS_PREFIX, type Registry } from "@vw/service-kit";
 import type { AttemptVerdict } from "@vw/webhook-core";
 
-/** Upper bounds (ms) of the attempt-duration histogram. */
-const DURATION_BUCKETS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 15000, 30000];
+const VERDICTS: readonly AttemptVerdict[] = ["delivered", "retry", "gone", "rejected"];
 
-/** In-process counters; plain fields so the hot path pays one increment. */
+/** Why analytics events were never sent (buffer-full: trimmed from a full per-endpoint buffer). */
+export const ANALYTICS_DROP_REASONS = ["buffer-full", "endpoint-unavailable"] as const;
+/** One of {@link ANALYTICS_DROP_REASONS}. */
+export type AnalyticsDropReason = (typeof ANALYTICS_DROP_REASONS)[number];
+
+/** Why the worker disabled an endpoint: a 410 answer, or DISABLE_AFTER_FAILURES consecutive failures. */
+export type EndpointDisableReason = "gone" | "failures";
+
+/** Job states counted per queue in `vw_queue_jobs`. */
+const QUEUE_STATES = ["waiting", "active", "delayed", "prioritized", "failed"] as const;
+
+/** Upper bounds (seconds) of the attempt-duration histogram (DELIVERY_TIMEOUT_MS is 15 s by default). */
+const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
+/**
+ * Upper bounds (seconds) of the lag histograms: sub-second when all is well, then the retry
+ * schedule's steps (5 s, 5 min, 30 min, 2 h, ... 24 h) and beyond, for success after retries.
+ */
+const LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400, 259200];
+
+/** The metrics of one worker process. */
 export class WorkerMetrics {
-  attempts: Record<AttemptVerdict, number> = { delivered: 0, retry: 0, gone: 0, rejected: 0 };
-  /** Jobs that found their endpoint's window full and were parked (nothing sent). */
-  parked = 0;
-  skipped = 0;
-  endpointsDisabled = 0;
-  mailsSent = 0;
-  /** Delivery-log maintenance (retention.ts): partitions created and dropped, failed runs, last run. */
-  partitionsCreated = 0;
-  partitionsDropped = 0;
-  retentionFailures = 0;
-  retentionLastDurationMs = 0;
-  retentionLastDetachMs = 0;
-  /** `analytics.batch` deliveries created by the flush. */
-  analyticsBatches = 0;
-  /** Analytics events never sent, by reason (buffer-full: trimmed from a full per-endpoint buffer). */
-  analyticsDropped: Record<"buffer-full" | "endpoint-unavailable", number> = {
-    "buffer-full": 0,
-    "endpoint-unavailable": 0,
-  };
-  private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
-  private durationSum = 0;
-  private durationCount = 0;
+  /** `vw_delivery_attempts_total{verdict}`. */
+  readonly attempts: Counter<"verdict">;
+  /** `vw_delivery_attempt_duration_seconds`: from connect to the answer (or the error). */
+  readonly attemptDuration: Histogram;
+  /** `vw_delivery_first_attempt_lag_seconds`: event accepted by event-ingest → first attempt started. */
+  readonly firstAttemptLag: Histogram;
+  /** `vw_delivery_success_lag_seconds`: event accepted → the attempt that succeeded (retries included). */
+  readonly successLag: Histogram;
+  /** `vw_delivery_parked_total`: jobs that found their endpoint's window full and were parked (nothing sent). */
+  readonly parked: Counter;
+  /** `vw_delivery_skipped_total`: deliveries not sent (endpoint disabled or deleted). */
+  readonly skipped: Counter;
+  /** `vw_endpoints_disabled_total{reason}`. */
+  readonly endpointsDisabled: Counter<"reason">;
+  /** `vw_admin_mails_sent_total`. */
+  readonly mailsSent: Counter;
+  /** `vw_log_partitions_created_total`: daily delivery-log partitions created ahead by the retention job. */
+  readonly partitionsCreated: Counter;
+  /** `vw_log_partitions_dropped_total`: expired delivery-log partitions detached and dropped. */
+  readonly partitionsDropped: Counter;
+  /** `vw_retention_failures_total`: retention runs that failed (deliveries are not affected). */
+  readonly retentionFailures: Counter;
+  /** `vw_retention_last_run_seconds`: duration of the last retention run. */
+  readonly retentionLastRun: Gauge;
+  /** `vw_retention_last_partition_drop_seconds`: longest detach + drop of one partition in the last run. */
+  readonly retentionLastPartitionDrop: Gauge;
+  /** `vw_analytics_batches_total`: `analytics.batch` deliveries created by the flush. */
+  readonly analyticsBatches: Counter;
+  /** `vw_analytics_events_dropped_total{reason}`. */
+  readonly analyticsDropped: Counter<"reason">;
 
+  constructor(readonly registry: Registry) {
+    const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+      new Counter<L>({ name: `${METRICS_PREFIX}${name}`, help, labelNames, registers });
+    const histogram = (name: string, help: string, buckets: number[]): Histogram =>
+      new Histogram({ name: `${METRICS_PREFIX}${name}`, help, buckets, registers });
+
+    this.attempts = counter("delivery_attempts_total", "Delivery attempts by verdict (delivered, retry, gone, rejected).", ["verdict"]);
+    this.attemptDuration = histogram("delivery_attempt_duration_seconds", "Duration of delivery attempts, connect to answer or error.", ATTEMPT_BUCKETS);
+    this.firstAttemptLag = histogram(
+      "delivery_first_attempt_lag_seconds",
+      "From the event's acceptance by event-ingest to the start of its delivery's first attempt (replays and tests excluded).",
+      LAG_BUCKETS,
+    );
+    this.successLag = histogram(
+      "delivery_success_lag_seconds",
+      "From the event's acceptance by event-ingest to the attempt that delivered it, retries included (replays and tests excluded).",
+      LAG_BUCKETS,
+    );
+    this.parked = counter("delivery_parked_total", "Jobs parked because their endpoint had every slot of its window taken.");
+    this.skipped = counter("delivery_skipped_total", "Deliveries not sent: endpoint disabled or deleted.");
+    this.endpointsDisabled = counter("endpoints_disabled_total", "Endpoints disabled by the worker, by reason (gone: a 410 answer; failures: consecutive failures).", ["reason"]);
+    this.mailsSent = counter("admin_mails_sent_total", "Endpoint-disabled mails sent.");
+    this.partitionsCreated = counter("log_partitions_created_total", "Daily delivery-log partitions created ahead by the retention job.");
+    this.partitionsDropped = counter("log_partitions_dropped_total", "Expired delivery-log partitions detached and dropped.");
+    this.retentionFailures = counter("retention_failures_total", "Retention runs that failed (deliveries are not affected).");
+    this.retentionLastRun = new Gauge({ name: `${METRICS_PREFIX}retention_last_run_seconds`, help: "Duration of the last retention run.", registers });
+    this.retentionLastPartitionDrop = new Gauge({
+      name: `${METRICS_PREFIX}retention_last_partition_drop_seconds`,
+      help: "Longest detach and drop of one partition in the last retention run (0 when none was dropped).",
+      registers,
+    });
+    this.analyticsBatches = counter("analytics_batches_total", "analytics.batch deliveries created by the flush.");
+    this.analyticsDropped = counter("analytics_events_dropped_total", "Analytics events never sent, by reason.", ["reason"]);
+
+    // Every known label value exists from the start at 0, so rate() and alerts see the first increase.
+    for (const verdict of VERDICTS) this.attempts.inc({ verdict }, 0);
+    for (const reason of ["gone", "failures"] as const) this.endpointsDisabled.inc({ reason }, 0);
+    for (const reason of ANALYTICS_DROP_REASONS) this.analyticsDropped.inc({ reason }, 0);
+  }
+
+  /** Records one retention run (retention.ts): partitions created and dropped, and how long it took. */
   observeRetention(run: { partitionsCreated: number; dropped: readonly { detachMs: number; dropMs: number }[]; durationMs: number }): void {
-    this.partitionsCreated += run.partitionsCreated;
-    this.partitionsDropped += run.dropped.length;
-    this.retentionLastDurationMs = run.durationMs;
-    this.retentionLastDetachMs = run.dropped.reduce((max, d) => Math.max(max, d.detachMs + d.dropMs), 0);
+    this.partitionsCreated.inc(run.partitionsCreated);
+    this.partitionsDropped.inc(run.dropped.length);
+    this.retentionLastRun.set(run.durationMs / 1000);
+    this.retentionLastPartitionDrop.set(run.dropped.reduce((max, d) => Math.max(max, d.detachMs + d.dropMs), 0) / 1000);
   }
 
+  /** Counts an attempt and its duration. */
   observeAttempt(verdict: AttemptVerdict, durationMs: number): void {
-    this.attempts[verdict] += 1;
-    this.durationSum += durationMs;
-    this.durationCount += 1;
-    for (let i = 0; i < DURATION_BUCKETS.length; i += 1) {
-      if (durationMs <= (DURATION_BUCKETS[i] as number)) this.buckets[i] = (this.buckets[i] as number) + 1;
-    }
+    this.attempts.inc({ verdict });
+    this.attemptDuration.observe(durationMs / 1000);
   }
 
-  /** The Prometheus exposition text, with queue depths given by the caller. */
-  render(queues: Record<string, Record<string, number>>, backlog?: BacklogStats): string {
-    const lines: string[] = [];
-    const metric = (name: string, type: string, help: string, samples: [string, number][]): void => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  /**
+   * Serves, read from Redis at scrape time: the depth of each queue per state
+   * (`vw_queue_jobs{queue,state}`; the deliveries queue's parked jobs under `parked`, so that
+   * `delayed` means retries), the age of each queue's oldest waiting job
+   * (`vw_queue_oldest_waiting_seconds{queue}`), and the scheduler's backlog: endpoints with parked
+   * deliveries and the oldest parked delivery's age. Every replica reports the same figures:
+   * aggregate them with max(), not sum().
+   */
+  watchQueues(queues: readonly Queue[], backlog: { queue: Queue; stats: () => Promise<BacklogStats> }, now: () => number = Date.now): void {
+    const registers = [this.registry];
+    // One read of the backlog per scrape, shared by the gauges that need it.
+    let pending: Promise<BacklogStats> | null = null;
+    const stats = (): Promise<BacklogStats> => {
+      pending ??= backlog.stats().finally(() => setImmediate(() => (pending = null)));
+      return pending;
     };
-    metric(
-      "vw_delivery_attempts_total",
-      "counter",
-      "Delivery attempts by verdict.",
-      Object.entries(this.attempts).map(([verdict, n]) => [`{verdict="${verdict}"}`, n]),
-    );
-    metric("vw_delivery_parked_total", "counter", "Jobs parked because their endpoint had every slot of its window taken.", [["", this.parked]]);
-    metric("vw_delivery_skipped_total", "counter", "Deliveries not sent: endpoint disabled or deleted.", [["", this.skipped]]);
-    metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
-    metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
-    metric("vw_log_partitions_created_total", "counter", "Daily delivery-log partitions created ahead by the retention job.", [["", this.partitionsCreated]]);
-    metric("vw_log_partitions_dropped_total", "counter", "Expired delivery-log partitions detached and dropped.", [["", this.partitionsDropped]]);
-    metric("vw_retention_failures_total", "counter", "Retention runs that failed (deliveries are not affected).", [["", this.retentionFailures]]);
-    metric("vw_retention_last_run_ms", "gauge", "Duration of the last retention run.", [["", this.retentionLastDurationMs]]);
-    metric("vw_retention_last_partition_drop_ms", "gauge", "Longest detach+drop of one partition in the last run.", [["", this.retentionLastDetachMs]]);
-    metric("vw_analytics_batches_total", "counter", "analytics.batch deliveries created by the flush.", [["", this.analyticsBatches]]);
-    metric(
-      "vw_analytics_events_dropped_total",
-      "counter",
-      "Analytics events never sent, by reason.",
-      Object.entries(this.analyticsDropped).map(([reason, n]) => [`{reason="${reason}"}`, n]),
-    );
-    lines.push("# HELP vw_delivery_attempt_duration_ms Duration of delivery attempts.", "# TYPE vw_delivery_attempt_duration_ms histogram");
-    DURATION_BUCKETS.forEach((bound, i) => lines.push(`vw_delivery_attempt_duration_ms_bucket{le="${bound}"} ${this.buckets[i]}`));
-    lines.push(`vw_delivery_attempt_duration_ms_bucket{le="+Inf"} ${this.durationCount}`);
-    lines.push(`vw_delivery_attempt_duration_ms_sum ${this.durationSum}`, `vw_delivery_attempt_duration_ms_count ${this.durationCount}`);
-    const depth: [string, number][] = [];
-    for (const [queue, counts] of Object.entries(queues)) {
-      for (const [state, n] of Object.entries(counts)) depth.push([`{queue="${queue}",state="${state}"}`, n]);
-    }
-    metric("vw_queue_jobs", "gauge", "Jobs per queue and state.", depth);
-    if (backlog) {
-      metric("vw_delivery_backlog_endpoints", "gauge", "Endpoints with deliveries parked waiting for a slot.", [["", backlog.backloggedEndpoints]]);
-      metric("vw_delivery_backlog_oldest_age_seconds", "gauge", "Age of the oldest delivery parked waiting for a slot.", [["", backlog.oldestParkedAgeSeconds]]);
-    }
-    return `${lines.join("\n")}\n`;
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_jobs`,
+      help: "Jobs per queue and state, read from Redis at scrape time (parked: deliveries waiting for a slot of their endpoint).",
+      labelNames: ["queue", "state"] as const,
+      registers,
+      async collect() {
+        const [counts, { parkedJobs }] = await Promise.all([Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES))), stats()]);
+        this.reset();
+        queues.forEach((q, i) => {
+          const parked = q === backlog.queue ? parkedJobs : 0;
+          for (const state of QUEUE_STATES) {
+            const n = counts[i]?.[state] ?? 0;
+            // Parked jobs sit in the delayed set; report them apart.
+            this.set({ queue: q.name, state }, state === "delayed" ? Math.max(0, n - parked) : n);
+          }
+          if (q === backlog.queue) this.set({ queue: q.name, state: "parked" }, parked);
+        });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_oldest_waiting_seconds`,
+      help: "Age of the oldest job ready to run but not yet taken (0 when none waits), per queue.",
+      labelNames: ["queue"] as const,
+      registers,
+      async collect() {
+        const ages = await Promise.all(queues.map((q) => oldestWaitingAgeSeconds(q, now())));
+        this.reset();
+        queues.forEach((q, i) => this.set({ queue: q.name }, ages[i] ?? 0));
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}delivery_backlog_endpoints`,
+      help: "Endpoints with deliveries parked waiting for a slot.",
+      registers,
+      async collect() {
+        this.set((await stats()).backloggedEndpoints);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}delivery_backlog_oldest_age_seconds`,
+      help: "Age of the oldest delivery parked waiting for a slot of its endpoint (0 without a backlog).",
+      registers,
+      async collect() {
+        this.set((await stats()).oldestParkedAgeSeconds);
+      },
+    });
   }
+}
+
+/**
+ * Seconds since the oldest job of the wait list became ready: the list is pushed on the left and
+ * taken from the right, so its last element has waited longest. A job that came back from the
+ * delayed set (a retry, a deferral) became ready at its last run plus its delay, not when created.
+ */
+async function oldestWaitingAgeSeconds(queue: Queue, nowMs: number): Promise<number> {
+  const [job] = await queue.getJobs(["wait"], -1, -1);
+  if (!job) return 0;
+  const readyAt = (job.processedOn ?? job.timestamp) + (job.delay ?? 0);
+  return Math.max(0, (nowMs - readyAt) / 1000);
 }

@@ -35,7 +35,7 @@ export function createNotificationsWorker(options: {
         throw err;
       }
       const to = await options.mailer.send(data);
-      if (to.length > 0) options.metrics.mailsSent += 1;
+      if (to.length > 0) options.metrics.mailsSent.inc();
       return { to };
     },
     {

@@ -9,8 +9,9 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { validateDelivered } from "@vw/contracts";
 import { analyticsKeys, pushAnalyticsEvents } from "@vw/queues";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { flushAnalytics, type AnalyticsFlushDeps } from "../src/analytics-flush.js";
+import { ANALYTICS_DROP_REASONS, type AnalyticsDropReason } from "../src/metrics.js";
 import { silentLogger, startHarness, type Harness } from "./harness.js";
 
 const BUFFER_MAX = 1000;
@@ -61,6 +62,16 @@ function failingOnce<T extends object>(target: T, method: string): T {
 }
 
 /** Sent inner events, by their `durationSeconds` marker, across every request of a receiver. */
+/** `vw_analytics_events_dropped_total{reason}` of the worker under test. */
+function dropped(reason: AnalyticsDropReason): Promise<number> {
+  return metricValue(h.worker.metrics.analyticsDropped, { reason });
+}
+
+async function droppedTotals(): Promise<Record<AnalyticsDropReason, number>> {
+  const entries = await Promise.all(ANALYTICS_DROP_REASONS.map(async (r) => [r, await dropped(r)] as const));
+  return Object.fromEntries(entries) as Record<AnalyticsDropReason, number>;
+}
+
 function sentMarkers(receiver: WebhookReceiver): number[] {
   return receiver.received.flatMap((request) =>
     JSON.parse(request.body.toString("utf8")).data.events.map((e: { data: { properties: { durationSeconds: number } } }) => e.data.properties.durationSeconds),
@@ -109,7 +120,7 @@ describe("a burst of 10,000 inner events for one endpoint", () => {
     expect(await h.redis.get(keys.dropped(endpoint.id))).toBe(String(BURST - BUFFER_MAX));
     expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(1);
 
-    const droppedBefore = h.worker.metrics.analyticsDropped["buffer-full"];
+    const droppedBefore = (await dropped("buffer-full"));
     const flushes = BUFFER_MAX / BATCH_MAX + 1;
     const deliveryIds: string[] = [];
     for (let run = 0; run < flushes; run += 1) {
@@ -119,7 +130,7 @@ describe("a burst of 10,000 inner events for one endpoint", () => {
       for (const id of result.deliveryIds) expect(await h.completion(id)).toBe("delivered");
       // The dropped counter is collected by the first flush, for the metrics.
       if (run === 0) {
-        expect(h.worker.metrics.analyticsDropped["buffer-full"] - droppedBefore).toBe(BURST - BUFFER_MAX);
+        expect((await dropped("buffer-full")) - droppedBefore).toBe(BURST - BUFFER_MAX);
         expect(await h.redis.exists(keys.dropped(endpoint.id))).toBe(0);
       }
     }
@@ -160,12 +171,12 @@ describe("an endpoint that can no longer receive analytics", () => {
     }
     await h.prisma.webhookEndpoint.update({ where: { id: disabled.endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     await h.prisma.webhookEndpoint.update({ where: { id: unsubscribed.endpoint.id }, data: { subscriptions: ["visitor"] } });
-    const before = h.worker.metrics.analyticsDropped["endpoint-unavailable"];
+    const before = (await dropped("endpoint-unavailable"));
 
     const result = await flushAnalytics(deps);
     expect(result.deliveryIds).toEqual([]);
     expect(result.dropped).toBe(4);
-    expect(h.worker.metrics.analyticsDropped["endpoint-unavailable"] - before).toBe(4);
+    expect((await dropped("endpoint-unavailable")) - before).toBe(4);
     for (const { endpoint, receiver } of [disabled, unsubscribed]) {
       expect(await h.redis.exists(keys.buffer(endpoint.id))).toBe(0);
       expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
@@ -174,8 +185,8 @@ describe("an endpoint that can no longer receive analytics", () => {
     }
   });
 
-  it("exposes the dropped totals on /metrics", () => {
-    const text = h.worker.metrics.render({});
+  it("exposes the dropped totals on /metrics", async () => {
+    const text = await h.worker.serviceMetrics.registry.metrics();
     expect(text).toMatch(/vw_analytics_events_dropped_total\{reason="buffer-full"\} \d+/);
     expect(text).toMatch(/vw_analytics_batches_total \d+/);
   });
@@ -186,12 +197,12 @@ describe("at least once", () => {
     const { receiver, endpoint } = await analyticsEndpoint();
     const keys = analyticsKeys(h.keyPrefix);
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
-    const droppedBefore = { ...h.worker.metrics.analyticsDropped };
+    const droppedBefore = await droppedTotals();
 
     await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow("injected $queryRawUnsafe failure");
     // Nothing stored, nothing dropped: the batch waits in flight, the rest in the buffer.
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
-    expect(h.worker.metrics.analyticsDropped).toEqual(droppedBefore);
+    expect(await droppedTotals()).toEqual(droppedBefore);
     const held = await h.redis.hgetall(keys.inflight(endpoint.id));
     expect(Number(held.n)).toBe(BATCH_MAX);
     expect(await h.redis.llen(keys.buffer(endpoint.id))).toBe(50);
@@ -215,13 +226,13 @@ describe("at least once", () => {
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(2);
     expect(await h.redis.exists(keys.inflight(endpoint.id), keys.buffer(endpoint.id))).toBe(0);
     expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
-    expect(h.worker.metrics.analyticsDropped).toEqual(droppedBefore);
+    expect(await droppedTotals()).toEqual(droppedBefore);
   });
 
   it("a row committed but never queued is queued by the next flush, with no second row", async () => {
     const { receiver, endpoint } = await analyticsEndpoint();
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 5 }, (_, n) => innerEvent(n)), BUFFER_MAX);
-    const batchesBefore = h.worker.metrics.analyticsBatches;
+    const batchesBefore = (await metricValue(h.worker.metrics.analyticsBatches));
 
     await expect(flushAnalytics({ ...deps, deliveries: failingOnce(h.deliveries, "addBulk") })).rejects.toThrow("injected addBulk failure");
     const [row, ...others] = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
@@ -233,7 +244,7 @@ describe("at least once", () => {
     expect(next.deliveryIds).toEqual([row!.id]);
     expect(await h.completion(row!.id)).toBe("delivered");
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(1);
-    expect(h.worker.metrics.analyticsBatches - batchesBefore).toBe(1);
+    expect((await metricValue(h.worker.metrics.analyticsBatches)) - batchesBefore).toBe(1);
     expect(receiver.received).toHaveLength(1);
     expect(receiver.received[0]!.headers["webhook-id"]).toBe(row!.id);
     // Byte for byte the row written by the failed flush.
@@ -249,11 +260,11 @@ describe("at least once", () => {
     await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow();
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(4)], BUFFER_MAX);
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
-    const before = h.worker.metrics.analyticsDropped["endpoint-unavailable"];
+    const before = (await dropped("endpoint-unavailable"));
 
     const result = await flushAnalytics(deps);
     expect(result.deliveryIds).toEqual([]);
-    expect(h.worker.metrics.analyticsDropped["endpoint-unavailable"] - before).toBe(4);
+    expect((await dropped("endpoint-unavailable")) - before).toBe(4);
     expect(await h.redis.exists(keys.inflight(endpoint.id), keys.buffer(endpoint.id))).toBe(0);
     expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);

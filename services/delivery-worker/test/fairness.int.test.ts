@@ -4,7 +4,7 @@
  * hang, and the dead endpoint never has more than its share in flight.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 // Long enough that the dead endpoint's first requests do not time out (and free their slots)
@@ -44,6 +44,7 @@ it("keeps a healthy endpoint flowing while another one hangs on every request", 
   const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: healthyIds } } });
   const firstHang = Math.min(...dead.received.map((r) => r.at));
   expect(Math.max(...attempts.map((a) => a.startedAt.getTime() + a.durationMs))).toBeLessThan(firstHang + TIMEOUT_MS);
+  expect(await metricValue(h.worker.metrics.parked)).toBeGreaterThan(0);
   // The rest of the dead endpoint's backlog waits parked (in BullMQ's delayed set), not in the
   // wait list in front of the others' jobs.
   const backlog = await h.worker.backlog();

@@ -3,7 +3,19 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { MemberDirectory, pingDatabase, prismaRunner, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, openApiRouter, requestLogger, type Logger } from "@vw/service-kit";
+import {
+  createApp,
+  createServiceMetrics,
+  errorMiddleware,
+  healthRouter,
+  httpMetrics,
+  metricsRouter,
+  notFoundHandler,
+  openApiRouter,
+  requestLogger,
+  type Logger,
+  type ServiceMetrics,
+} from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
@@ -41,6 +53,8 @@ export interface IngestAppDeps {
    * (main.ts always gives it, so it can also drain its history writes at shutdown).
    */
   authHook?: AuthHookService;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** Prefix of every authenticated route. */
@@ -65,7 +79,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
+  const metrics = deps.metrics ?? createServiceMetrics("event-ingest");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
@@ -74,6 +90,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
     ]),
   );
   // Public, so mounted before (and outside) the authenticated router.
+  app.use(metricsRouter(metrics));
   app.use(openApiRouter(buildEventIngestDocument()));
   app.use(INGEST_API_PREFIX, api);
   app.use(notFoundHandler);

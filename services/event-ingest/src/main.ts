@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { pseudonymKey } from "./analytics-privacy.js";
 import { AnalyticsIntake } from "./analytics.service.js";
@@ -12,6 +12,8 @@ import { WorldSettingsCache, WorldSettingsListener } from "./world-settings-cach
 const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
 
 const logger = createLogger("event-ingest", config.logLevel);
+// Before any client is built: Node's plain-text warnings would break the JSON log stream.
+logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 const redis = createRedisConnection(config.redisUrl, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the failure as a 503.

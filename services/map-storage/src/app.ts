@@ -3,14 +3,18 @@ import { buildMapStorageDocument } from "@vw/contracts";
 import type { ApiKeyPrincipal } from "@vw/db";
 import {
   createApp,
+  createServiceMetrics,
   errorMiddleware,
   healthRouter,
+  httpMetrics,
+  metricsRouter,
   notFoundHandler,
   openApiRouter,
   requestLogger,
   type ApiKeyAuthenticator,
   type Logger,
   type ReadinessCheck,
+  type ServiceMetrics,
 } from "@vw/service-kit";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
@@ -24,13 +28,19 @@ export interface MapStorageAppDeps {
   maxFileBytes: number;
   publicBaseUrl: string;
   playUrl: string;
+  /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
+  const metrics = deps.metrics ?? createServiceMetrics("map-storage");
   const app = createApp();
+  app.use(httpMetrics(metrics));
   app.use(requestLogger(deps.logger));
   app.use(healthRouter(deps.readiness));
+  // Before the files handler, which would read `/metrics` as a file path (and refuse it).
+  app.use(metricsRouter(metrics));
   app.use(cors);
   app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));

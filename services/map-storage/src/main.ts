@@ -1,5 +1,5 @@
 import { createPrismaClient } from "@vw/db";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
@@ -8,6 +8,8 @@ import { createS3Client } from "./storage/s3-object-store.js";
 const config = loadConfigOrExit("map-storage", () => loadConfig(process.env));
 
 const logger = createLogger("map-storage", config.logLevel);
+// Before any client is built: Node's plain-text warnings would break the JSON log stream.
+logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // Requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
 const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
 import { Redis } from "ioredis";
@@ -81,9 +83,26 @@ describe("two map-storage processes on one file", () => {
 
   it("shuts down gracefully on SIGTERM: in-flight requests finish, exit code 0", async () => {
     const path = `rooms/${rand()}.wam`;
-    const inflight = fetch(fileUrl(a.url, path), { method: "PUT", headers: { authorization: `Bearer ${w.token}` }, body: JSON.stringify(sampleWam()) });
-    const [res, code] = await Promise.all([inflight, new Promise<number | null>((r) => setImmediate(() => r(a.stop())))]);
-    expect(res.status).toBe(201);
-    expect(code).toBe(0);
+    const body = JSON.stringify(sampleWam());
+    // `Expect: 100-continue`: the server answers 100 once it has parsed the request, so SIGTERM is
+    // sent while the request is provably in flight (not merely sent: on a fast client the signal
+    // could otherwise land before the server read a byte, and the test would race).
+    const req = request(fileUrl(a.url, path), {
+      method: "PUT",
+      headers: { authorization: `Bearer ${w.token}`, "content-length": Buffer.byteLength(body), expect: "100-continue" },
+    });
+    const status = new Promise<number>((resolve, reject) => {
+      req.once("response", (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.once("error", reject);
+    });
+    req.flushHeaders();
+    await once(req, "continue");
+    const stopped = a.stop();
+    req.end(body);
+    expect(await status).toBe(201);
+    expect(await stopped).toBe(0);
   }, 30_000);
 });

@@ -1,4 +1,4 @@
-/** The routes every HTTP service serves besides its API: health, readiness and its OpenAPI document. */
+/** The routes every HTTP service serves besides its API: health, readiness, metrics and its OpenAPI document. */
 import { HEALTH_SCHEMA, READINESS_SCHEMA } from "../service.schema.js";
 import { ComponentSchemas, jsonResponse, operation, schemaRef, type JsonObject, type ProblemMap } from "./document-kit.js";
 
@@ -9,7 +9,7 @@ export const ALWAYS_PROBLEMS: ProblemMap = { 500: ["internal"] };
 export const OPERATIONS_TAG = { name: "operations", description: "Liveness, readiness and this document." };
 
 /**
- * `GET /healthz`, `GET /readyz` and `GET /openapi.json` of `service`, with their component schemas
+ * `GET /healthz`, `GET /readyz`, `GET /metrics` and `GET /openapi.json` of `service`, with their component schemas
  * added to `components`.
  */
 export function serviceRoutes(service: string, components: ComponentSchemas): Record<string, Record<string, JsonObject>> {
@@ -35,6 +35,22 @@ export function serviceRoutes(service: string, components: ComponentSchemas): Re
           },
         },
         ALWAYS_PROBLEMS,
+      ),
+    },
+    "/metrics": {
+      get: operation(
+        {
+          ...common,
+          operationId: `${service}.metrics`,
+          summary: "Prometheus metrics (text exposition format 0.0.4), unauthenticated like the probes",
+          responses: {
+            "200": {
+              description: "The process's metrics: HTTP requests by route template, Node process and event-loop figures, and the service's own.",
+              content: { "text/plain": { schema: { type: "string" } } },
+            },
+          },
+        },
+        { ...ALWAYS_PROBLEMS, 503: ["dependency-unavailable"] },
       ),
     },
     "/openapi.json": {

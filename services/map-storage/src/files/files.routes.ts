@@ -1,6 +1,6 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { ApiKeyPrincipal } from "@vw/db";
-import { AppError, type ApiKeyAuthenticator } from "@vw/service-kit";
+import { AppError, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
@@ -14,6 +14,8 @@ export interface FilesRoutesOptions {
 
 const JSON_PATCH = "application/json-patch+json";
 const ALLOWED = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS";
+/** Route label of the files API in the HTTP metrics. */
+export const FILES_ROUTE_TEMPLATE = "/:organization/:world/*path";
 
 /**
  * Request targets that can address a file: at least three segments, `/<organization>/<world>/<path>`,
@@ -67,6 +69,8 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
 
   const handler: RequestHandler = async (req, res) => {
     const fp = parseFilePath(req.originalUrl);
+    // One label for every file of every world (a refused path stays `unmatched`).
+    setRouteTemplate(res, FILES_ROUTE_TEMPLATE);
     switch (req.method) {
       case "GET":
       case "HEAD": {

@@ -1,0 +1,166 @@
+/**
+ * infra/k8s, offline: every overlay rendered with `kubectl kustomize`, every object validated
+ * against the Kubernetes API schemas (kubernetes-models) and checked against the rules of
+ * k8s-rules.ts. The env rules use the services' own config readers: the variables a reader knows
+ * and requires are observed by running it, not copied by hand.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "@jest/globals";
+import { loadConfig as adminApiConfig } from "../../services/admin-api/src/config.js";
+import { loadConfig as workerConfig } from "../../services/delivery-worker/src/config.js";
+import { loadConfig as ingestConfig } from "../../services/event-ingest/src/config.js";
+import { loadConfig as mapStorageConfig } from "../../services/map-storage/src/config.js";
+import { SERVICES, checkManifests, ref, renderKustomization, type ConfigReader, type K8sObject, type RuleContext } from "./k8s-rules.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const K8S = join(ROOT, "infra", "k8s");
+
+/** Observes a service's `loadConfig`: the names it reads (a Proxy over the env) and those it requires. */
+function configReader(loadConfig: (env: Record<string, string | undefined>) => unknown): ConfigReader {
+  const run = (env: Record<string, string>): { read: Set<string>; problems: string[] } => {
+    const read = new Set<string>();
+    const proxy = new Proxy(env, {
+      get(target, key) {
+        if (typeof key === "string") read.add(key);
+        return typeof key === "string" ? target[key] : undefined;
+      },
+    });
+    try {
+      loadConfig(proxy);
+      return { read, problems: [] };
+    } catch (err) {
+      const problems = (err as { problems?: string[] }).problems;
+      if (!problems) throw err;
+      return { read, problems };
+    }
+  };
+  const empty = run({});
+  const required = new Set(empty.problems.map((p) => /^([A-Z0-9_]+) is required/.exec(p)?.[1]).filter((n): n is string => n !== undefined));
+  return {
+    known: empty.read,
+    required,
+    problems: (env) => {
+      const result = run(env);
+      // A variable read only when another is set (none today) is known as well.
+      for (const name of result.read) empty.read.add(name);
+      return result.problems;
+    },
+  };
+}
+
+/** The worker's shutdown deadline, as its main.ts registers it. */
+function workerDrainMs(): number {
+  const main = readFileSync(join(ROOT, "services", "delivery-worker", "src", "main.ts"), "utf8");
+  const m = /registerShutdown\([\s\S]*?\],\s*([\d_]+),?\s*\)/.exec(main);
+  if (!m) throw new Error("registerShutdown(..., deadlineMs) not found in services/delivery-worker/src/main.ts");
+  return Number(m[1]!.replace(/_/g, ""));
+}
+
+/** Sample values of the keys of vw-secrets (infra/README.md "Secrets"), for the production overlay. */
+const SECRET_SAMPLES: Record<string, string> = {
+  DATABASE_URL: "postgresql://vw:pw@db.internal:5432/vw",
+  REDIS_URL: "rediss://:pw@redis.internal:6380/0",
+  ADMIN_TOKEN: "sample-admin-token-0123456789",
+  INGEST_TOKEN: "sample-ingest-token-0123456789",
+  SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+  S3_ACCESS_KEY_ID: "AKIASAMPLE",
+  S3_SECRET_ACCESS_KEY: "sample-secret",
+  SMTP_URL: "smtps://user:pw@smtp.example.com:465",
+  ANALYTICS_PSEUDONYM_KEY: "a".repeat(32),
+};
+
+const context = (overlay: string): RuleContext => ({
+  overlay,
+  readers: {
+    "map-storage": configReader(mapStorageConfig),
+    "admin-api": configReader(adminApiConfig),
+    "event-ingest": configReader(ingestConfig),
+    "delivery-worker": configReader(workerConfig),
+  },
+  workerDrainMs: workerDrainMs(),
+  externalSecretSamples: SECRET_SAMPLES,
+});
+
+const rendered: Record<string, K8sObject[]> = {};
+beforeAll(() => {
+  for (const overlay of ["dev", "production"]) rendered[overlay] = renderKustomization(join(K8S, "overlays", overlay));
+});
+
+describe.each(["dev", "production"])("overlay %s", (overlay) => {
+  it("renders, and every object passes the schema and the rules", async () => {
+    expect(await checkManifests(rendered[overlay]!, context(overlay))).toEqual([]);
+  });
+
+  it("has one Deployment per service, named after it, each with a Service", () => {
+    const names = (kind: string) => rendered[overlay]!.filter((o) => o.kind === kind).map((o) => o.metadata.name);
+    expect(names("Deployment").sort()).toEqual([...SERVICES].sort());
+    expect(names("Service")).toEqual(expect.arrayContaining([...SERVICES]));
+  });
+});
+
+describe("overlay dev", () => {
+  it("runs PostgreSQL, Redis and MinIO as StatefulSets, one replica of each service, and generates its Secret", () => {
+    const objects = rendered.dev!;
+    expect(objects.filter((o) => o.kind === "StatefulSet").map((o) => o.metadata.name).sort()).toEqual(["minio", "postgres", "redis"]);
+    for (const o of objects.filter((x) => x.kind === "Deployment")) {
+      const hpa = objects.find((x) => x.kind === "HorizontalPodAutoscaler" && x.spec.scaleTargetRef.name === o.metadata.name);
+      expect([ref(o), hpa ? hpa.spec.maxReplicas : o.spec.replicas]).toEqual([ref(o), 1]);
+    }
+    expect(objects.filter((o) => o.kind === "Secret")).toHaveLength(1);
+  });
+});
+
+describe("overlay production", () => {
+  it("renders no Secret and no database: it reads the existing Secret vw-secrets and managed services", () => {
+    const objects = rendered.production!;
+    expect(objects.filter((o) => o.kind === "Secret" || o.kind === "StatefulSet").map(ref)).toEqual([]);
+    const secretNames = new Set<string>();
+    JSON.stringify(objects, (key, value: { name?: string }) => {
+      if (key === "secretKeyRef" && value.name) secretNames.add(value.name);
+      return value;
+    });
+    expect([...secretNames]).toEqual(["vw-secrets"]);
+  });
+
+  it("has the ServiceMonitor and the alerts an on-call engineer needs", () => {
+    const objects = rendered.production!;
+    expect(objects.filter((o) => o.kind === "ServiceMonitor")).toHaveLength(1);
+    const alerts = objects
+      .filter((o) => o.kind === "PrometheusRule")
+      .flatMap((o) => o.spec.groups.flatMap((g: { rules: { alert?: string }[] }) => g.rules.map((r) => r.alert)));
+    expect(alerts).toEqual(
+      expect.arrayContaining(["VwQueueBacklogGrowing", "VwOldestWaitingDeliveryTooOld", "VwDeliveryFailureRateHigh", "VwEndpointsDisabledInBulk", "VwServiceNotReady"]),
+    );
+  });
+});
+
+describe("the checker", () => {
+  // Each rule can fail: a manifest broken on purpose is reported naming the object and the rule.
+  const broken = (mutate: (objects: K8sObject[]) => void): Promise<string[]> => {
+    const objects = structuredClone(rendered.dev!);
+    mutate(objects);
+    return checkManifests(objects, context("dev"));
+  };
+  const deployment = (objects: K8sObject[], name: string) => objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!;
+  const app = (objects: K8sObject[], name: string) => deployment(objects, name).spec.template.spec.containers[0];
+
+  it.each([
+    ["a missing readiness probe", (o: K8sObject[]) => delete app(o, "admin-api").readinessProbe, "Deployment/admin-api: probes: container app: no readinessProbe"],
+    ["no memory limit", (o: K8sObject[]) => delete app(o, "event-ingest").resources.limits.memory, "Deployment/event-ingest: resources: container app: no limits.memory"],
+    ["root allowed", (o: K8sObject[]) => (app(o, "map-storage").securityContext.allowPrivilegeEscalation = true), "Deployment/map-storage: security context: container app: allowPrivilegeEscalation must be false"],
+    ["an image on latest", (o: K8sObject[]) => (app(o, "delivery-worker").image = "vw/delivery-worker:latest"), "Deployment/delivery-worker: images pinned"],
+    ["a token in the ConfigMap", (o: K8sObject[]) => (o.find((x) => x.kind === "ConfigMap")!.data.ADMIN_TOKEN = "x"), "no secret in a ConfigMap: key ADMIN_TOKEN"],
+    ["an unknown variable", (o: K8sObject[]) => app(o, "admin-api").env.push({ name: "ADMIN_TOKENS", value: "x" }), "Deployment/admin-api: env known to the config reader: ADMIN_TOKENS"],
+    ["a required variable left out", (o: K8sObject[]) => (app(o, "event-ingest").env = app(o, "event-ingest").env.filter((e: { name: string }) => e.name !== "INGEST_TOKEN")), "Deployment/event-ingest: required env given: INGEST_TOKEN"],
+    ["a value the reader refuses", (o: K8sObject[]) => (o.find((x) => x.kind === "ConfigMap")!.data.ENDPOINT_URL_POLICY = "open"), "Deployment/admin-api: config reader accepts the env: ENDPOINT_URL_POLICY"],
+    ["a short grace period", (o: K8sObject[]) => (deployment(o, "delivery-worker").spec.template.spec.terminationGracePeriodSeconds = 10), "Deployment/delivery-worker: termination grace"],
+    ["private ranges opened on 443", (o: K8sObject[]) => (o.find((x) => x.metadata.name === "delivery-worker-webhooks")!.spec.egress[0].to[0].ipBlock.except = []), "NetworkPolicy/delivery-worker-webhooks: worker egress: 0.0.0.0/0 on 443 does not except 10.0.0.0/8"],
+    ["a field of the wrong type", (o: K8sObject[]) => (app(o, "map-storage").ports[0].containerPort = "3001"), "Deployment/map-storage: schema"],
+    ["an install hook", (o: K8sObject[]) => (deployment(o, "admin-api").metadata.annotations = { "helm.sh/hook": "pre-install" }), "Deployment/admin-api: no install hooks"],
+  ])("reports %s", async (_what, mutate, expected) => {
+    const violations = await broken(mutate);
+    expect(violations.some((m) => m.includes(expected))).toBe(true);
+  });
+});
