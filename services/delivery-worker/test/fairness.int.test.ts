@@ -52,7 +52,7 @@ it("keeps a healthy endpoint flowing while another one hangs on every request", 
   expect(backlog.parkedJobs).toBe(30 - dead.received.length);
   expect((await h.deliveries.getJobCounts("waiting")).waiting).toBe(0);
   // The operator sees it on /metrics: parked apart from the delayed retries, and the backlog gauges.
-  const text = h.worker.metrics.render(await h.worker.queueDepths(), backlog);
+  const text = await h.worker.serviceMetrics.registry.metrics();
   expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="parked"} ${backlog.parkedJobs}`);
   expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="delayed"} 0`);
   expect(text).toContain("vw_delivery_backlog_endpoints 1");
