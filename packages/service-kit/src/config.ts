@@ -132,16 +132,24 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
+/** Values of LOG_FORMAT. */
+export const LOG_FORMATS = ["json", "pretty"] as const;
+/** How log lines are written: JSON lines (production) or human-readable (development). */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /** Common variables of every service (DESIGN.md "Configuration"). */
 export interface CommonConfig {
   port: number;
   logLevel: string;
+  /** LOG_FORMAT: `json` (default, one JSON object a line) or `pretty` (coloured lines for a terminal, development). */
+  logFormat: LogFormat;
 }
 
 export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
   return {
     port: r.int("PORT", defaultPort, { min: 0, max: 65535 }),
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+    logFormat: r.oneOf("LOG_FORMAT", LOG_FORMATS, "json"),
   };
 }
 

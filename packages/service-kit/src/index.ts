@@ -8,3 +8,8 @@ export * from "./http.js";
 export * from "./logger.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
+export * from "./json-body.js";
+export * from "./node-http-errors.js";
+export * from "./request-guard.js";
+export * from "./request-log.js";
+export * from "./dependency-status.js";

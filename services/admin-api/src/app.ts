@@ -1,6 +1,6 @@
 import { Router, type Express } from "express";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { createApp, errorMiddleware, healthRouter, notFoundHandler, type Logger } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -89,8 +89,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
 
-  const app = createApp();
-  app.use(requestLogger(deps.logger));
+  const app = createApp(deps.logger);
   app.use(
     healthRouter([
       { name: "database", check: () => pingDatabase(deps.prisma) },

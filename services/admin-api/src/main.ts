@@ -1,19 +1,20 @@
 import { createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
 
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
-const logger = createLogger("admin-api", config.logLevel);
+const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redisUrl, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
-// The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
-deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
+// Connection errors (the queue re-emits its connection's) are one line per outage, not per retry.
+watchRedisConnection(redis, logger);
+deliveryQueue.on("error", redisClientErrorListener(logger, "delivery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 
 const app = createAdminApp({
@@ -29,7 +30,7 @@ const app = createAdminApp({
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
 });
-const server = await listen(app, config.port);
+const server = await listen(app, config.port, undefined, logger);
 logger.info(
   {
     port: config.port,

@@ -7,7 +7,7 @@ import type { DeliveryWorker } from "./compose.js";
 
 /** Builds the health and metrics app. */
 export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; worker: DeliveryWorker; logger: Logger }): Express {
-  const app = createApp();
+  const app = createApp(deps.logger);
   app.use(
     healthRouter([
       { name: "database", check: () => pingDatabase(deps.prisma) },

@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, listen, loadConfigOrExit, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
 import { startDeliveryWorker } from "./compose.js";
@@ -8,7 +8,7 @@ import { loadConfig } from "./config.js";
 import { smtpTransport } from "./mailer.js";
 
 const config = loadConfigOrExit("delivery-worker", () => loadConfig(process.env));
-const logger = createLogger("delivery-worker", config.logLevel);
+const logger = createLogger("delivery-worker", config.logLevel, config.logFormat);
 if (config.endpointUrlPolicy === "any") {
   logger.warn({ endpointUrlPolicy: "any" }, "ENDPOINT_URL_POLICY=any: deliveries may go to loopback and private addresses. Development and tests only.");
 }
@@ -20,9 +20,12 @@ const prisma = createPrismaClient(config.databaseUrl, { max: 10 });
 // The per-attempt statements (delivery-store.ts); at most 2 loads and 3 group commits run at once.
 const pool = createPgPool(config.databaseUrl, {
   max: 6,
-  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
 });
+pool.on("connect", () => dependencyStatus(logger, "postgresql").up());
 const redis = createRedisConnection(config.redisUrl, "worker");
+// Without it ioredis prints each reconnect attempt's stack trace to stderr; now one line per outage.
+watchRedisConnection(redis, logger);
 const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
 
 const worker = await startDeliveryWorker({
@@ -46,7 +49,7 @@ const worker = await startDeliveryWorker({
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
-const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port);
+const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, undefined, logger);
 logger.info(
   {
     port: config.port,

@@ -2,7 +2,7 @@ import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { createApp, errorMiddleware, healthRouter, notFoundHandler, type Logger } from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
@@ -60,8 +60,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
-  const app = createApp();
-  app.use(requestLogger(deps.logger));
+  const app = createApp(deps.logger);
   app.use(
     healthRouter([
       { name: "database", check: () => pingDatabase(deps.prisma) },

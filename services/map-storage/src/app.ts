@@ -1,5 +1,5 @@
 import type { Express } from "express";
-import { createApp, errorMiddleware, healthRouter, requestLogger, type Logger, type ReadinessCheck } from "@vw/service-kit";
+import { createApp, errorMiddleware, healthRouter, type Logger, type ReadinessCheck } from "@vw/service-kit";
 import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
 import { cors, filesHandler } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
@@ -17,8 +17,7 @@ export interface MapStorageAppDeps {
 
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
-  const app = createApp();
-  app.use(requestLogger(deps.logger));
+  const app = createApp(deps.logger);
   app.use(healthRouter(deps.readiness));
   app.use(cors);
   app.use(schemasRouter(deps.publicBaseUrl));
