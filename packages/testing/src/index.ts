@@ -6,3 +6,5 @@
 export * from "./receiver.js";
 export * from "./smtp-sink.js";
 export * from "./processes.js";
+export * from "./routes.js";
+export * from "./fuzz.js";

@@ -28,6 +28,7 @@ describe("loadConfig", () => {
     expect(config).toEqual({
       port: 3003,
       logLevel: "info",
+      logFormat: "json",
       databaseUrl: valid.DATABASE_URL,
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
+import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
@@ -59,6 +60,8 @@ export interface AdminApiOptions {
 }
 
 export interface AdminApiHarness {
+  /** The express app (route enumeration: `registeredRoutes`). */
+  app: Express;
   baseUrl: string;
   adminToken: string;
   prisma: PrismaClient;
@@ -135,6 +138,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
 
   return {
+    app,
     baseUrl,
     adminToken,
     prisma,

@@ -24,6 +24,7 @@ describe("loadConfig", () => {
     expect(config).toEqual({
       port: 3002,
       logLevel: "info",
+      logFormat: "json",
       databaseUrl: valid.DATABASE_URL,
       redisUrl: "redis://127.0.0.1:6379",
       redisKeyPrefix: "vw",

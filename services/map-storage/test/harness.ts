@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
+import type { Express } from "express";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
 import { Redis } from "ioredis";
 import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
@@ -46,6 +47,8 @@ export class CountingStore implements ObjectStore {
 }
 
 export interface RunningMapStorage {
+  /** The express app (route enumeration: `registeredRoutes`). */
+  app: Express;
   baseUrl: string;
   store: CountingStore;
   redisPrefix: string;
@@ -71,6 +74,7 @@ export async function startMapStorage(
   const server: Server = await listen(app, 0, "127.0.0.1");
   const { port } = server.address() as AddressInfo;
   return {
+    app,
     baseUrl: `http://127.0.0.1:${port}`,
     store,
     redisPrefix,
