@@ -42,12 +42,7 @@ export function jsonBody(options: JsonBodyOptions): RequestHandler[] {
         headers: options.acceptHeaders ?? {},
       });
     }
-    const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(req.headers["content-type"] ?? "")?.[1];
-    if (charset !== undefined && !UTF8.test(charset)) {
-      throw new AppError(415, "unsupported-media-type", `JSON is accepted in UTF-8 only (RFC 8259), not charset '${charset.slice(0, 40)}'.`, {
-        headers: options.acceptHeaders ?? {},
-      });
-    }
+    assertUtf8Charset(req.headers["content-type"], options.acceptHeaders);
     readRaw(req, _res, next);
   };
   const parse: RequestHandler = (req, _res, next) => {
@@ -66,6 +61,19 @@ export function jsonBody(options: JsonBodyOptions): RequestHandler[] {
     next();
   };
   return [gate, parse];
+}
+
+/**
+ * Refuses (415) a `Content-Type` whose `charset` parameter is not UTF-8: JSON is UTF-8 only
+ * (RFC 8259), and a body is never transcoded. No charset parameter is UTF-8.
+ */
+export function assertUtf8Charset(contentType: string | undefined, acceptHeaders: Record<string, string> = {}): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")?.[1];
+  if (charset !== undefined && !UTF8.test(charset)) {
+    throw new AppError(415, "unsupported-media-type", `JSON is accepted in UTF-8 only (RFC 8259), not charset '${charset.slice(0, 40)}'.`, {
+      headers: acceptHeaders,
+    });
+  }
 }
 
 /**
