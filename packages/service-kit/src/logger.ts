@@ -33,9 +33,9 @@ export function currentRequestId(): string | undefined {
  * The service logger: JSON lines by default (`format` `json`), or coloured single lines for a
  * terminal (`pretty`, LOG_FORMAT=pretty, for development). Every line logged while a request is
  * answered carries its `requestId`. Header and secret-bearing fields are redacted so a token never
- * reaches the logs, whatever a caller passes in.
+ * reaches the logs, whatever a caller passes in. Lines go to stdout unless `destination` is given.
  */
-export function createLogger(service: string, level: string, format: LogFormat = "json"): Logger {
+export function createLogger(service: string, level: string, format: LogFormat = "json", destination: NodeJS.WritableStream = process.stdout): Logger {
   const options = {
     level,
     base: { service },
@@ -60,7 +60,7 @@ export function createLogger(service: string, level: string, format: LogFormat =
       censor: "[redacted]",
     },
   };
-  if (format === "json") return pino(options);
+  if (format === "json") return pino(options, destination);
   // In-process and synchronous (no transport worker thread): a line is on the terminal before the
   // next one, and nothing is lost when the process exits right after logging.
   const pretty = pinoPretty({
@@ -70,6 +70,7 @@ export function createLogger(service: string, level: string, format: LogFormat =
     ignore: "pid,hostname,service",
     messageFormat: "{service} {msg}",
     singleLine: true,
+    destination,
   });
   return pino(options, pretty);
 }
