@@ -1,8 +1,9 @@
 /** One jest run for the whole workspace: ESM, TypeScript through @swc/jest, workspace packages from src. */
 export default {
   testEnvironment: "node",
-  roots: ["<rootDir>/services", "<rootDir>/packages"],
+  roots: ["<rootDir>/services", "<rootDir>/packages", "<rootDir>/scripts"],
   testMatch: ["**/src/**/*.test.ts", "**/test/**/*.test.ts"],
+  // scripts/test: the root scripts (dev, setup) exercised as a newcomer runs them.
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
   extensionsToTreatAsEsm: [".ts"],
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },

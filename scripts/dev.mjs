@@ -1,45 +1,55 @@
 #!/usr/bin/env node
 /**
- * `pnpm dev` (`npm run dev` runs setup first): the whole platform on this machine.
- *   - S3: an embedded s3rver on 127.0.0.1:9000 (DEV_S3_PORT), data in .dev-data/s3, bucket `maps`,
- *     unless S3_ENDPOINT is set (then the S3_* variables are used as given);
+ * `npm run dev` / `pnpm dev`: the whole platform on this machine, in one supervising process.
+ *   - set-up first (scripts/lib/setup-steps.mjs: pnpm, dependencies, build of what changed),
+ *     unless DEV_SKIP_SETUP=1;
+ *   - S3: an embedded s3rver on 127.0.0.1:9000 (DEV_S3_PORT), data in .dev-data/s3 (DEV_S3_DIR),
+ *     bucket `maps`, unless S3_ENDPOINT is set (then the S3_* variables are used as given);
  *   - PostgreSQL: DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/vw_dev), created if
- *     missing, migrated; Redis: REDIS_URL (default redis://127.0.0.1:6379/0);
+ *     missing, migrated; Redis: REDIS_URL (default redis://127.0.0.1:6379/0) under the key prefix
+ *     REDIS_KEY_PREFIX (default `vw-dev`), so a dev stack never shares queues with anything else;
  *   - every built service (`services/<name>/dist/main.js`) on its port (SERVICES below; override
- *     one with <NAME>_PORT, e.g. ADMIN_API_PORT), output prefixed with its name;
+ *     one with <NAME>_PORT, e.g. ADMIN_API_PORT), bound to 127.0.0.1 (DEV_HOST=0.0.0.0 opens them
+ *     to the network: mind that dev accepts any webhook URL and its tokens are published), output
+ *     prefixed with its name;
  *   - waits for each GET /readyz, then creates (idempotently) organization `demo`, world `lobby`
- *     and a fresh API key, and prints URLs, tokens and ready-to-paste curl commands.
- * Ctrl+C (or SIGTERM) stops the services (SIGTERM, SIGKILL after 15 s) and s3rver. A service that
- * dies, before or after it was ready, stops everything with exit code 1.
+ *     and a fresh API key, and prints URLs, tokens, ready-to-paste curl commands and the webhook
+ *     walkthrough.
+ * SIGINT, SIGTERM or SIGHUP (Ctrl+C, an IDE's stop button, `kill` of the npm process, which npm
+ * passes on since the npm script `exec`s this one) stops the services (SIGTERM, SIGKILL after
+ * 15 s) and s3rver, and exits once all are gone. So does the death of the parent process. A
+ * service that dies, before or after it was ready, stops everything with exit code 1.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
-import {
-  DEFAULT_REDIS_URL,
-  assertReachable,
-  ensureDatabase,
-  migrate,
-  redact,
-  splitDatabaseUrl,
-  startS3rver,
-} from "./lib/local-infra.mjs";
-import { ROOT, childEnv } from "./lib/toolchain.mjs";
+import { setupWorkspace } from "./lib/setup-steps.mjs";
+import { ROOT, childEnv, stopRunningChildren } from "./lib/toolchain.mjs";
 
-/** Default port of each known service (DESIGN.md); a service not listed gets the next from 3010. */
+// local-infra.mjs needs pg and s3rver, which the set-up installs: loaded once it has run.
+/** @type {typeof import("./lib/local-infra.mjs")} */
+let infra;
+
+/** Default port of each known service (the root README); a service not listed gets the next from 3010. */
 const SERVICE_PORTS = { "map-storage": 3001, "event-ingest": 3002, "admin-api": 3003, "delivery-worker": 3004 };
 const FIRST_EXTRA_PORT = 3010;
 const STOP_DEADLINE_MS = 15_000;
 
+/** Published dev-only tokens (examples/try-webhooks.sh defaults to them too). */
+const DEV_ADMIN_TOKEN = "dev-admin-token-change-me";
+const DEV_INGEST_TOKEN = "dev-ingest-token-change-me";
+
 const env = process.env;
 const settings = {
   databaseUrl: env.DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/vw_dev",
-  redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
-  adminToken: env.ADMIN_TOKEN || "dev-admin-token-change-me",
-  ingestToken: env.INGEST_TOKEN || "dev-ingest-token-change-me",
+  redisUrl: env.REDIS_URL || "redis://127.0.0.1:6379/0",
+  redisKeyPrefix: env.REDIS_KEY_PREFIX || "vw-dev",
+  host: env.DEV_HOST || "127.0.0.1",
+  adminToken: env.ADMIN_TOKEN || DEV_ADMIN_TOKEN,
+  ingestToken: env.INGEST_TOKEN || DEV_INGEST_TOKEN,
   s3Port: Number(env.DEV_S3_PORT || 9000),
-  s3Directory: join(ROOT, ".dev-data", "s3"),
+  s3Directory: env.DEV_S3_DIR || join(ROOT, ".dev-data", "s3"),
   s3Bucket: "maps",
   readyTimeoutMs: Number(env.DEV_READY_TIMEOUT_MS || 60_000),
 };
@@ -75,7 +85,7 @@ function discoverServices() {
 
 /** True when something already accepts connections on 127.0.0.1:port. */
 async function portTaken(port) {
-  return assertReachable(`http://127.0.0.1:${port}`, "", port).then(
+  return infra.assertReachable(`http://127.0.0.1:${port}`, "", port).then(
     () => true,
     () => false,
   );
@@ -91,7 +101,7 @@ function startService(service, sharedEnv, width) {
   // Own process group: a terminal's Ctrl+C reaches only this supervisor, which sends one SIGTERM.
   const child = spawn(process.execPath, ["--enable-source-maps", service.main], {
     cwd: ROOT,
-    env: { ...sharedEnv, PORT: String(service.port) },
+    env: { ...sharedEnv, ...service.env, PORT: String(service.port) },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -189,9 +199,9 @@ async function seedDemo(adminApi) {
 function printSummary(demo) {
   const width = Math.max(...services.map((s) => s.name.length), 11);
   const lines = ["", paint("32;1", "Everything is up."), ""];
-  for (const s of services) lines.push(`  ${s.name.padEnd(width)}  http://localhost:${s.port}`);
+  for (const s of services) lines.push(`  ${s.name.padEnd(width)}  http://localhost:${s.port}${isLoopback(settings.host) ? "" : `  (bound to ${settings.host})`}`);
   lines.push(`  ${"S3".padEnd(width)}  ${s3 ? `${s3.endpoint} (s3rver, bucket ${s3.bucket}, data in ${relative(ROOT, settings.s3Directory)})` : `${env.S3_ENDPOINT} (bucket ${env.S3_BUCKET ?? "?"})`}`);
-  lines.push(`  ${"PostgreSQL".padEnd(width)}  ${redact(settings.databaseUrl)}`);
+  lines.push(`  ${"PostgreSQL".padEnd(width)}  ${infra.redact(settings.databaseUrl)}`);
   lines.push(`  ${"Redis".padEnd(width)}  ${settings.redisUrl}`);
   lines.push("", `  ADMIN_TOKEN   ${settings.adminToken}`);
   if (services.some((s) => s.name === "event-ingest")) lines.push(`  INGEST_TOKEN  ${settings.ingestToken}`);
@@ -212,11 +222,29 @@ function printSummary(demo) {
       `    curl -i ${shellQuote(room)}`,
     );
   }
+  const adminApi = services.find((s) => s.name === "admin-api");
+  const ingest = services.find((s) => s.name === "event-ingest");
+  if (demo && adminApi && ingest) {
+    const vars = [`ADMIN=http://localhost:${adminApi.port}`, `INGEST=http://localhost:${ingest.port}`];
+    if (settings.adminToken !== DEV_ADMIN_TOKEN) vars.push(`ADMIN_TOKEN=${shellQuote(settings.adminToken)}`);
+    if (settings.ingestToken !== DEV_INGEST_TOKEN) vars.push(`INGEST_TOKEN=${shellQuote(settings.ingestToken)}`);
+    lines.push(
+      "",
+      "  Try webhooks: receivers on 127.0.0.1 over plain http work in dev (ENDPOINT_URL_POLICY=any).",
+      "  This creates an endpoint, starts a receiver that verifies signatures and sends it an event",
+      "  (the README's \"Try webhooks\" walks through it):",
+      `    ${vars.join(" ")} sh examples/try-webhooks.sh`,
+    );
+  }
   lines.push("", "  Ctrl+C stops everything.", "");
   console.log(lines.join("\n"));
 }
 
 async function main() {
+  if (/^(1|true)$/i.test(env.DEV_SKIP_SETUP ?? "")) log("DEV_SKIP_SETUP: using the installed dependencies and the last build as they are");
+  else await setupWorkspace(env);
+  if (stopping) return;
+  infra = await import("./lib/local-infra.mjs");
   services = discoverServices();
   if (services.length === 0) throw new Error("no service is built: run `npm run setup` (or `pnpm build`)");
   for (const s of services) {
@@ -227,23 +255,23 @@ async function main() {
     }
   }
 
-  await assertReachable(settings.redisUrl, "Redis (REDIS_URL)", 6379);
-  const { name: dbName, adminUrl } = splitDatabaseUrl(settings.databaseUrl);
+  await infra.assertReachable(settings.redisUrl, "Redis (REDIS_URL)", 6379);
+  const { name: dbName, adminUrl } = infra.splitDatabaseUrl(settings.databaseUrl);
   try {
-    const { created } = await ensureDatabase(adminUrl, dbName);
+    const { created } = await infra.ensureDatabase(adminUrl, dbName);
     log(`database ${dbName} ${created ? "created" : "exists"}; applying migrations`);
   } catch (err) {
     // A DATABASE_URL whose user may not open the `postgres` database: the database may exist anyway.
     warn(`could not check or create database ${dbName} (${err.message}); applying migrations anyway`);
   }
-  await migrate(settings.databaseUrl);
+  await infra.migrate(settings.databaseUrl);
 
   let s3Env = {};
   if (env.S3_ENDPOINT) {
     log(`S3: using S3_ENDPOINT=${env.S3_ENDPOINT} and the S3_* variables as given`);
   } else {
     try {
-      s3 = await startS3rver({ directory: settings.s3Directory, bucket: settings.s3Bucket, port: settings.s3Port });
+      s3 = await infra.startS3rver({ directory: settings.s3Directory, bucket: settings.s3Bucket, port: settings.s3Port });
     } catch (err) {
       throw new Error(`${err.message} (set DEV_S3_PORT, or S3_ENDPOINT to use another S3 server)`);
     }
@@ -260,6 +288,8 @@ async function main() {
     INGEST_TOKEN: settings.ingestToken,
     PUBLIC_MAP_STORAGE_URL: `http://localhost:${mapStorage?.port ?? SERVICE_PORTS["map-storage"]}`,
     PLAY_URL: "https://play.localhost",
+    HOST: settings.host,
+    REDIS_KEY_PREFIX: settings.redisKeyPrefix,
     // Webhook receivers in development are on localhost; the services log this setting loudly.
     ENDPOINT_URL_POLICY: "any",
     SECRETS_ENCRYPTION_KEY: "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE=", // fixed dev-only key ("dev-only-key-do-not-use-in-prod!"): secrets sealed in one run open in the next
@@ -267,6 +297,11 @@ async function main() {
   };
   for (const [k, v] of Object.entries(defaults)) if (!sharedEnv[k]) sharedEnv[k] = v;
   Object.assign(sharedEnv, s3Env);
+  // map-storage keeps its keys (locks, version markers) apart from the queues', as in production.
+  if (mapStorage) mapStorage.env = { REDIS_KEY_PREFIX: `${settings.redisKeyPrefix}:map-storage:` };
+  if (!isLoopback(settings.host)) {
+    warn(`DEV_HOST=${settings.host}: the services are reachable from the network, with the published dev tokens and ENDPOINT_URL_POLICY=any (anyone who can reach them can make the worker POST to internal addresses)`);
+  }
 
   const width = Math.max(...services.map((s) => s.name.length));
   for (const s of services) {
@@ -290,17 +325,32 @@ async function main() {
   printSummary(demo);
 }
 
+function isLoopback(host) {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => {
     if (stopping) {
       // Second Ctrl+C: do not wait for graceful shutdown.
       for (const s of services) s.child?.kill("SIGKILL");
+      stopRunningChildren("SIGKILL");
       return;
     }
     log(`${signal} received`);
+    stopRunningChildren("SIGTERM"); // a set-up step (pnpm install or build) still running
     void shutdown(0);
   });
 }
+// The parent gone (its terminal closed, npm killed with SIGKILL): nobody can stop us any more, so
+// stop now rather than leave the services listening. An orphan is re-parented (ppid changes).
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid && !stopping) {
+    warn(`parent process ${parentPid} is gone; stopping everything`);
+    void shutdown(0);
+  }
+}, 500).unref();
 // Whatever ends this process, leave no service behind.
 process.on("exit", () => {
   for (const s of services) if (s.child && s.child.exitCode === null && s.child.signalCode === null) s.child.kill("SIGKILL");

@@ -25,6 +25,12 @@ export default async function globalSetup() {
 async function start() {
   const suffix = `${process.pid}_${randomSuffix(3)}`;
 
+  // Redis: every key of this run starts with `vwtest-<run>-` (packages/testing testKeyPrefix), so
+  // the teardown removes exactly this run's keys, whatever another run does meanwhile.
+  const run = randomSuffix(4);
+  process.env.VW_TEST_RUN = run;
+  globalThis.__VW_TEST_RUN__ = run;
+
   // PostgreSQL: one fresh database for this run; test files isolate further by random slugs.
   const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
   const dbName = `vw_test_${suffix}`;

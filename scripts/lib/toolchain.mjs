@@ -54,6 +54,8 @@ export function childEnv(env = process.env, extra = {}) {
 export function run(command, args, { cwd = ROOT, env = childEnv(), capture = false } = {}) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd, env, stdio: capture ? ["ignore", "pipe", "pipe"] : ["ignore", "inherit", "inherit"] });
+    running.add(child);
+    child.on("close", () => running.delete(child));
     let output = "";
     if (capture) {
       child.stdout.on("data", (d) => (output += d));
@@ -62,6 +64,17 @@ export function run(command, args, { cwd = ROOT, env = childEnv(), capture = fal
     child.on("error", (err) => resolve({ code: 127, output: `${output}${err.message}\n`, error: err }));
     child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), output }));
   });
+}
+
+/** Children of {@link run} still running. */
+const running = new Set();
+
+/**
+ * Sends `signal` to every child {@link run} started that is still running: a supervisor stopped
+ * during set-up (dev.mjs) must not leave a pnpm install or build behind.
+ */
+export function stopRunningChildren(signal = "SIGTERM") {
+  for (const child of running) child.kill(signal);
 }
 
 /** Exit code a shell would report for a child killed by `signal`. */

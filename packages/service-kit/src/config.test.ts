@@ -139,3 +139,24 @@ describe("readRedisKeyPrefix", () => {
     expect(problemsOf({ REDIS_KEY_PREFIX: value }, read("vw"))).toEqual([message]);
   });
 });
+
+describe("readCommon HOST", () => {
+  const host = (env: Record<string, string>) => parseEnv(env, (r) => ({ common: readCommon(r, 3000) })).common.host;
+
+  it.each([
+    [{}, "0.0.0.0"],
+    [{ HOST: "127.0.0.1" }, "127.0.0.1"],
+    [{ HOST: "::" }, "::"],
+    [{ HOST: "::1" }, "::1"],
+    [{ HOST: "localhost" }, "localhost"],
+    [{ HOST: "api.internal.example" }, "api.internal.example"],
+  ])("reads %j as %j", (env, expected) => {
+    expect(host(env)).toBe(expected);
+  });
+
+  it.each(["http://0.0.0.0", "0.0.0.0:3000", "local host", "user:pw@host"])("refuses %j, naming HOST", (value) => {
+    const problems = problemsOf({ HOST: value }, (r) => readCommon(r, 3000));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^HOST must be an IP address or a host name/);
+  });
+});

@@ -3,6 +3,8 @@
  * Each service calls {@link parseEnv} once with `process.env`; nothing else reads the environment.
  */
 
+import { isIP } from "node:net";
+
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Thrown when one or more variables are missing or malformed; the message names each of them. */
@@ -137,17 +139,25 @@ export const LOG_FORMATS = ["json", "pretty"] as const;
 /** How log lines are written: JSON lines (production) or human-readable (development). */
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-/** Common variables of every service (DESIGN.md "Configuration"). */
+/** Common variables of every service (the root README's "Configuration"). */
 export interface CommonConfig {
   port: number;
+  /** HOST: the address the HTTP server binds; every interface by default (containers). */
+  host: string;
   logLevel: string;
   /** LOG_FORMAT: `json` (default, one JSON object a line) or `pretty` (coloured lines for a terminal, development). */
   logFormat: LogFormat;
 }
 
+/** A host name (letters, digits, `-`, dot-separated labels); IP literals are checked by isIP. */
+const HOST_NAME_RE = /^(?:[0-9A-Za-z-]{1,63}\.)*[0-9A-Za-z-]{1,63}$/;
+
 export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
+  const host = r.string("HOST", "0.0.0.0");
+  if (isIP(host) === 0 && !HOST_NAME_RE.test(host)) r.problem(`HOST must be an IP address or a host name (127.0.0.1, ::, localhost), got "${redactCredentials(host)}"`);
   return {
     port: r.int("PORT", defaultPort, { min: 0, max: 65535 }),
+    host,
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     logFormat: r.oneOf("LOG_FORMAT", LOG_FORMATS, "json"),
   };

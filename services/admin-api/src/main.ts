@@ -30,7 +30,7 @@ const app = createAdminApp({
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
 });
-const server = await listen(app, config.port, undefined, logger);
+const server = await listen(app, config.port, config.host, logger);
 logger.info(
   {
     port: config.port,

@@ -5,6 +5,7 @@
  * a random Redis key prefix so they never see each other's queue (obliterated by `close`).
  */
 import { randomBytes } from "node:crypto";
+import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
 import type { Express } from "express";
@@ -116,7 +117,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
   const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
-  const redisKeyPrefix = `vw-test-admin-${randomBytes(4).toString("hex")}`;
+  const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
   const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
   const app = createAdminApp({

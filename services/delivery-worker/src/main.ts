@@ -49,7 +49,7 @@ const worker = await startDeliveryWorker({
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
-const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, undefined, logger);
+const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, config.host, logger);
 logger.info(
   {
     port: config.port,

@@ -10,7 +10,7 @@ import { Queue, type Job } from "bullmq";
 import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { startSmtpSink, type SmtpSink } from "@vw/testing";
+import { startSmtpSink, testKeyPrefix, type SmtpSink } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
@@ -78,7 +78,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const prisma = createPrismaClient(databaseUrl, { max: 5 });
   const pool = createPgPool(databaseUrl, { max: 3 });
   const redis = createRedisConnection(redisUrl, "worker");
-  const keyPrefix = `vwtest-${randomBytes(6).toString("hex")}`;
+  const keyPrefix = testKeyPrefix("worker-");
   const secretsKey = generateSecretBoxKey();
   const secretBox = createSecretBox(secretsKey);
   const smtp = await startSmtpSink();

@@ -23,6 +23,7 @@ describe("loadConfig", () => {
     const config = loadConfig(valid);
     expect(config).toEqual({
       port: 3002,
+      host: "0.0.0.0",
       logLevel: "info",
       logFormat: "json",
       databaseUrl: valid.DATABASE_URL,

@@ -63,7 +63,7 @@ const app = createIngestApp({
     bufferMax: config.analyticsBufferMax,
   }),
 });
-const server = await listen(app, config.port, undefined, logger);
+const server = await listen(app, config.port, config.host, logger);
 logger.info(
   { port: config.port, playUrl: config.playUrl, redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
   "event-ingest listening",

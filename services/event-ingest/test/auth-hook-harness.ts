@@ -5,6 +5,7 @@
  * Prisma under random slugs and removed by `close`.
  */
 import { randomBytes } from "node:crypto";
+import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import { CURRENT_API_VERSION, type IdentityProvider, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
@@ -62,7 +63,7 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const redis = createRedisConnection(redisUrl, "producer");
-  const queue = openQueue(QUEUE_NAMES.deliveries, redis, `vwtest-${randomBytes(4).toString("hex")}`);
+  const queue = openQueue(QUEUE_NAMES.deliveries, redis, testKeyPrefix("hook-"));
   const logs: HookHarness["logs"] = [];
   const logger = recordingLogger(logs);
   const secretBox = createSecretBox(generateSecretBoxKey());
@@ -130,6 +131,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
       await pool.end();
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       destroyDeliveryAgents(agents);
+      // The hook never queues, but opening the queue wrote its meta key.
+      await queue.obliterate({ force: true });
       await queue.close();
       await redis.quit();
       await prisma.$disconnect();

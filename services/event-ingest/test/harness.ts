@@ -6,6 +6,7 @@
  * directly with Prisma.
  */
 import { randomBytes } from "node:crypto";
+import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
@@ -114,7 +115,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const redis = createRedisConnection(redisUrl, "producer");
   const ownsPrefix = options.keyPrefix === undefined;
-  const keyPrefix = options.keyPrefix ?? `vwtest-${randomBytes(4).toString("hex")}`;
+  const keyPrefix = options.keyPrefix ?? testKeyPrefix("ingest-");
   const queue = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
   const logs: LogLine[] = [];
   // Failures of a deliberately dead Redis are expected; keep them off the console.

@@ -15,7 +15,7 @@ watchRedisConnection(redis, logger);
 const s3 = createS3Client(config.s3);
 
 const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
-const server = await listen(app, config.port, undefined, logger);
+const server = await listen(app, config.port, config.host, logger);
 logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl }, "map-storage listening");
 
 registerShutdown(logger, [

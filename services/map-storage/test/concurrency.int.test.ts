@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
 import { Redis } from "ioredis";
+import { testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, sampleWam, testPrisma, type TestWorld } from "./harness.js";
 import { spawnMapStorage, type ServiceProcess } from "./processes.js";
 
@@ -8,7 +9,7 @@ let prisma: PrismaClient;
 let w: TestWorld;
 let a: ServiceProcess;
 let b: ServiceProcess;
-const prefix = `test:ms:${rand()}:`;
+const prefix = `${testKeyPrefix("ms-")}:`;
 
 beforeAll(async () => {
   prisma = testPrisma();

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { testKeyPrefix } from "@vw/testing";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
@@ -62,7 +63,7 @@ export async function startMapStorage(
   env: Record<string, string> = {},
   overrides: Omit<MapStorageOverrides, "wrapStore"> = {},
 ): Promise<RunningMapStorage> {
-  const redisPrefix = env.REDIS_KEY_PREFIX ?? `test:ms:${rand()}:`;
+  const redisPrefix = env.REDIS_KEY_PREFIX ?? `${testKeyPrefix("ms-")}:`;
   const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", ...env, REDIS_KEY_PREFIX: redisPrefix });
   const prisma = createPrismaClient(config.databaseUrl);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
