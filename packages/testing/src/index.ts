@@ -10,3 +10,4 @@ export * from "./processes.js";
 export * from "./redis-keys.js";
 export * from "./routes.js";
 export * from "./fuzz.js";
+export * from "./tcp-proxy.js";

@@ -8,7 +8,7 @@ import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PgPool, PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, openQueue } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
@@ -74,6 +74,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
   };
+  // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
+  for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
