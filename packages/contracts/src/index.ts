@@ -32,3 +32,4 @@ export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";
+export * from "./dashboard.schema.js";

@@ -4,7 +4,10 @@ import { createApp, errorMiddleware, healthRouter, notFoundHandler, type Logger 
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
-import { adminAuth } from "./admin-auth.js";
+import { adminOrSessionAuth, sessionCookiePolicy } from "./dashboard-auth.js";
+import { dashboardPageRouter, dashboardSecurityHeaders } from "./dashboard-page.js";
+import { dashboardSessionApiRouter, dashboardSessionsAdminRouter } from "./dashboard-sessions.routes.js";
+import { DashboardSessionsService } from "./dashboard-sessions.service.js";
 import { ApiKeysService } from "./api-keys.service.js";
 import { deliveriesRouter } from "./deliveries.routes.js";
 import { DeliveriesService } from "./deliveries.service.js";
@@ -43,16 +46,31 @@ export interface AdminAppDeps {
   deliveryAgents: DeliveryAgents;
   /** DELIVERY_TIMEOUT_MS: budget of a Test attempt. */
   deliveryTimeoutMs: number;
+  /** PUBLIC_ADMIN_URL (dashboard links, the dashboard's origin, Secure cookies when https); `http://localhost:3003` by default. */
+  publicAdminUrl?: string;
+  /** DASHBOARD_FRAME_ANCESTORS: origins allowed to embed the dashboard; none (not embeddable) by default. */
+  dashboardFrameAncestors?: readonly string[];
+  /**
+   * The built dashboard's folder (`DASHBOARD_ASSETS_DIR` of `@vw/dashboard/assets-dir`), served
+   * under `/dashboard/`; without it (or while it is not built) the page is a 404 saying so.
+   */
+  dashboardAssetsDir?: string;
+  /** Clock of dashboard session expiries; the system clock unless injected. */
+  now?: () => Date;
   /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
   enqueueTimeoutMs?: number;
 }
+
+/** PUBLIC_ADMIN_URL's default (the dev stack's admin-api). */
+export const DEFAULT_PUBLIC_ADMIN_URL = "http://localhost:3003";
 
 /** Prefix of every authenticated admin route. */
 export const ADMIN_API_PREFIX = "/admin/v1";
 
 /**
  * The admin-api HTTP app: `/healthz`, `/readyz` (database and Redis ping) and the authenticated
- * `/admin/v1` routes; every error is an RFC 9457 problem document.
+ * `/admin/v1` routes (operator bearer token or dashboard session cookie), the dashboard under
+ * `/dashboard/` with its session API; every error is an RFC 9457 problem document.
  */
 export function createAdminApp(deps: AdminAppDeps): Express {
   const organizations = new OrganizationsService(deps.prisma);
@@ -73,6 +91,12 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     agents: deps.deliveryAgents,
     timeoutMs: deps.deliveryTimeoutMs,
   });
+  const now = deps.now ?? (() => new Date());
+  const publicAdminUrl = (deps.publicAdminUrl ?? DEFAULT_PUBLIC_ADMIN_URL).replace(/\/+$/, "");
+  const frameAncestors = deps.dashboardFrameAncestors ?? [];
+  const dashboardOrigin = new URL(publicAdminUrl).origin;
+  const cookie = sessionCookiePolicy(publicAdminUrl, frameAncestors);
+  const dashboardSessions = new DashboardSessionsService(deps.prisma, worlds, { publicAdminUrl, now });
   if (deps.endpointUrlPolicy === "any") {
     deps.logger.warn(
       { endpointUrlPolicy: "any" },
@@ -82,12 +106,18 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   }
 
   const api = Router({ caseSensitive: true });
-  api.use(adminAuth(deps.adminToken));
+  api.use(adminOrSessionAuth({ adminToken: deps.adminToken, sessions: dashboardSessions, cookie, dashboardOrigin }));
   api.use(jsonBody());
   api.use(organizationsRouter(organizations, worlds));
   api.use(worldsRouter(worlds, apiKeys));
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
+  api.use(dashboardSessionsAdminRouter(dashboardSessions));
+
+  const dashboard = Router({ caseSensitive: true });
+  dashboard.use(dashboardSecurityHeaders(frameAncestors));
+  dashboard.use("/api/session", dashboardSessionApiRouter({ sessions: dashboardSessions, cookie, dashboardOrigin, now }));
+  dashboard.use(dashboardPageRouter(deps.dashboardAssetsDir));
 
   const app = createApp(deps.logger);
   app.use(
@@ -100,6 +130,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   // Public, so mounted before (and outside) the authenticated router.
   app.use(openApiRouter());
   app.use(ADMIN_API_PREFIX, api);
+  app.use("/dashboard", dashboard);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;

@@ -39,6 +39,8 @@ describe("loadConfig", () => {
       redisUrl: "redis://127.0.0.1:6379",
       redisKeyPrefix: "vw",
       deliveryTimeoutMs: 15_000,
+      publicAdminUrl: "http://localhost:3003",
+      dashboardFrameAncestors: [],
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -152,5 +154,21 @@ describe("loadConfig", () => {
 
   it("refuses a port out of range", () => {
     expect(problemsOf({ ...valid, PORT: "70000" })).toEqual(["PORT must be between 0 and 65535, got 70000"]);
+  });
+
+  it("reads DASHBOARD_FRAME_ANCESTORS as a list of origins and refuses anything else", () => {
+    const config = loadConfig({ ...valid, DASHBOARD_FRAME_ANCESTORS: "  https://App.example.com/ https://*.example.org http://localhost:5173 " });
+    expect(config.dashboardFrameAncestors).toEqual(["https://app.example.com", "https://*.example.org", "http://localhost:5173"]);
+    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "https://a.example.com/path" })).toEqual([
+      expect.stringContaining('DASHBOARD_FRAME_ANCESTORS must be space-separated origins such as https://app.example.com, got "https://a.example.com/path"'),
+    ]);
+    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "*" })).toHaveLength(1);
+    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "'self'" })).toHaveLength(1);
+    expect(problemsOf({ ...valid, DASHBOARD_FRAME_ANCESTORS: "https://a.example.com; script-src *" })).toHaveLength(3);
+  });
+
+  it("reads PUBLIC_ADMIN_URL as an http(s) URL", () => {
+    expect(loadConfig({ ...valid, PUBLIC_ADMIN_URL: "https://admin.example.com/" }).publicAdminUrl).toBe("https://admin.example.com");
+    expect(problemsOf({ ...valid, PUBLIC_ADMIN_URL: "ftp://admin.example.com" })).toEqual([expect.stringContaining("PUBLIC_ADMIN_URL")]);
   });
 });

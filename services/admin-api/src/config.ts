@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, redactCredentials, type Env, type EnvReader } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
@@ -22,6 +22,8 @@ export function loadConfig(env: Env) {
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
     if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
     const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
+    const publicAdminUrl = r.url("PUBLIC_ADMIN_URL", "http://localhost:3003");
+    const dashboardFrameAncestors = readFrameAncestors(r);
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -48,10 +50,38 @@ export function loadConfig(env: Env) {
       redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
       /** Prefix of every Redis key; must be the delivery worker's, or replays land in a queue nobody reads. */
       redisKeyPrefix,
+      /**
+       * Public address of admin-api (origin, optional path prefix): dashboard links are
+       * `<this>/dashboard/#code=...`, its origin is the one state-changing dashboard requests must
+       * come from, and an https one makes the session cookie Secure.
+       */
+      publicAdminUrl,
+      /** Origins allowed to embed the dashboard in a frame (CSP frame-ancestors); none by default. */
+      dashboardFrameAncestors,
       /** Whole-attempt budget of a Test delivery (the spec's 15 s answer time by default). */
       deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 1, max: 120_000 }),
     };
   });
+}
+
+/**
+ * DASHBOARD_FRAME_ANCESTORS: space-separated http(s) origins (`https://app.example.com`, a
+ * `https://*.example.com` wildcard allowed as CSP allows it). Anything else (a path, a query, a
+ * keyword such as `*` or `'self'`) is refused, so the value can be put in the CSP header as is.
+ */
+function readFrameAncestors(r: EnvReader): string[] {
+  const raw = r.optionalString("DASHBOARD_FRAME_ANCESTORS")?.trim() ?? "";
+  if (raw === "") return [];
+  const origins: string[] = [];
+  for (const item of raw.split(/\s+/)) {
+    const match = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(:\d{1,5})?\/?$/i.exec(item);
+    if (!match) {
+      r.problem(`DASHBOARD_FRAME_ANCESTORS must be space-separated origins such as https://app.example.com, got "${redactCredentials(item)}"`);
+      continue;
+    }
+    origins.push(item.replace(/\/$/, "").toLowerCase());
+  }
+  return origins;
 }
 
 export type AdminApiConfig = ReturnType<typeof loadConfig>;

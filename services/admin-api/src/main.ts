@@ -2,8 +2,12 @@ import { createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
+import { fileURLToPath } from "node:url";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
+
+/** Where `pnpm build` writes the dashboard (packages/dashboard/dist), from services/admin-api/dist/main.js. */
+const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL("../../../packages/dashboard/dist/", import.meta.url));
 
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
@@ -29,6 +33,9 @@ const app = createAdminApp({
   deliveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
+  publicAdminUrl: config.publicAdminUrl,
+  dashboardFrameAncestors: config.dashboardFrameAncestors,
+  dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(
@@ -38,6 +45,8 @@ logger.info(
     playUrl: config.playUrl,
     endpointUrlPolicy: config.endpointUrlPolicy,
     redisKeyPrefix: config.redisKeyPrefix,
+    publicAdminUrl: config.publicAdminUrl,
+    dashboardFrameAncestors: config.dashboardFrameAncestors,
   },
   "admin-api listening",
 );

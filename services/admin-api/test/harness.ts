@@ -5,6 +5,9 @@
  * a random Redis key prefix so they never see each other's queue (obliterated by `close`).
  */
 import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
@@ -58,6 +61,14 @@ export interface AdminApiOptions {
   secretsEncryptionKey?: string;
   /** DELIVERY_TIMEOUT_MS of Test attempts; 5 s unless given. */
   deliveryTimeoutMs?: number;
+  /** PUBLIC_ADMIN_URL; {@link PUBLIC_ADMIN_URL} (https) unless given. */
+  publicAdminUrl?: string;
+  /** DASHBOARD_FRAME_ANCESTORS; none unless given. */
+  dashboardFrameAncestors?: string[];
+  /** The dashboard's built files; a temporary folder with an index.html and one hashed asset unless given. */
+  dashboardAssetsDir?: string;
+  /** Clock of dashboard sessions; the system clock unless given. */
+  now?: () => Date;
 }
 
 export interface AdminApiHarness {
@@ -83,6 +94,19 @@ export interface AdminApiHarness {
 
 export const PUBLIC_MAP_STORAGE_URL = "https://maps.example.test";
 export const PLAY_URL = "https://play.example.test";
+export const PUBLIC_ADMIN_URL = "https://admin.example.test";
+
+/** The stand-in dashboard build of {@link startAdminApi}: an index.html and one hashed asset. */
+export const TEST_DASHBOARD_INDEX = '<!doctype html><html><head><script type="module" src="/dashboard/assets/index-Ab12Cd34.js"></script></head><body><div id="root"></div></body></html>';
+export const TEST_DASHBOARD_ASSET = { path: "/assets/index-Ab12Cd34.js", body: "console.log('dashboard');" };
+
+async function testDashboardDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "vw-dashboard-"));
+  await mkdir(join(dir, "assets"));
+  await writeFile(join(dir, "index.html"), TEST_DASHBOARD_INDEX);
+  await writeFile(join(dir, TEST_DASHBOARD_ASSET.path), TEST_DASHBOARD_ASSET.body);
+  return dir;
+}
 
 /** A logger that keeps every line in memory, so tests can assert on what is (not) logged. */
 function recordingLogger(logs: LogLine[]): Logger {
@@ -120,6 +144,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
   const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
+  const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
   const app = createAdminApp({
     prisma,
     logger: recordingLogger(logs),
@@ -133,6 +158,10 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     deliveryQueue,
     deliveryAgents,
     deliveryTimeoutMs: options.deliveryTimeoutMs ?? 5000,
+    publicAdminUrl: options.publicAdminUrl ?? PUBLIC_ADMIN_URL,
+    dashboardFrameAncestors: options.dashboardFrameAncestors ?? [],
+    dashboardAssetsDir: options.dashboardAssetsDir ?? ownDashboardDir ?? "",
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -178,6 +207,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
       await redis.quit();
       destroyDeliveryAgents(deliveryAgents);
       await prisma.$disconnect();
+      if (ownDashboardDir !== null) await rm(ownDashboardDir, { recursive: true, force: true });
     },
   };
 }
