@@ -29,6 +29,9 @@ export type EndpointDisabledReason = (typeof ENDPOINT_DISABLED_REASONS)[number];
  */
 export const CURRENT_API_VERSION = "2026-11-01";
 
+/** Highest accepted `rateLimitPerSecond` (a sanity bound: above it, throttling means nothing). */
+export const RATE_LIMIT_PER_SECOND_MAX = 100_000;
+
 /** Longest accepted endpoint URL, in characters. */
 export const ENDPOINT_URL_MAX_LENGTH = 2048;
 
@@ -41,12 +44,16 @@ export function canonicalSubscriptions(subscriptions: readonly WebhookSubscripti
 export interface CreateEndpointRequest {
   url: string;
   subscriptions: WebhookSubscription[];
+  /** Most deliveries started per second, across all workers; absent or null = no throttle. */
+  rateLimitPerSecond?: number | null;
 }
 
 /** `PATCH .../endpoints/{id}`: members given replace the stored ones. */
 export interface UpdateEndpointRequest {
   url?: string;
   subscriptions?: WebhookSubscription[];
+  /** A number sets the throttle, null removes it. */
+  rateLimitPerSecond?: number | null;
 }
 
 /** `PUT .../endpoints/{id}/format` */
@@ -73,6 +80,8 @@ export interface EndpointResource {
   /** Set while disabled, `null` while enabled. */
   disabledReason: EndpointDisabledReason | null;
   disabledAt: string | null;
+  /** Most deliveries started per second, across all workers; null = no throttle. */
+  rateLimitPerSecond: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -105,6 +114,15 @@ const subscriptionsSchema = {
   description: "Event kinds delivered to the endpoint; at least one, no repeats. Shown in canonical order.",
 } as const;
 
+const rateLimitSchema = {
+  type: ["integer", "null"],
+  minimum: 1,
+  maximum: RATE_LIMIT_PER_SECOND_MAX,
+  description:
+    "Most deliveries started per second for this endpoint, across all delivery workers together (an integer >= 1); null for no " +
+    "throttle. Deliveries beyond it wait their turn; nothing is dropped and the retry schedule is unchanged.",
+} as const;
+
 const formatSchema = { enum: [...ENDPOINT_FORMATS], description: "`current` (envelope) or `legacy` (flat body)." } as const;
 
 export const CREATE_ENDPOINT_REQUEST_SCHEMA = {
@@ -114,7 +132,7 @@ export const CREATE_ENDPOINT_REQUEST_SCHEMA = {
   type: "object",
   additionalProperties: false,
   required: ["url", "subscriptions"],
-  properties: { url: urlSchema, subscriptions: subscriptionsSchema },
+  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema },
 } as const;
 
 export const UPDATE_ENDPOINT_REQUEST_SCHEMA = {
@@ -124,7 +142,7 @@ export const UPDATE_ENDPOINT_REQUEST_SCHEMA = {
   description: "Members present replace the stored ones; `apiVersion`, format, secret and state are changed by their own actions.",
   type: "object",
   additionalProperties: false,
-  properties: { url: urlSchema, subscriptions: subscriptionsSchema },
+  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema },
 } as const;
 
 export const SET_ENDPOINT_FORMAT_REQUEST_SCHEMA = {
@@ -160,6 +178,7 @@ const endpointProperties = {
   hasSecret: { type: "boolean", description: "False only for a legacy endpoint imported without a secret (unsigned deliveries)." },
   disabledReason: { enum: [...ENDPOINT_DISABLED_REASONS, null], description: "Why it is disabled; null while enabled." },
   disabledAt: { type: ["string", "null"], format: "date-time" },
+  rateLimitPerSecond: rateLimitSchema,
   createdAt: dateTime,
   updatedAt: dateTime,
 } as const;
@@ -174,6 +193,7 @@ const endpointRequired = [
   "hasSecret",
   "disabledReason",
   "disabledAt",
+  "rateLimitPerSecond",
   "createdAt",
   "updatedAt",
 ] as const;

@@ -7,3 +7,4 @@ export * from "./catalogue.js";
 export * from "./connection.js";
 export * from "./producer.js";
 export * from "./analytics-buffer.js";
+export * from "./endpoint-scheduler.js";

@@ -10,6 +10,7 @@ import {
   type DeliverJobData,
   type EndpointDisabledMailData,
 } from "./catalogue.js";
+import { schedulerOf } from "./endpoint-scheduler.js";
 
 /**
  * Backoff of jobs whose processing failed for an infrastructure reason (database down, a bug):
@@ -26,21 +27,38 @@ export function deliverJobId(data: DeliverJobData, replayNumber?: number): strin
 }
 
 /**
- * Adds `deliver.v1` jobs in one round trip. Initial runs have the deliveryId as job id, so adding
+ * Adds `deliver.v1` jobs in few round trips. Initial runs have the deliveryId as job id, so adding
  * one that already waits is ignored by BullMQ (an ingest retry never doubles a delivery).
+ *
+ * Jobs of an endpoint that is congested (jobs already parked, or every slot of its window taken:
+ * see `EndpointScheduler`) go straight to its parked set instead of the wait list: added delayed
+ * by the scheduler's park timeout, then parked. A burst for one slow endpoint therefore never
+ * stands in the wait list in front of the others' jobs. Added but not yet parked (a crash in
+ * between) is safe: the job comes out of the delayed set after the park timeout.
  */
 export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobData[]): Promise<void> {
   if (jobs.length === 0) return;
+  const payloads = jobs.map((data) => assertPayload(JOB_NAMES.deliver, validateDeliverJob, data));
+  const scheduler = await schedulerOf(queue);
+  const congested = await scheduler.congested([...new Set(payloads.map((p) => p.endpointId))]);
+  const parked = new Map<string, string[]>();
   await queue.addBulk(
-    jobs.map((data) => {
-      const payload = assertPayload(JOB_NAMES.deliver, validateDeliverJob, data);
+    payloads.map((payload) => {
+      const jobId = deliverJobId(payload);
+      const park = congested.has(payload.endpointId);
+      if (park) {
+        const ids = parked.get(payload.endpointId);
+        if (ids) ids.push(jobId);
+        else parked.set(payload.endpointId, [jobId]);
+      }
       return {
         name: JOB_NAMES.deliver,
         data: payload,
-        opts: { jobId: deliverJobId(payload), attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE } },
+        opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
       };
     }),
   );
+  for (const [endpointId, jobIds] of parked) await scheduler.park(endpointId, jobIds);
 }
 
 /** Queues the mail telling a world's administrators that an endpoint was disabled (once per disable). */

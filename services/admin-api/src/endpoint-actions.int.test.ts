@@ -241,6 +241,7 @@ describe("POST .../endpoints/import-legacy", () => {
       hasSecret: false,
       disabledReason: null,
       disabledAt: null,
+      rateLimitPerSecond: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -15,7 +15,7 @@ afterAll(async () => {
   await api.close();
 });
 
-const ENDPOINT_KEYS = ["apiVersion", "createdAt", "disabledAt", "disabledReason", "enabled", "format", "hasSecret", "id", "subscriptions", "updatedAt", "url"];
+const ENDPOINT_KEYS = ["apiVersion", "createdAt", "disabledAt", "disabledReason", "enabled", "format", "hasSecret", "id", "rateLimitPerSecond", "subscriptions", "updatedAt", "url"];
 
 describe("POST .../endpoints", () => {
   it("creates an enabled current endpoint: 201, Location, no-store, the secret once, apiVersion frozen to the current one", async () => {
@@ -36,6 +36,7 @@ describe("POST .../endpoints", () => {
       hasSecret: true,
       disabledReason: null,
       disabledAt: null,
+      rateLimitPerSecond: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+={0,2}$/),
@@ -316,6 +317,32 @@ describe("PATCH .../endpoints/{id}", () => {
       expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual([pointer]);
     }
     expect((await api.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })).apiVersion).toBe(CURRENT_API_VERSION);
+  });
+
+  it("sets, changes and removes the throttle (rateLimitPerSecond), shown by GET; refuses anything but an integer >= 1 or null", async () => {
+    const { endpoints } = await worldWithEndpoints(api);
+    const created = await api.request("POST", endpoints, { body: { url: "https://hooks.example.com/t", subscriptions: ["auth"], rateLimitPerSecond: 5 } });
+    expect(created.status).toBe(201);
+    expect(created.body.rateLimitPerSecond).toBe(5);
+    const id = created.body.id as string;
+    const set = await api.request("PATCH", `${endpoints}/${id}`, { body: { rateLimitPerSecond: 20 } });
+    expect(set.status).toBe(200);
+    expectEndpointShape(set.body);
+    expect(set.body).toMatchObject({ rateLimitPerSecond: 20, url: "https://hooks.example.com/t", subscriptions: ["auth"] });
+    expect((await api.request("GET", `${endpoints}/${id}`)).body.rateLimitPerSecond).toBe(20);
+    // Another member alone leaves it as it is.
+    expect((await api.request("PATCH", `${endpoints}/${id}`, { body: { subscriptions: ["visitor"] } })).body.rateLimitPerSecond).toBe(20);
+    for (const bad of [0, -1, 1.5, "10", true, 100_001]) {
+      const res = await api.request("PATCH", `${endpoints}/${id}`, { body: { rateLimitPerSecond: bad } });
+      expectProblem(res, 400, "invalid-request");
+      expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual(["/rateLimitPerSecond"]);
+    }
+    const refusedCreate = await api.request("POST", endpoints, { body: { url: "https://hooks.example.com/u", subscriptions: ["auth"], rateLimitPerSecond: 0 } });
+    expectProblem(refusedCreate, 400, "invalid-request");
+    expect((await api.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })).rateLimitPerSecond).toBe(20);
+    const removed = await api.request("PATCH", `${endpoints}/${id}`, { body: { rateLimitPerSecond: null } });
+    expect(removed.body.rateLimitPerSecond).toBeNull();
+    expect((await api.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })).rateLimitPerSecond).toBeNull();
   });
 
   it("answers 404 for an endpoint of another world, which stays unchanged", async () => {

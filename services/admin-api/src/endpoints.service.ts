@@ -56,6 +56,7 @@ export class EndpointsService {
         format: "current",
         apiVersion: this.options.currentApiVersion,
         secretSealed: this.options.secretBox.seal(secret),
+        rateLimitPerSecond: request.rateLimitPerSecond ?? null,
       },
     });
     return { ...toEndpointResource(row), secret };
@@ -96,11 +97,13 @@ export class EndpointsService {
     return toEndpointResource(await this.find(organizationSlug, worldSlug, id));
   }
 
-  /** Replaces url and/or subscriptions; `{}` changes nothing. Nothing else is editable here. */
+  /** Replaces url, subscriptions and/or the throttle (null removes it); `{}` changes nothing. Nothing else is editable here. */
   async update(organizationSlug: string, worldSlug: string, id: string, patch: UpdateEndpointRequest): Promise<EndpointResource> {
     const data: Prisma.WebhookEndpointUpdateInput = {};
     if (patch.url !== undefined) data.url = patch.url;
     if (patch.subscriptions !== undefined) data.subscriptions = canonicalSubscriptions(patch.subscriptions);
+    // Workers pick a change up at the endpoint's next attempt (they read the row for each).
+    if (patch.rateLimitPerSecond !== undefined) data.rateLimitPerSecond = patch.rateLimitPerSecond;
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     if (Object.keys(data).length === 0) return this.get(organizationSlug, worldSlug, id);
     return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data })));
@@ -235,6 +238,7 @@ export function toEndpointResource(row: EndpointRow): EndpointResource {
     hasSecret: row.secretSealed !== null,
     disabledReason: (row.disabledReason as EndpointDisabledReason | null) ?? null,
     disabledAt: row.disabledAt?.toISOString() ?? null,
+    rateLimitPerSecond: row.rateLimitPerSecond,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

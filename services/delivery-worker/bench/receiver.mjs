@@ -1,8 +1,9 @@
 /**
  * The benchmark's webhook receiver, in its own process so its CPU is not the benchmark's:
- * `/ok/...` answers 200 at once, `/hang/...` never answers. For every `/ok` request it records the
- * lag from the envelope's `timestamp` (when the event happened) to its arrival. Control:
- * `GET /_stats` → {count, p50, p99, firstAt, lastAt}, `POST /_reset`.
+ * `/ok/...` answers 200 at once, `/hang/...` never answers, `/slow/...` answers 200 after a second
+ * (counted apart, as `slow`). For every `/ok` request it records the lag from the envelope's
+ * `timestamp` (when the event happened) to its arrival. Control:
+ * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow}, `POST /_reset`.
  * Prints `{"port": n}` on stdout once listening.
  */
 import http from "node:http";
@@ -10,6 +11,7 @@ import http from "node:http";
 let lags = [];
 let firstAt = 0;
 let lastAt = 0;
+let slow = 0;
 
 const quantile = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
 
@@ -17,13 +19,14 @@ const server = http.createServer((req, res) => {
   if (req.url === "/_stats") {
     const sorted = Float64Array.from(lags).sort();
     res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt }));
+    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow }));
     return;
   }
   if (req.url === "/_reset") {
     lags = [];
     firstAt = 0;
     lastAt = 0;
+    slow = 0;
     res.end();
     return;
   }
@@ -31,6 +34,14 @@ const server = http.createServer((req, res) => {
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     if (req.url.startsWith("/hang/")) return; // never answered
+    if (req.url.startsWith("/slow/")) {
+      setTimeout(() => {
+        slow += 1;
+        res.statusCode = 200;
+        res.end("ok");
+      }, 1000);
+      return;
+    }
     const now = Date.now();
     try {
       const { timestamp } = JSON.parse(Buffer.concat(chunks).toString("utf8"));

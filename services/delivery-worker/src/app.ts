@@ -16,8 +16,8 @@ export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; work
   );
   app.get("/metrics", async (_req, res, next) => {
     try {
-      const depths = await deps.worker.queueDepths();
-      res.type("text/plain; version=0.0.4").send(deps.worker.metrics.render(depths));
+      const [depths, backlog] = await Promise.all([deps.worker.queueDepths(), deps.worker.backlog()]);
+      res.type("text/plain; version=0.0.4").send(deps.worker.metrics.render(depths, backlog));
     } catch (err) {
       next(err);
     }

@@ -7,7 +7,7 @@
 import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PgPool, PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, openQueue } from "@vw/queues";
+import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
@@ -16,7 +16,6 @@ import { DeliveryStore } from "./delivery-store.js";
 import type { DeliverDeps } from "./deliver.js";
 import { createDeliveriesWorker } from "./deliveries.worker.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
-import { EndpointLimiter } from "./endpoint-limiter.js";
 import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
@@ -38,6 +37,10 @@ export interface DeliveryWorkerOptions {
   disableAfterFailures: number;
   deliveryConcurrency: number;
   endpointConcurrency: number;
+  /** SCHEDULER_PARK_TIMEOUT_MS: safety-net delay of a parked job (its promotion is normally exact). */
+  parkTimeoutMs: number;
+  /** SCHEDULER_SWEEP_MS: how often this process takes back expired slots and hands them to parked jobs. */
+  sweepIntervalMs: number;
   retentionDays: number;
   retentionIntervalMs: number;
   /** JOB_LOCK_MS: how soon the jobs of a dead worker are taken over. */
@@ -54,13 +57,20 @@ export interface DeliveryWorkerOptions {
   analytics?: { flushIntervalMs: number; batchMax: number; playUrl: string };
 }
 
+/** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
+const LEASE_MARGIN_MS = 5000;
+
 /** The running worker. */
 export interface DeliveryWorker {
   metrics: WorkerMetrics;
   queues: Record<keyof typeof QUEUE_NAMES, Queue>;
   workers: Worker[];
-  /** Job counts per queue, for `/metrics`. */
+  /** Job counts per queue, for `/metrics`; the deliveries queue's parked jobs under state `parked`. */
   queueDepths(): Promise<Record<string, Record<string, number>>>;
+  /** The deliveries scheduler (per-endpoint windows, parked jobs, throttle). */
+  scheduler: EndpointScheduler;
+  /** Backlog figures for `/metrics`. */
+  backlog(): Promise<BacklogStats>;
   /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
   close(): Promise<void>;
 }
@@ -77,9 +87,16 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
   for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
+  const scheduler = await EndpointScheduler.forQueue(queues.deliveries, {
+    maxWindow: options.endpointConcurrency,
+    // A slot is held at most for the attempt (bounded by the timeout) and its log write.
+    leaseTtlMs: options.deliveryTimeoutMs + LEASE_MARGIN_MS,
+    parkTimeoutMs: options.parkTimeoutMs,
+  });
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
-    limiter: new EndpointLimiter({ limit: options.endpointConcurrency, timeoutMs: options.deliveryTimeoutMs }),
+    scheduler,
+    onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),
     agents,
@@ -125,18 +142,37 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
+  // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
+  let sweeping = false;
+  const sweeper = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    scheduler
+      .sweep()
+      .catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"))
+      .finally(() => (sweeping = false));
+  }, options.sweepIntervalMs);
+  sweeper.unref();
   return {
     metrics,
     queues,
     workers,
+    scheduler,
+    backlog: () => scheduler.stats(),
     async queueDepths() {
       const depths: Record<string, Record<string, number>> = {};
       for (const queue of Object.values(queues)) {
         depths[queue.name] = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
       }
+      // Parked jobs sit in the delayed set; report them apart so `delayed` means retries.
+      const { parkedJobs } = await scheduler.stats();
+      const deliveries = depths[queues.deliveries.name] as Record<string, number>;
+      deliveries.parked = parkedJobs;
+      deliveries.delayed = Math.max(0, (deliveries.delayed ?? 0) - parkedJobs);
       return depths;
     },
     async close() {
+      clearInterval(sweeper);
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all(Object.values(queues).map((q) => q.close()));
       destroyDeliveryAgents(agents);

@@ -62,8 +62,15 @@ export function loadConfig(env: Env) {
       retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
       /** Deliveries in flight per worker process, across all endpoints. */
       deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 100, { min: 1, max: 2000 }),
-      /** Deliveries in flight per endpoint per worker process (2 while an endpoint is timing out). */
+      /** Largest window of attempts in flight per endpoint, across all worker replicas together. */
       endpointConcurrency: r.int("DELIVERY_ENDPOINT_CONCURRENCY", 10, { min: 1, max: 1000 }),
+      /**
+       * Safety-net delay of a parked job: it is promoted exactly when a slot frees; this only
+       * bounds the wait if that promotion were lost (a crash at the wrong moment).
+       */
+      parkTimeoutMs: r.int("SCHEDULER_PARK_TIMEOUT_MS", 3_600_000, { min: 10_000, max: 7 * 86_400_000 }),
+      /** How often each worker takes back expired slots (dead workers') and hands them to parked jobs. */
+      sweepIntervalMs: r.int("SCHEDULER_SWEEP_MS", 2000, { min: 100, max: 60_000 }),
       /**
        * Lock of an active job; a worker that dies holding one (kill -9, a crashed node) has its
        * jobs handed to another worker within about this long (BullMQ lockDuration and

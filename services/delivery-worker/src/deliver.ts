@@ -3,27 +3,37 @@
  * the delivery may still be sent, sign and POST the stored bytes, log the attempt, apply the
  * spec's reaction table, and say what the queue should do next.
  */
-import type { DeliverJobData } from "@vw/queues";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { DeliverJobData, EndpointScheduler, WindowSignal } from "@vw/queues";
 import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
-import type { AttemptSignal, EndpointLimiter } from "./endpoint-limiter.js";
 import type { WorkerMetrics } from "./metrics.js";
 
 /** What the processor does with the job afterwards. */
 export type DeliverResult =
   | { kind: "done"; outcome: "delivered" | "failed" | "skipped" | "missing" | "not-pending" }
   | { kind: "retry"; delayMs: number; attempt: number }
-  | { kind: "defer"; delayMs: number };
+  /** The endpoint has no free slot: the job waits in its parked set (nothing was sent). */
+  | { kind: "park" };
+
+/** Which run of which job this is: the scheduler's lease is per run. */
+export interface JobRun {
+  jobId: string;
+  /** BullMQ's lock token of this run. */
+  token: string;
+}
 
 /** Everything a delivery run needs; `main.ts` builds the live ones, tests their own. */
 export interface DeliverDeps {
   store: DeliveryStore;
-  limiter: EndpointLimiter;
+  scheduler: EndpointScheduler;
   disabler: EndpointDisabler;
   secrets: SecretCache;
   agents: DeliveryAgents;
   metrics: WorkerMetrics;
+  /** A slot release that failed (Redis down): logged; the lease expires by itself. */
+  onSchedulerError?: (err: unknown) => void;
   timeoutMs: number;
   retryDelays: readonly number[];
   disableAfterFailures: number;
@@ -35,16 +45,26 @@ export interface DeliverDeps {
  * Runs one attempt of a delivery.
  *
  * @param data the validated job payload
- * @param timesDeferred how often this job was already turned away by the endpoint limiter
+ * @param run the job's id and this run's lock token
  */
-export async function deliver(data: DeliverJobData, timesDeferred: number, deps: DeliverDeps): Promise<DeliverResult> {
-  if (!deps.limiter.tryAcquire(data.endpointId)) {
-    deps.metrics.deferred += 1;
-    return { kind: "defer", delayMs: deps.limiter.deferDelay(data.endpointId, timesDeferred) };
+export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDeps): Promise<DeliverResult> {
+  // The slot and the row are asked for at once (Redis and PostgreSQL in parallel): one round trip
+  // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
+  // congested endpoint are parked by their producer without being fetched.
+  const loading = deps.store.load(data.deliveryId);
+  const slot = await deps.scheduler.acquire(data.endpointId, run.jobId, run.token).catch(async (err: unknown) => {
+    await loading.catch(() => undefined);
+    throw err;
+  });
+  if (!slot.granted) {
+    await loading.catch(() => undefined);
+    deps.metrics.parked += 1;
+    return { kind: "park" };
   }
-  let signal: AttemptSignal = "none";
+  let signal: WindowSignal = "none";
   try {
-    const delivery = await deps.store.load(data.deliveryId);
+    const delivery = await loading;
+    if (slot.waitMs > 0) await sleep(slot.waitMs);
     if (delivery === null) {
       // Its endpoint (and so the delivery) was deleted, or retention removed it: nothing to send.
       deps.metrics.skipped += 1;
@@ -62,6 +82,13 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
       return { kind: "done", outcome: delivery.status === "skipped" ? "skipped" : "not-pending" };
     }
 
+    if ((delivery.rateLimitPerSecond ?? 0) !== slot.rate) {
+      // The throttle did not know this endpoint's rate yet (first attempt, or changed since):
+      // record it, and space this attempt under it too.
+      const waitMs = await deps.scheduler.throttle(data.endpointId, run.jobId, run.token, delivery.rateLimitPerSecond);
+      if (waitMs > 0) await sleep(waitMs);
+    }
+
     const attemptsInRun = data.attempt ?? 0;
     const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : data.trigger;
     const sent = await sendAttempt({
@@ -74,7 +101,7 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
       now: deps.now,
     });
     const errorKind = sent.outcome.error?.kind;
-    signal = sent.outcome.status !== undefined ? "answered" : errorKind === "timeout" || errorKind === "connection" ? "unresponsive" : "none";
+    signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
 
     const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
@@ -105,6 +132,20 @@ export async function deliver(data: DeliverJobData, timesDeferred: number, deps:
     if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay, attempt: attemptsInRun + 1 };
     return { kind: "done", outcome: status === "delivered" ? "delivered" : "failed" };
   } finally {
-    deps.limiter.release(data.endpointId, signal);
+    // Not awaited: the job completes without waiting for it. The release is sent first on the same
+    // connection as the job's completion, so Redis frees the slot before this worker fetches its
+    // next job. A failure only leaves the lease to expire (the sweep then frees it).
+    deps.scheduler.release(data.endpointId, run.jobId, run.token, signal).catch((err: unknown) => deps.onSchedulerError?.(err));
   }
+}
+
+/**
+ * How an attempt's end moves the endpoint's window: an answer widens it, except 429 and 503
+ * (the receiver asks for less: halved); a timeout or connection error shrinks it to the slow
+ * window. The delivery's own retry schedule is decided elsewhere and does not change.
+ */
+export function windowSignal(status: number | undefined, errorKind: string | undefined): WindowSignal {
+  if (status === 429 || status === 503) return "throttled";
+  if (status !== undefined) return "answered";
+  return errorKind === "timeout" || errorKind === "connection" ? "unresponsive" : "none";
 }

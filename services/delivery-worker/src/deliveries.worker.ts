@@ -1,6 +1,6 @@
 /**
  * The BullMQ worker of the deliveries queue: validates each `deliver.v1` payload, runs
- * {@link deliver}, and turns its answer into queue operations. A retry and a deferral both move
+ * {@link deliver}, and turns its answer into queue operations. A retry and a park both move
  * the job to the delayed set (BullMQ's manual-delay pattern), so they are not counted as failed
  * job attempts; the job's own `attempts`/`backoff` are left for infrastructure failures (database
  * down), which the processor lets throw.
@@ -41,11 +41,17 @@ export async function processDeliverJob(job: Job, token: string | undefined, dep
     if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
     throw err;
   }
-  // Every move back to active counts as a start; starts beyond real attempts were deferrals.
-  const timesDeferred = Math.max(0, (job.attemptsStarted ?? 1) - 1 - (data.attempt ?? 0) - job.attemptsMade);
-  const result = await deliver(data, timesDeferred, deps);
+  if (job.id === undefined || token === undefined) throw new Error("deliver.v1 job without id or lock token");
+  const result = await deliver(data, { jobId: job.id, token }, deps);
   if (result.kind === "done") return result.outcome;
-  if (result.kind === "retry") await job.updateData({ ...data, attempt: result.attempt });
+  if (result.kind === "park") {
+    // Into the delayed set first, then parked: a slot freed in between is seen by the park
+    // script, which then promotes this job itself. The delay is only the safety net.
+    await job.moveToDelayed(Date.now() + deps.scheduler.parkTimeoutMs, token);
+    await deps.scheduler.park(data.endpointId, [job.id]);
+    throw new DelayedError();
+  }
+  await job.updateData({ ...data, attempt: result.attempt });
   await job.moveToDelayed(Date.now() + result.delayMs, token);
   throw new DelayedError();
 }

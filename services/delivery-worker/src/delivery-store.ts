@@ -25,6 +25,8 @@ export interface DeliveryForAttempt {
   url: string;
   enabled: boolean;
   secretSealed: string | null;
+  /** The endpoint's throttle (deliveries started per second), null for none. */
+  rateLimitPerSecond: number | null;
 }
 
 /** What one attempt changes. */
@@ -92,7 +94,7 @@ class Coalescer<In, Out> {
 
 const LOAD_SQL = `
   SELECT d.id, d.endpoint_id, d.body, d.status, d.attempt_count, d.test,
-         e.url, e.enabled, e.secret_sealed
+         e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
   WHERE d.id = ANY($1::uuid[])`;
 
@@ -139,6 +141,7 @@ interface DeliveryRow {
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
+  rate_limit_per_second: number | null;
 }
 
 interface CounterRow {
@@ -191,6 +194,7 @@ export class DeliveryStore {
         url: row.url,
         enabled: row.enabled,
         secretSealed: row.secret_sealed,
+        rateLimitPerSecond: row.rate_limit_per_second,
       };
     });
   }

@@ -42,6 +42,8 @@ const worker = await startDeliveryWorker({
   disableAfterFailures: config.disableAfterFailures,
   deliveryConcurrency: config.deliveryConcurrency,
   endpointConcurrency: config.endpointConcurrency,
+  parkTimeoutMs: config.parkTimeoutMs,
+  sweepIntervalMs: config.sweepIntervalMs,
   retentionDays: config.deliveryRetentionDays,
   retentionIntervalMs: config.retentionIntervalMs,
   jobLockMs: config.jobLockMs,

@@ -2,6 +2,7 @@
  * Counters of this worker process, served in the Prometheus text format on `/metrics` with the
  * queue depths read from Redis at scrape time (the operator's view of the queues).
  */
+import type { BacklogStats } from "@vw/queues";
 import type { AttemptVerdict } from "@vw/webhook-core";
 
 /** Upper bounds (ms) of the attempt-duration histogram. */
@@ -10,7 +11,8 @@ const DURATION_BUCKETS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
 /** In-process counters; plain fields so the hot path pays one increment. */
 export class WorkerMetrics {
   attempts: Record<AttemptVerdict, number> = { delivered: 0, retry: 0, gone: 0, rejected: 0 };
-  deferred = 0;
+  /** Jobs that found their endpoint's window full and were parked (nothing sent). */
+  parked = 0;
   skipped = 0;
   endpointsDisabled = 0;
   mailsSent = 0;
@@ -36,7 +38,7 @@ export class WorkerMetrics {
   }
 
   /** The Prometheus exposition text, with queue depths given by the caller. */
-  render(queues: Record<string, Record<string, number>>, extra: Record<string, number> = {}): string {
+  render(queues: Record<string, Record<string, number>>, backlog?: BacklogStats): string {
     const lines: string[] = [];
     const metric = (name: string, type: string, help: string, samples: [string, number][]): void => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
@@ -48,7 +50,7 @@ export class WorkerMetrics {
       "Delivery attempts by verdict.",
       Object.entries(this.attempts).map(([verdict, n]) => [`{verdict="${verdict}"}`, n]),
     );
-    metric("vw_delivery_deferred_total", "counter", "Jobs put back because their endpoint had its share in flight.", [["", this.deferred]]);
+    metric("vw_delivery_parked_total", "counter", "Jobs parked because their endpoint had every slot of its window taken.", [["", this.parked]]);
     metric("vw_delivery_skipped_total", "counter", "Deliveries not sent: endpoint disabled or deleted.", [["", this.skipped]]);
     metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
     metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
@@ -69,7 +71,10 @@ export class WorkerMetrics {
       for (const [state, n] of Object.entries(counts)) depth.push([`{queue="${queue}",state="${state}"}`, n]);
     }
     metric("vw_queue_jobs", "gauge", "Jobs per queue and state.", depth);
-    for (const [name, value] of Object.entries(extra)) metric(name, "gauge", name.replace(/_/g, " "), [["", value]]);
+    if (backlog) {
+      metric("vw_delivery_backlog_endpoints", "gauge", "Endpoints with deliveries parked waiting for a slot.", [["", backlog.backloggedEndpoints]]);
+      metric("vw_delivery_backlog_oldest_age_seconds", "gauge", "Age of the oldest delivery parked waiting for a slot.", [["", backlog.oldestParkedAgeSeconds]]);
+    }
     return `${lines.join("\n")}\n`;
   }
 }

@@ -56,7 +56,10 @@ export interface Harness {
   /** Resolves with the processor's result when the job with this id completes. */
   completion(jobId: string, timeoutMs?: number): Promise<string>;
   createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
-  createEndpoint(worldId: string, options: { url: string; format?: "current" | "legacy"; withSecret?: boolean; subscriptions?: string[] }): Promise<TestEndpoint>;
+  createEndpoint(
+    worldId: string,
+    options: { url: string; format?: "current" | "legacy"; withSecret?: boolean; subscriptions?: string[]; rateLimitPerSecond?: number | null },
+  ): Promise<TestEndpoint>;
   /** Stores a delivery the way event-ingest does and queues its job; returns the deliveryId. */
   seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; enqueue?: boolean }): Promise<string>;
   enqueue(jobs: DeliverJobData[]): Promise<void>;
@@ -96,6 +99,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     disableAfterFailures: options.disableAfterFailures ?? 50,
     deliveryConcurrency: options.deliveryConcurrency ?? 50,
     endpointConcurrency: options.endpointConcurrency ?? 10,
+    parkTimeoutMs: 3_600_000,
+    sweepIntervalMs: 500,
     // The retention job runs at start-up; the database is shared by every test file, so the
     // in-process workers keep a century of history and only retention tests delete anything.
     retentionDays: 36_500,
@@ -149,10 +154,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       });
       return { id: world.id, slug: world.slug, organizationSlug: organization.slug };
     },
-    async createEndpoint(worldId, { url, format = "current", withSecret = true, subscriptions = ["visitor", "recording", "consent"] }) {
+    async createEndpoint(worldId, { url, format = "current", withSecret = true, subscriptions = ["visitor", "recording", "consent"], rateLimitPerSecond = null }) {
       const secret = withSecret ? generateSecret() : null;
       const row = await prisma.webhookEndpoint.create({
-        data: { worldId, url, subscriptions, format, apiVersion: "2026-11-01", secretSealed: secret === null ? null : secretBox.seal(secret) },
+        data: { worldId, url, subscriptions, format, apiVersion: "2026-11-01", secretSealed: secret === null ? null : secretBox.seal(secret), rateLimitPerSecond },
       });
       return { id: row.id, worldId, secret };
     },
@@ -195,6 +200,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await handle.obliterate({ force: true });
         await handle.close();
       }
+      // The scheduler's keys (windows, leases, parked sets) live beside the queue's.
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${keyPrefix}:*`, "COUNT", 1000);
+        cursor = next;
+        if (keys.length > 0) await redis.del(...keys);
+      } while (cursor !== "0");
       await prisma.organization.deleteMany({ where: { id: { in: organizationIds } } });
       mail.close();
       await smtp.close();

@@ -1,0 +1,208 @@
+/**
+ * The Lua side of {@link EndpointScheduler} (`endpoint-scheduler.ts`): every decision about an
+ * endpoint's slots is one script, so two worker replicas (or a producer and a worker) never see
+ * half of another's change. Times come from Redis (`TIME`), not from the callers, so replicas on
+ * hosts with skewed clocks agree on when a lease expires and when the next throttled start is due.
+ *
+ * Per endpoint (`<base>ep:<endpointId>`):
+ * - the hash: `win` (the window of concurrent attempts, adapted like TCP congestion control),
+ *   `rate` (rateLimitPerSecond as last read from the endpoint row, absent for none), `tat` (the
+ *   throttle's theoretical arrival time in ms: the earliest start of the next attempt);
+ * - `:leases`, a sorted set of the slots in use, scored by expiry: `<jobId>:<token>` for an attempt
+ *   in flight, `r:<jobId>` for a slot handed to a parked job that was just promoted to the wait list;
+ * - `:parked`, a sorted set of the ids of jobs waiting for a slot (kept in BullMQ's delayed set
+ *   meanwhile), scored by park time in microseconds so the oldest goes first.
+ * And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs).
+ */
+
+/** Window of an endpoint not seen yet (or whose state was forgotten). */
+export const INITIAL_WINDOW = 2;
+/**
+ * An endpoint's hash expires a day after its window last changed (then the window restarts at 2
+ * and the rate is read again from the row). The leases set needs no expiry: releases empty it,
+ * and Redis deletes an empty set.
+ */
+export const ENDPOINT_STATE_TTL_MS = 86_400_000;
+
+const COMMON = `
+local rcall = redis.call
+local function nowMs()
+  local t = rcall('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Drops expired leases; a reservation that expired unclaimed means its promotion was lost (a
+-- crash between hand-off and promote): its job id is returned to be promoted again.
+local function purge(leases, now, out)
+  local expired = rcall('ZRANGEBYSCORE', leases, '-inf', now)
+  if #expired > 0 then
+    rcall('ZREMRANGEBYSCORE', leases, '-inf', now)
+    for _, m in ipairs(expired) do
+      if string.sub(m, 1, 2) == 'r:' then out[#out + 1] = string.sub(m, 3) end
+    end
+  end
+end
+local function windowOf(ep)
+  return tonumber(rcall('HGET', ep, 'win')) or ${INITIAL_WINDOW}
+end
+-- Gives the free slots to the oldest parked jobs as reservations, and keeps the backlog index
+-- right when the parked set changed.
+local function handoff(ep, leases, parked, backlogged, epId, now, ttl, touched, out)
+  local free = windowOf(ep) - rcall('ZCARD', leases)
+  while free > 0 do
+    local head = rcall('ZPOPMIN', parked)
+    if #head == 0 then break end
+    rcall('ZADD', leases, now + ttl, 'r:' .. head[1])
+    out[#out + 1] = head[1]
+    free = free - 1
+    touched = true
+  end
+  if touched then
+    local first = rcall('ZRANGE', parked, 0, 0, 'WITHSCORES')
+    if #first == 0 then rcall('ZREM', backlogged, epId) else rcall('ZADD', backlogged, first[2], epId) end
+  end
+end
+`;
+
+/**
+ * KEYS: hash, leases, parked, backlogged. ARGV: lease member, jobId, endpointId, lease ttl ms,
+ * largest window. Returns `{granted 0|1, waitMs, rate, ...job ids to promote}`. A job holding a
+ * reservation always gets its slot; any other job gets one only if the window has room and no
+ * parked job is older (FIFO). The throttle reserves the next start: the caller waits `waitMs`.
+ */
+export const ACQUIRE_LUA = `${COMMON}
+local ep, leases, parked = KEYS[1], KEYS[2], KEYS[3]
+local now = nowMs()
+local out = {}
+purge(leases, now, out)
+local reserved = rcall('ZREM', leases, 'r:' .. ARGV[2]) == 1
+local h = rcall('HMGET', ep, 'win', 'rate', 'tat')
+local maxw = tonumber(ARGV[5])
+local win = math.min(tonumber(h[1]) or ${INITIAL_WINDOW}, maxw)
+if not reserved and (rcall('ZCARD', leases) >= win or rcall('EXISTS', parked) == 1) then
+  handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[4]), false, out)
+  return {0, 0, 0, unpack(out)}
+end
+local wait = 0
+local rate = tonumber(h[2]) or 0
+if rate > 0 then
+  local tat = math.max(tonumber(h[3]) or now, now)
+  wait = tat - now
+  rcall('HSET', ep, 'tat', tat + 1000 / rate)
+end
+rcall('ZADD', leases, now + wait + tonumber(ARGV[4]), ARGV[1])
+return {1, math.floor(wait), rate, unpack(out)}
+`;
+
+/**
+ * KEYS: hash, leases, parked, backlogged. ARGV: endpointId, reservation ttl ms, jobIds...
+ * Parks the jobs (a job parked again keeps its first place: NX), then hands any free slot to the
+ * oldest parked job. Returns the job ids to promote (possibly the ones just parked).
+ */
+export const PARK_LUA = `${COMMON}
+local now = nowMs()
+local out = {}
+purge(KEYS[2], now, out)
+for i = 3, #ARGV do rcall('ZADD', KEYS[3], 'NX', now * 1000 + i, ARGV[i]) end
+handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], now, tonumber(ARGV[2]), true, out)
+return out
+`;
+
+/**
+ * KEYS: hash, leases, parked, backlogged. ARGV: lease member, jobId, endpointId, signal
+ * (answered | unresponsive | throttled | none), largest window, slow window, reservation ttl ms.
+ * Frees the slot, adapts the window (+1 per answer up to the largest, back to the slow window on
+ * a timeout or connection error, halved on 429/503) and hands free slots to parked jobs.
+ */
+export const RELEASE_LUA = `${COMMON}
+local ep, leases, parked = KEYS[1], KEYS[2], KEYS[3]
+local now = nowMs()
+local out = {}
+rcall('ZREM', leases, ARGV[1])
+local touched = rcall('ZREM', parked, ARGV[2]) == 1
+purge(leases, now, out)
+local maxw = tonumber(ARGV[5])
+local old = tonumber(rcall('HGET', ep, 'win'))
+local win = math.min(old or ${INITIAL_WINDOW}, maxw)
+local signal = ARGV[4]
+if signal == 'answered' then win = math.min(maxw, win + 1)
+elseif signal == 'unresponsive' then win = math.min(maxw, tonumber(ARGV[6]))
+elseif signal == 'throttled' then win = math.max(1, math.floor(win / 2)) end
+if win ~= old then
+  rcall('HSET', ep, 'win', win)
+  rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
+end
+handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[7]), touched, out)
+return out
+`;
+
+/**
+ * KEYS: hash, leases. ARGV: lease member, rate (0 = none), lease ttl ms. Records the endpoint's
+ * rate as just read from its row and, for a rate, reserves this attempt's start (extending its
+ * lease by the wait). Returns the wait in ms.
+ */
+export const THROTTLE_LUA = `${COMMON}
+local now = nowMs()
+local rate = tonumber(ARGV[2])
+if rate == 0 then
+  rcall('HDEL', KEYS[1], 'rate', 'tat')
+  return 0
+end
+rcall('HSET', KEYS[1], 'rate', rate)
+local tat = math.max(tonumber(rcall('HGET', KEYS[1], 'tat')) or now, now)
+rcall('HSET', KEYS[1], 'tat', tat + 1000 / rate)
+rcall('ZADD', KEYS[2], 'XX', now + (tat - now) + tonumber(ARGV[3]), ARGV[1])
+return math.floor(tat - now)
+`;
+
+/**
+ * No KEYS (it visits endpoints found in the backlog index). ARGV: base, reservation ttl ms, how
+ * many endpoints. For each backlogged endpoint, oldest first: drop expired leases (a dead
+ * worker's slots come back) and hand free slots to parked jobs. Returns endpointId, jobId pairs.
+ */
+export const SWEEP_LUA = `${COMMON}
+local base = ARGV[1]
+local now = nowMs()
+local pairs_out = {}
+for _, epId in ipairs(rcall('ZRANGE', base .. 'backlogged', 0, tonumber(ARGV[3]) - 1)) do
+  local ep = base .. 'ep:' .. epId
+  local out = {}
+  purge(ep .. ':leases', now, out)
+  handoff(ep, ep .. ':leases', ep .. ':parked', base .. 'backlogged', epId, now, tonumber(ARGV[2]), true, out)
+  for _, id in ipairs(out) do
+    pairs_out[#pairs_out + 1] = epId
+    pairs_out[#pairs_out + 1] = id
+  end
+end
+return pairs_out
+`;
+
+/**
+ * No KEYS. ARGV: base, endpointIds... Returns 1 per endpoint that has jobs parked: a producer
+ * queues its new jobs straight into the parked set, behind them. (An endpoint merely at its
+ * window is not enough: a fast one frees a slot within milliseconds, and parking every job of a
+ * busy healthy endpoint would double its cost.)
+ */
+export const ROUTE_LUA = `
+local base = ARGV[1]
+local res = {}
+for i = 2, #ARGV do
+  res[#res + 1] = redis.call('EXISTS', base .. 'ep:' .. ARGV[i] .. ':parked')
+end
+return res
+`;
+
+/**
+ * No KEYS. ARGV: base, how many endpoints to sum. Returns {backlogged endpoints, oldest park score
+ * (µs, 0 if none), parked jobs summed over the first endpoints, now ms}.
+ */
+export const STATS_LUA = `${COMMON}
+local base = ARGV[1]
+local idx = base .. 'backlogged'
+local n = rcall('ZCARD', idx)
+local first = rcall('ZRANGE', idx, 0, 0, 'WITHSCORES')
+local total = 0
+for _, epId in ipairs(rcall('ZRANGE', idx, 0, tonumber(ARGV[2]) - 1)) do
+  total = total + rcall('ZCARD', base .. 'ep:' .. epId .. ':parked')
+end
+return {n, first[2] or '0', total, nowMs()}
+`;

@@ -1,0 +1,216 @@
+/**
+ * Per-endpoint scheduling of the deliveries queue, shared by every worker replica and producer:
+ *
+ * - a **window** of concurrent attempts per endpoint, held in Redis as leases, so the limit holds
+ *   across replicas, and a killed worker's slots come back when its leases expire;
+ * - a **parked set** per endpoint: a job whose endpoint has no free slot waits in BullMQ's delayed
+ *   set (a far-off timestamp, a safety net) with its id parked here, costing nothing while it
+ *   waits; each freed slot is handed to the oldest parked job (a reservation) and that one job is
+ *   promoted to the wait list. So a backlog costs work per delivery, not per unit of waiting time,
+ *   and never stands in the wait list in front of other endpoints' jobs;
+ * - a **throttle** (`rateLimitPerSecond`): starts are spaced 1/rate apart across all replicas
+ *   (a GCRA-style theoretical arrival time in the endpoint's hash).
+ *
+ * The job stays a BullMQ job throughout (at least once, retries, infrastructure backoff and stalled
+ * recovery are BullMQ's): only the decision of when it may go to the wait list is ours.
+ */
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { ACQUIRE_LUA, PARK_LUA, RELEASE_LUA, ROUTE_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
+
+export { INITIAL_WINDOW } from "./endpoint-scheduler.lua.js";
+
+/** How an attempt ended, for the endpoint's window. */
+export type WindowSignal = "answered" | "unresponsive" | "throttled" | "none";
+
+/** Tuning of {@link EndpointScheduler}; the defaults suit producers, the worker passes its config. */
+export interface EndpointSchedulerOptions {
+  /** Largest window per endpoint (DELIVERY_ENDPOINT_CONCURRENCY). Default 10. */
+  maxWindow?: number;
+  /** Window after a timeout or connection error. Default 2. */
+  slowWindow?: number;
+  /** How long a slot may stay taken without being released: the attempt timeout plus a margin. Default 20 s. */
+  leaseTtlMs?: number;
+  /** Delay of a parked job in BullMQ's delayed set: the safety net if its promotion is ever lost. Default 1 h. */
+  parkTimeoutMs?: number;
+}
+
+/** What {@link EndpointScheduler.acquire} decided. */
+export interface Acquired {
+  granted: boolean;
+  /** Before starting the attempt (the throttle's reserved start), in ms. */
+  waitMs: number;
+  /** The rate the throttle applied (0 = none); compared with the endpoint row after it is read. */
+  rate: number;
+}
+
+/** Backlog figures for the operator. */
+export interface BacklogStats {
+  backloggedEndpoints: number;
+  /** Parked jobs, summed over the first 1000 backlogged endpoints. */
+  parkedJobs: number;
+  /** How long the oldest parked job has waited, in seconds (0 without a backlog). */
+  oldestParkedAgeSeconds: number;
+}
+
+type Script = (...args: (string | number)[]) => Promise<unknown>;
+type Commands = Record<"vwSchedAcquire" | "vwSchedPark" | "vwSchedRelease" | "vwSchedThrottle" | "vwSchedSweep" | "vwSchedRoute" | "vwSchedStats", Script>;
+
+const SCRIPTS: [keyof Commands, number, string][] = [
+  ["vwSchedAcquire", 4, ACQUIRE_LUA],
+  ["vwSchedPark", 4, PARK_LUA],
+  ["vwSchedRelease", 4, RELEASE_LUA],
+  ["vwSchedThrottle", 2, THROTTLE_LUA],
+  ["vwSchedSweep", 0, SWEEP_LUA],
+  ["vwSchedRoute", 0, ROUTE_LUA],
+  ["vwSchedStats", 0, STATS_LUA],
+];
+
+/** BullMQ's answer when promoting a job that is not in the delayed set. */
+function isNotDelayed(err: unknown): boolean {
+  return err instanceof Error && /is not in the delayed state/.test(err.message);
+}
+
+/** The scheduler of one deliveries queue; see the module comment. */
+export class EndpointScheduler {
+  /** Key base: `<bull prefix>:<queue>:sched:`, so the queue's keys and ours share one namespace. */
+  readonly base: string;
+  private readonly maxWindow: number;
+  private readonly slowWindow: number;
+  private readonly leaseTtlMs: number;
+  readonly parkTimeoutMs: number;
+
+  private constructor(
+    private readonly queue: Queue,
+    private readonly redis: Commands,
+    options: EndpointSchedulerOptions,
+  ) {
+    this.base = `${queue.qualifiedName}:sched:`;
+    this.maxWindow = options.maxWindow ?? 10;
+    this.slowWindow = Math.min(options.slowWindow ?? 2, this.maxWindow);
+    this.leaseTtlMs = options.leaseTtlMs ?? 20_000;
+    this.parkTimeoutMs = options.parkTimeoutMs ?? 3_600_000;
+  }
+
+  /** A scheduler on the queue's own Redis connection (the scripts are defined on it once). */
+  static async forQueue(queue: Queue, options: EndpointSchedulerOptions = {}): Promise<EndpointScheduler> {
+    const client = (await queue.getBackend().client) as unknown as Redis & Partial<Commands>;
+    for (const [name, numberOfKeys, lua] of SCRIPTS) {
+      if (typeof client[name] !== "function") client.defineCommand(name, { numberOfKeys, lua });
+    }
+    return new EndpointScheduler(queue, client as unknown as Commands, options);
+  }
+
+  private keys(endpointId: string): [string, string, string, string] {
+    const ep = `${this.base}ep:${endpointId}`;
+    return [ep, `${ep}:leases`, `${ep}:parked`, `${this.base}backlogged`];
+  }
+
+  /**
+   * Takes a slot for the job's attempt, or says it must park. `token` is BullMQ's lock token of
+   * this run of the job (one lease per run, so a stalled job taken over never shares a lease).
+   */
+  async acquire(endpointId: string, jobId: string, token: string): Promise<Acquired> {
+    const res = (await this.redis.vwSchedAcquire(...this.keys(endpointId), `${jobId}:${token}`, jobId, endpointId, this.leaseTtlMs, this.maxWindow)) as (number | string)[];
+    await this.promote(endpointId, res.slice(3).map(String));
+    return { granted: Number(res[0]) === 1, waitMs: Number(res[1]), rate: Number(res[2]) };
+  }
+
+  /**
+   * Parks jobs that are already in BullMQ's delayed set (moved there by the worker, or added
+   * delayed by a producer), then promotes whatever free slots allow, possibly those same jobs.
+   */
+  async park(endpointId: string, jobIds: readonly string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    const ids = (await this.redis.vwSchedPark(...this.keys(endpointId), endpointId, this.leaseTtlMs, ...jobIds)) as string[];
+    await this.promote(endpointId, ids);
+  }
+
+  /** Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed slots. */
+  async release(endpointId: string, jobId: string, token: string, signal: WindowSignal): Promise<void> {
+    await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal);
+  }
+
+  /**
+   * Records the rate read from the endpoint row when it differs from the one {@link acquire}
+   * applied (a first attempt, or a PATCH since), and reserves this attempt's start under it.
+   * Returns how long to wait before starting.
+   */
+  async throttle(endpointId: string, jobId: string, token: string, rate: number | null): Promise<number> {
+    const [ep, leases] = this.keys(endpointId);
+    return Number(await this.redis.vwSchedThrottle(ep, leases, `${jobId}:${token}`, rate ?? 0, this.leaseTtlMs));
+  }
+
+  /**
+   * Takes back the slots of dead workers (expired leases) and of promotions lost to a crash,
+   * and hands them to parked jobs; run periodically by every worker. Visits the `limit` oldest
+   * backlogged endpoints.
+   */
+  async sweep(limit = 500): Promise<number> {
+    const pairs = (await this.redis.vwSchedSweep(this.base, this.leaseTtlMs, limit)) as string[];
+    for (let i = 0; i < pairs.length; i += 2) await this.promote(pairs[i] as string, [pairs[i + 1] as string]);
+    return pairs.length / 2;
+  }
+
+  /** Endpoints among these whose new jobs should be parked at once (jobs parked, or every slot taken). */
+  async congested(endpointIds: readonly string[]): Promise<Set<string>> {
+    if (endpointIds.length === 0) return new Set();
+    const flags = (await this.redis.vwSchedRoute(this.base, ...endpointIds)) as number[];
+    return new Set(endpointIds.filter((_, i) => Number(flags[i]) === 1));
+  }
+
+  /** Backlog figures (metrics). */
+  async stats(): Promise<BacklogStats> {
+    const [n, oldest, parked, now] = (await this.redis.vwSchedStats(this.base, 1000)) as [number, string, number, number];
+    const oldestMs = Number(oldest) / 1000;
+    return {
+      backloggedEndpoints: Number(n),
+      parkedJobs: Number(parked),
+      oldestParkedAgeSeconds: oldestMs > 0 ? Math.max(0, (Number(now) - oldestMs) / 1000) : 0,
+    };
+  }
+
+  /** The endpoint's current window (tests, diagnostics). */
+  async windowOf(endpointId: string): Promise<number> {
+    const win = await (this.redis as unknown as Redis).hget(this.keys(endpointId)[0], "win");
+    return Math.min(win === null ? 2 : Number(win), this.maxWindow);
+  }
+
+  /** Slots in use (attempts in flight plus reservations) for the endpoint (tests, diagnostics). */
+  async inUse(endpointId: string): Promise<number> {
+    return (this.redis as unknown as Redis).zcard(this.keys(endpointId)[1]);
+  }
+
+  private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal): Promise<void> {
+    const ids = (await this.redis.vwSchedRelease(...this.keys(endpointId), member, jobId, endpointId, signal, this.maxWindow, this.slowWindow, this.leaseTtlMs)) as string[];
+    await this.promote(endpointId, ids);
+  }
+
+  /**
+   * Moves jobs handed a slot from the delayed set to the wait list. One that is not delayed
+   * (already taken over by a worker, finished, removed) gives its reservation back at once, which
+   * may hand the slot to the next parked job.
+   */
+  private async promote(endpointId: string, jobIds: readonly string[]): Promise<void> {
+    for (const jobId of jobIds) {
+      try {
+        await this.queue.getBackend().promote(jobId);
+      } catch (err) {
+        if (!isNotDelayed(err)) throw err;
+        await this.releaseMember(endpointId, `r:${jobId}`, jobId, "none");
+      }
+    }
+  }
+}
+
+const schedulers = new WeakMap<Queue, Promise<EndpointScheduler>>();
+
+/** The producers' scheduler of a queue (default options: producers only park and promote). */
+export function schedulerOf(queue: Queue): Promise<EndpointScheduler> {
+  let scheduler = schedulers.get(queue);
+  if (!scheduler) {
+    scheduler = EndpointScheduler.forQueue(queue);
+    schedulers.set(queue, scheduler);
+  }
+  return scheduler;
+}

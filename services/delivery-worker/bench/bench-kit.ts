@@ -1,0 +1,183 @@
+/**
+ * Pieces shared by the delivery-worker benchmarks (`delivery`, `backlog`): the receiver process,
+ * a private Redis for counting commands, posting events to event-ingest in a burst (closed loop)
+ * or at a steady rate (open loop), and quantiles.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { freePort } from "@vw/testing";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** What `receiver.mjs` counted since its last reset. */
+export interface ReceiverStats {
+  count: number;
+  p50: number;
+  p99: number;
+  firstAt: number;
+  lastAt: number;
+  /** Requests answered on `/slow/...` (a second each). */
+  slow: number;
+}
+
+/** Starts `receiver.mjs` in its own process (its CPU is not the benchmark's). */
+export async function startReceiver(): Promise<{ origin: string; stop: () => void }> {
+  const child = spawn(process.execPath, [join(here, "receiver.mjs")], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(JSON.parse(d.toString()).port)));
+  return { origin: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGKILL") };
+}
+
+export async function receiverStats(origin: string): Promise<ReceiverStats> {
+  return (await (await fetch(`${origin}/_stats`)).json()) as ReceiverStats;
+}
+
+export async function resetReceiver(origin: string): Promise<void> {
+  await fetch(`${origin}/_reset`, { method: "POST" });
+}
+
+/** Resolves once the receiver has counted `expected` `/ok` requests. */
+export async function receiverReached(origin: string, expected: number): Promise<ReceiverStats> {
+  let s = await receiverStats(origin);
+  while (s.count < expected) {
+    await new Promise((r) => setTimeout(r, 100));
+    s = await receiverStats(origin);
+  }
+  return s;
+}
+
+/**
+ * A Redis of the benchmark's own on a free port (no persistence), so `INFO commandstats` counts
+ * only this run's commands: the shared Redis serves other people's tests meanwhile.
+ */
+export async function startPrivateRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  for (let i = 0; ; i += 1) {
+    try {
+      await probe.connect();
+      await probe.ping();
+      break;
+    } catch (err) {
+      if (i > 50) throw new Error(`private redis-server did not start: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  probe.disconnect();
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}
+
+/** Commands Redis has executed so far, per command (`calls` in `INFO commandstats`; commands run by scripts included). */
+export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+  const info = await redis.info("commandstats");
+  const calls = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(match[1] as string, Number(match[2]));
+  return calls;
+}
+
+/** Commands executed between two {@link commandCalls} snapshots: the total and the largest few. */
+export function commandDelta(before: Map<string, number>, after: Map<string, number>): { total: number; top: [string, number][] } {
+  const delta: [string, number][] = [...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
+  delta.sort((a, b) => b[1] - a[1]);
+  return { total: delta.reduce((sum, [, n]) => sum + n, 0), top: delta.filter(([, n]) => n > 0).slice(0, 8) };
+}
+
+/** `visitor.registered` events for a world, their timestamp set when posted. */
+export function visitorEvents(world: string, count: number): { id: string; world: string; type: string; timestamp: string; data: unknown }[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `evt-${i}-${randomUUID()}`,
+    world,
+    type: "visitor.registered",
+    timestamp: "",
+    data: { uuid: randomUUID(), name: "Bench Visitor", email: "visitor@example.com", via: "email" },
+  }));
+}
+
+/** POSTs one batch of events to event-ingest, stamping them with the current time. */
+export async function postEvents(ingestUrl: string, token: string, events: { timestamp: string }[]): Promise<void> {
+  const now = new Date().toISOString();
+  for (const e of events) e.timestamp = now;
+  const res = await fetch(`${ingestUrl}/v1/events`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ events }),
+  });
+  if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+}
+
+/** Closed loop: `events` in batches of `batch`, from `posters` concurrent posters, as fast as ingest takes them. */
+export async function postBurst(ingestUrl: string, token: string, world: string, events: number, batch: number, posters: number): Promise<void> {
+  const batches: ReturnType<typeof visitorEvents>[] = [];
+  for (let i = 0; i < events; i += batch) batches.push(visitorEvents(world, Math.min(batch, events - i)));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: posters }, async () => {
+      while (next < batches.length) await postEvents(ingestUrl, token, batches[next++]!);
+    }),
+  );
+}
+
+/**
+ * Open loop: events at a steady `eventsPerSecond` for `seconds`, posted every `tickMs` (whatever
+ * is due by then, stamped at posting), without waiting for earlier posts unless `maxOutstanding`
+ * are still unanswered (then what is due waits for the next tick: intake falling behind shows up
+ * in the lag, as it would for a real producer). Returns the events posted.
+ */
+export async function openLoop(options: {
+  ingestUrl: string;
+  token: string;
+  world: string;
+  eventsPerSecond: number;
+  seconds: number;
+  tickMs?: number;
+  maxOutstanding?: number;
+}): Promise<{ posted: number; maxOutstandingHit: number }> {
+  const tickMs = options.tickMs ?? 20;
+  const maxOutstanding = options.maxOutstanding ?? 8;
+  const start = performance.now();
+  let posted = 0;
+  let outstanding = 0;
+  let hit = 0;
+  const inFlight = new Set<Promise<void>>();
+  for (;;) {
+    const elapsed = (performance.now() - start) / 1000;
+    if (elapsed >= options.seconds) break;
+    const due = Math.floor(elapsed * options.eventsPerSecond) - posted;
+    if (due > 0 && outstanding < maxOutstanding) {
+      const count = Math.min(due, 500);
+      posted += count;
+      outstanding += 1;
+      const p = postEvents(options.ingestUrl, options.token, visitorEvents(options.world, count)).finally(() => {
+        outstanding -= 1;
+        inFlight.delete(p);
+      });
+      inFlight.add(p);
+    } else if (due > 0) {
+      hit += 1;
+    }
+    await new Promise((r) => setTimeout(r, tickMs));
+  }
+  await Promise.all(inFlight);
+  return { posted, maxOutstandingHit: hit };
+}
+
+/** Spread of repeated figures: "min-max (median)". */
+export function spread(values: number[], digits = 0): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)] as number;
+  return `${(sorted[0] as number).toFixed(digits)}-${(sorted[sorted.length - 1] as number).toFixed(digits)} (median ${median.toFixed(digits)})`;
+}

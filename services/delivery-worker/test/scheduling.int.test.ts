@@ -1,0 +1,217 @@
+/**
+ * Per-endpoint scheduling across worker replicas (issue 14), with worker processes against one
+ * Redis and one database:
+ * - two workers together never have more attempts in flight for an endpoint than its window;
+ * - the throttle (`rateLimitPerSecond`) spaces starts across both workers;
+ * - a worker killed with a backlog parked loses nothing, and only attempts that were in flight at
+ *   the kill can reach the receiver twice (at least once);
+ * and, in-process, 429/503 halving the endpoint's window while the retry schedule is unchanged.
+ */
+import type http from "node:http";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { spawnService, startWebhookReceiver, type ReceivedDelivery, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+const processes: ServiceProcess[] = [];
+const receivers: WebhookReceiver[] = [];
+
+/** A receiver answering 200 after `delayMs`, counting the requests it holds at once. */
+async function countingReceiver(delayMs: number): Promise<{ receiver: WebhookReceiver; maxInFlight: () => number }> {
+  let inFlight = 0;
+  let max = 0;
+  const receiver = await startWebhookReceiver({
+    answer: (_req: ReceivedDelivery, res: http.ServerResponse) => {
+      inFlight += 1;
+      max = Math.max(max, inFlight);
+      setTimeout(() => {
+        inFlight -= 1;
+        res.statusCode = 200;
+        res.end();
+      }, delayMs);
+    },
+  });
+  receivers.push(receiver);
+  return { receiver, maxInFlight: () => max };
+}
+
+/** Waits until the receiver has seen every id (event-driven: each new request wakes it). */
+async function receivedAll(receiver: WebhookReceiver, ids: readonly string[]): Promise<void> {
+  for (;;) {
+    const seen = new Set(receiver.received.map((r) => String(r.headers["webhook-id"])));
+    if (ids.every((id) => seen.has(id))) return;
+    await receiver.waitFor(receiver.received.length + 1, 60_000);
+  }
+}
+
+/** Attempts this worker process made, read from its own `/metrics`. */
+async function attemptsOf(worker: ServiceProcess): Promise<number> {
+  const text = await (await fetch(`${worker.url}/metrics`)).text();
+  const match = /^vw_delivery_attempts_total\{verdict="delivered"\} (\d+)$/m.exec(text);
+  return Number(match?.[1] ?? 0);
+}
+
+afterAll(async () => {
+  for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.kill9();
+  for (const r of receivers) await r.close();
+});
+
+describe("two worker processes", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ inProcessWorker: false });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const spawnWorker = (extra: Record<string, string>): Promise<ServiceProcess> =>
+    spawnService(serviceDir, h.processEnv({ DELIVERY_CONCURRENCY: "20", SCHEDULER_SWEEP_MS: "200", ...extra })).then((p) => {
+      processes.push(p);
+      return p;
+    });
+
+  it("never exceed an endpoint's window together", async () => {
+    const { receiver, maxInFlight } = await countingReceiver(100);
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
+    receiver.setSecret(endpoint.secret);
+    const env = { DELIVERY_ENDPOINT_CONCURRENCY: "3" };
+    const workers = [await spawnWorker(env), await spawnWorker(env)];
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+
+    await receivedAll(receiver, ids);
+    // Each process alone would allow 3; together they still never held more than 3 at once.
+    expect(maxInFlight()).toBeLessThanOrEqual(3);
+    // The window did open to its limit (it starts at 2 and grows with each answer)...
+    expect(maxInFlight()).toBe(3);
+    // ...and both processes were sending, so the limit was shared, not per process.
+    const perWorker = await Promise.all(workers.map(attemptsOf));
+    expect(perWorker.every((n) => n > 0)).toBe(true);
+    expect(receiver.received.every((r) => r.verifyError === null)).toBe(true);
+    for (const w of workers) await w.stop();
+  }, 90_000);
+
+  it("space an endpoint's starts by its rateLimitPerSecond together", async () => {
+    const RATE = 5;
+    const { receiver } = await countingReceiver(0);
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url, rateLimitPerSecond: RATE });
+    receiver.setSecret(endpoint.secret);
+    const workers = [await spawnWorker({}), await spawnWorker({})];
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+
+    await receivedAll(receiver, ids);
+    const at = receiver.received.map((r) => r.at).sort((a, b) => a - b);
+    // Starts are scheduled 1000/RATE ms apart, so no second holds more than RATE + 1 arrivals:
+    // any RATE + 2 consecutive ones span at least a second. A loaded machine can only start an
+    // attempt late, not early (a late one narrows one gap by at most the delay, and one spare
+    // arrival per window allows for that); a per-process throttle (two workers, twice the rate)
+    // would fit twice as many into a second.
+    const spans = at.slice(RATE + 1).map((t, i) => t - (at[i] as number));
+    expect(Math.min(...spans)).toBeGreaterThanOrEqual(1000);
+    // And the whole run took at least (N - 1) / RATE seconds of schedule.
+    expect((at[at.length - 1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(((ids.length - 1) * 1000) / RATE - 1000 / RATE);
+    const perWorker = await Promise.all(workers.map(attemptsOf));
+    expect(perWorker.every((n) => n > 0)).toBe(true);
+    for (const w of workers) await w.stop();
+  }, 90_000);
+
+  it("lose nothing when one is killed with a backlog parked; only what was in flight can arrive twice", async () => {
+    const { receiver } = await countingReceiver(100);
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
+    receiver.setSecret(endpoint.secret);
+    // A short timeout and lock, so the dead worker's leases and jobs come back quickly.
+    const env = { DELIVERY_ENDPOINT_CONCURRENCY: "2", DELIVERY_TIMEOUT_MS: "2000", JOB_LOCK_MS: "1500" };
+    const first = await spawnWorker(env);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+
+    await receiver.waitFor(6, 30_000);
+    await first.kill9();
+    const atKill = receiver.received.length;
+    expect(atKill).toBeLessThan(ids.length);
+
+    const second = await spawnWorker(env);
+    await receivedAll(receiver, ids);
+    const counts = new Map<string, number>();
+    for (const r of receiver.received) counts.set(String(r.headers["webhook-id"]), (counts.get(String(r.headers["webhook-id"])) ?? 0) + 1);
+    const twice = [...counts.values()].filter((n) => n > 1).length;
+    // At most the dead worker's window (2) was in flight unanswered at the kill.
+    expect(twice).toBeLessThanOrEqual(2);
+    expect([...counts.values()].every((n) => n <= 2)).toBe(true);
+    expect(receiver.received.every((r) => r.verifyError === null)).toBe(true);
+    for (;;) {
+      const left = await h.prisma.webhookDelivery.count({ where: { id: { in: ids }, status: { not: "delivered" } } });
+      if (left === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await second.stop()) ?? 0).toBe(0);
+  }, 120_000);
+});
+
+describe("429 and 503", () => {
+  let h: Harness;
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    // One long retry delay: each delivery makes exactly one attempt during the test.
+    h = await startHarness({ retryDelays: [60_000], endpointConcurrency: 10 });
+    receiver = await startWebhookReceiver({ answer: 200 });
+    receivers.push(receiver);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  /** Sends one delivery and waits until its attempt is logged and its slot released. */
+  async function oneAttempt(endpoint: Awaited<ReturnType<Harness["createEndpoint"]>>): Promise<string> {
+    const before = receiver.received.length;
+    const id = await h.seedDelivery(endpoint);
+    await receiver.waitFor(before + 1, 20_000);
+    for (;;) {
+      const logged = await h.prisma.deliveryAttempt.count({ where: { deliveryId: id } });
+      if (logged === 1 && (await h.worker.scheduler.inUse(endpoint.id)) === 0) return id;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it("halve the endpoint's window; other answers widen it; the failed delivery keeps its retry schedule", async () => {
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
+    receiver.setSecret(endpoint.secret);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(2);
+    for (let i = 0; i < 8; i += 1) await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(10);
+
+    receiver.answerWith(503);
+    const throttled = await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(5);
+    receiver.answerWith(429);
+    await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(2);
+    await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(1);
+    await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(1);
+    // A 500 is an answer like any other: the window grows again.
+    receiver.answerWith(500);
+    await oneAttempt(endpoint);
+    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(2);
+
+    // The 503'd delivery waits for its first retry exactly as the schedule says (60 s + up to 10%).
+    const attempt = await h.prisma.deliveryAttempt.findFirstOrThrow({ where: { deliveryId: throttled } });
+    const delivery = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: throttled } });
+    expect(delivery.status).toBe("pending");
+    const delay = delivery.nextAttemptAt!.getTime() - attempt.startedAt.getTime();
+    expect(delay).toBeGreaterThanOrEqual(60_000);
+    expect(delay).toBeLessThanOrEqual(66_000 + attempt.durationMs + 1000);
+  }, 60_000);
+});
