@@ -16,5 +16,25 @@ export {
 } from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
+export {
+  requeueDeliveries,
+  restoreDeliveries,
+  countDeliveriesInWindow,
+  deliveriesInWindowPage,
+  type RequeuedDelivery,
+  type CreationWindow,
+  type WindowCursor,
+} from "./delivery-requeue.js";
+export { DeliveryRecoveries, recoveryCursor, type RecoveryState } from "./delivery-recoveries.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
-export type { Organization, World, ApiKey, WebhookEndpoint, WebhookEvent, WebhookDelivery, DeliveryAttempt } from "./generated/prisma/client.js";
+export type {
+  Organization,
+  World,
+  ApiKey,
+  WebhookEndpoint,
+  WebhookEvent,
+  WebhookDelivery,
+  DeliveryAttempt,
+  DashboardSession,
+  DeliveryRecovery,
+} from "./generated/prisma/client.js";

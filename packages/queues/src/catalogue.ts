@@ -15,6 +15,8 @@ export const QUEUE_NAMES = {
   maintenance: "maintenance",
   /** The analytics flush schedule: buffered inner events become `analytics.batch` deliveries. */
   analytics: "analytics",
+  /** Recover jobs: every failed delivery of an endpoint in a time window, queued again. */
+  recoveries: "delivery-recoveries",
 } as const;
 
 /** Job names, versioned. */
@@ -23,6 +25,7 @@ export const JOB_NAMES = {
   endpointDisabledMail: "endpoint-disabled-mail.v1",
   retention: "retention.v1",
   analyticsFlush: "analytics-flush.v1",
+  recover: "recover.v1",
 } as const;
 
 /** Why a delivery run was queued. Retries continue the run of their job. */
@@ -62,6 +65,11 @@ export type RetentionJobData = Record<string, never>;
 export type AnalyticsFlushJobData = Record<string, never>;
 
 const UUID = { type: "string", pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" };
+
+/** Payload of `recover.v1`: the recovery row to run (its endpoint, window and progress are stored there). */
+export interface RecoverJobData {
+  recoveryId: string;
+}
 
 /** `deliver.v1` payload validator. */
 export const validateDeliverJob: (data: unknown) => ValidationResult<DeliverJobData> = compileValidator<DeliverJobData>({
@@ -103,6 +111,14 @@ export const validateRetentionJob: (data: unknown) => ValidationResult<Retention
 export const validateAnalyticsFlushJob: (data: unknown) => ValidationResult<AnalyticsFlushJobData> = compileValidator<AnalyticsFlushJobData>({
   type: "object",
   additionalProperties: false,
+});
+
+/** `recover.v1` payload validator. */
+export const validateRecoverJob: (data: unknown) => ValidationResult<RecoverJobData> = compileValidator<RecoverJobData>({
+  type: "object",
+  required: ["recoveryId"],
+  additionalProperties: false,
+  properties: { recoveryId: UUID },
 });
 
 /** Thrown when a job payload does not match its schema (on add, or on process: unrecoverable). */

@@ -7,8 +7,10 @@ import {
   assertPayload,
   validateDeliverJob,
   validateEndpointDisabledMail,
+  validateRecoverJob,
   type DeliverJobData,
   type EndpointDisabledMailData,
+  type RecoverJobData,
 } from "./catalogue.js";
 import { schedulerOf } from "./endpoint-scheduler.js";
 
@@ -69,6 +71,15 @@ export async function enqueueEndpointDisabledMail(queue: Queue, data: EndpointDi
     attempts: INFRA_ATTEMPTS,
     backoff: { type: INFRA_BACKOFF_TYPE },
   });
+}
+
+/**
+ * Queues a recover job. Its job id is the recoveryId, so adding it twice runs it once; infra
+ * failures retry with the infra backoff, and the job resumes from the recovery's stored cursor.
+ */
+export async function enqueueRecovery(queue: Queue, data: RecoverJobData): Promise<void> {
+  const payload = assertPayload(JOB_NAMES.recover, validateRecoverJob, data);
+  await queue.add(JOB_NAMES.recover, payload, { jobId: payload.recoveryId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE } });
 }
 
 /** The worker's backoff for {@link INFRA_BACKOFF_TYPE}: 1 s doubling, capped at 5 minutes. */

@@ -18,6 +18,8 @@ import { EndpointsService } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
 import { openApiRouter } from "./openapi.routes.js";
 import { OrganizationsService } from "./organizations.service.js";
+import { recoveriesRouter } from "./recoveries.routes.js";
+import { RecoveriesService } from "./recoveries.service.js";
 import { organizationsRouter } from "./organizations.routes.js";
 import { WorldsService } from "./worlds.service.js";
 import { worldsRouter } from "./worlds.routes.js";
@@ -57,6 +59,8 @@ export interface AdminAppDeps {
   dashboardAssetsDir?: string;
   /** Clock of dashboard session expiries; the system clock unless injected. */
   now?: () => Date;
+  /** Producer handle of the `QUEUE_NAMES.recoveries` queue (recover adds its job there). */
+  recoveryQueue: Queue;
   /** How long Replay waits for Redis to take its job before answering 503; 5 s by default. */
   enqueueTimeoutMs?: number;
 }
@@ -96,6 +100,10 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const frameAncestors = deps.dashboardFrameAncestors ?? [];
   const dashboardOrigin = new URL(publicAdminUrl).origin;
   const cookie = sessionCookiePolicy(publicAdminUrl, frameAncestors);
+  const recoveries = new RecoveriesService(deps.prisma, endpoints, deps.recoveryQueue, {
+    now,
+    ...(deps.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: deps.enqueueTimeoutMs }),
+  });
   const dashboardSessions = new DashboardSessionsService(deps.prisma, worlds, { publicAdminUrl, now });
   if (deps.endpointUrlPolicy === "any") {
     deps.logger.warn(
@@ -112,6 +120,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   api.use(worldsRouter(worlds, apiKeys));
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
+  api.use(recoveriesRouter(recoveries));
   api.use(dashboardSessionsAdminRouter(dashboardSessions));
 
   const dashboard = Router({ caseSensitive: true });

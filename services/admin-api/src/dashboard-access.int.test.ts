@@ -71,6 +71,25 @@ const OPERATIONS: Operation[] = [
       return { method: "POST", path: `${w.endpoints}/${d.endpointId}/deliveries/${d.deliveryId}/replay`, status: 202 };
     },
   },
+  {
+    name: "recover an endpoint",
+    capability: "send",
+    prepare: async (w) => ({ method: "POST", path: `${w.endpoints}/${await freshEndpoint(w)}/recover`, body: { since: "2026-01-01T00:00:00Z" }, status: 202 }),
+  },
+  {
+    name: "preview a recover (dry run)",
+    capability: "send",
+    prepare: async (w) => ({ method: "POST", path: `${w.endpoints}/${await freshEndpoint(w)}/recover`, body: { since: "2026-01-01T00:00:00Z", dryRun: true }, status: 200 }),
+  },
+  {
+    name: "read a recovery",
+    capability: "view",
+    prepare: async (w) => {
+      const id = await freshEndpoint(w);
+      const started = await api.request("POST", `${w.endpoints}/${id}/recover`, { body: { since: "2026-01-01T00:00:00Z" } });
+      return { method: "GET", path: `${w.endpoints}/${id}/recoveries/${started.body.id}`, status: 200 };
+    },
+  },
 ];
 
 let world: TestWorld;
@@ -192,6 +211,7 @@ describe("world isolation", () => {
         ["DELETE", `${other.endpoints}/${bEndpoint}`],
         ["GET", `${other.endpoints}/${bEndpoint}/deliveries`],
         ["POST", `${other.endpoints}/${bEndpoint}/deliveries/${bDelivery}/replay`],
+        ["POST", `${other.endpoints}/${bEndpoint}/recover`, { since: "2026-01-01T00:00:00Z" }],
       ] as const) {
         const res = await call(method, path, body === undefined ? {} : { body });
         expectProblem(res, 404, "not-found");
@@ -219,6 +239,8 @@ describe("world isolation", () => {
       ["GET", `${a.endpoints}/${bEndpoint}/deliveries/${bDelivery}`],
       ["GET", `${a.endpoints}/${aEndpoint}/deliveries/${bDelivery}`],
       ["POST", `${a.endpoints}/${aEndpoint}/deliveries/${bDelivery}/replay`],
+      ["POST", `${a.endpoints}/${bEndpoint}/recover`, { since: "2026-01-01T00:00:00Z" }],
+      ["POST", `${a.endpoints}/${bEndpoint}/recover`, { since: "2026-01-01T00:00:00Z", dryRun: true }],
       ["GET", `${worldPath(a)}/api-keys/${bKey}`],
       ["DELETE", `${worldPath(a)}/api-keys/${bKey}`],
       ["DELETE", `${a.endpoints}/${bEndpoint}`],
@@ -229,5 +251,6 @@ describe("world isolation", () => {
     expect((await api.request("GET", `${b.endpoints}/${bEndpoint}`)).body).toEqual(before);
     expect((await api.request("GET", `${worldPath(b)}/api-keys/${bKey}`)).body.revokedAt).toBeNull();
     expect((await api.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: bDelivery } })).status).toBe("failed");
+    expect(await api.prisma.deliveryRecovery.count({ where: { endpointId: bEndpoint } })).toBe(0);
   });
 });

@@ -300,6 +300,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
       secretBox: api.secretBox,
       endpointUrlPolicy: "any",
       deliveryQueue: queue,
+      recoveryQueue: queue,
       deliveryAgents,
       deliveryTimeoutMs: 1000,
       enqueueTimeoutMs: 300,

@@ -1,4 +1,4 @@
-import type { Prisma, PrismaClient } from "@vw/db";
+import { requeueDeliveries, restoreDeliveries, type Prisma, type PrismaClient } from "@vw/db";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
 import type {
   AttemptResource,
@@ -93,16 +93,12 @@ export class DeliveriesService {
     const before = await this.prisma.webhookDelivery.findFirst({ where: { id: deliveryId, endpointId: endpoint.id } });
     if (!before) throw deliveryNotFound(endpoint.id, deliveryId);
 
-    const replayedAt = new Date();
-    const { count } = await this.prisma.webhookDelivery.updateMany({
-      where: { id: before.id, endpointId: endpoint.id, endpoint: { enabled: true } },
-      data: { status: "pending" satisfies DeliveryStatus, nextAttemptAt: null, updatedAt: replayedAt },
-    });
-    if (count === 0) {
+    const [requeued] = await requeueDeliveries(this.prisma, endpoint.id, [before.id]);
+    if (requeued === undefined) {
       // The delivery exists (read above), so its endpoint is disabled, or was deleted meanwhile.
       const current = await this.prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id }, select: { enabled: true } });
       if (!current) throw deliveryNotFound(endpoint.id, deliveryId);
-      throw new AppError(409, "endpoint-disabled", "This endpoint is disabled, and a disabled endpoint receives nothing, replays included. Enable it with POST .../enable, then replay.");
+      throw endpointDisabled("replays");
     }
 
     const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, trigger: "replay" }]);
@@ -111,12 +107,7 @@ export class DeliveriesService {
     } catch (err) {
       enqueued.catch(() => undefined); // settled or not, nobody waits for it any more
       // Only if nothing else touched the row since (a worker run of an earlier job, a disable).
-      await this.prisma.webhookDelivery
-        .updateMany({
-          where: { id: before.id, status: "pending", updatedAt: replayedAt },
-          data: { status: before.status, nextAttemptAt: before.nextAttemptAt, updatedAt: before.updatedAt },
-        })
-        .catch(() => undefined);
+      await restoreDeliveries(this.prisma, [requeued]).catch(() => undefined);
       if (err instanceof Error && err.message === ENQUEUE_TIMEOUT_MESSAGE) {
         throw new AppError(503, "dependency-unavailable", `${ENQUEUE_TIMEOUT_MESSAGE}; the delivery was not replayed, retry shortly.`, { headers: { "Retry-After": "2" } });
       }
@@ -131,6 +122,11 @@ export class DeliveriesService {
 /** Default of {@link DeliveriesService}'s `enqueueTimeoutMs`. */
 export const DEFAULT_ENQUEUE_TIMEOUT_MS = 5000;
 const ENQUEUE_TIMEOUT_MESSAGE = "Redis did not take the replay job in time";
+
+/** 409 for an action that would send to a disabled endpoint (`what`: "replays", "recovers"). */
+export function endpointDisabled(what: string): AppError {
+  return new AppError(409, "endpoint-disabled", `This endpoint is disabled, and a disabled endpoint receives nothing, ${what} included. Enable it with POST .../enable, then try again.`);
+}
 
 function deliveryNotFound(endpointId: string, deliveryId: string): AppError {
   return notFound(`Webhook endpoint "${endpointId}" has no delivery "${deliveryId}".`);

@@ -96,6 +96,7 @@ describe("health", () => {
       secretBox: createSecretBox(generateSecretBoxKey()),
       endpointUrlPolicy: "public-https",
       deliveryQueue,
+      recoveryQueue: deliveryQueue,
       deliveryAgents,
       deliveryTimeoutMs: 1000,
     });

@@ -16,9 +16,11 @@ const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redisUrl, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
-// Connection errors (the queue re-emits its connection's) are one line per outage, not per retry.
+// Connection errors (the queues re-emit their connection's) are one line per outage, not per retry.
 watchRedisConnection(redis, logger);
 deliveryQueue.on("error", redisClientErrorListener(logger, "delivery queue error"));
+const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
+recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 
 const app = createAdminApp({
@@ -31,6 +33,7 @@ const app = createAdminApp({
   secretBox: createSecretBox(config.secretsEncryptionKey),
   endpointUrlPolicy: config.endpointUrlPolicy,
   deliveryQueue,
+  recoveryQueue,
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   publicAdminUrl: config.publicAdminUrl,
@@ -54,6 +57,7 @@ logger.info(
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
   { name: "delivery queue", run: () => deliveryQueue.close() },
+  { name: "recovery queue", run: () => recoveryQueue.close() },
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },

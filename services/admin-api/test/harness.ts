@@ -84,6 +84,8 @@ export interface AdminApiHarness {
   slugPrefix: string;
   /** The app's delivery queue (its own random REDIS_KEY_PREFIX), to inspect the jobs Replay adds. */
   deliveryQueue: Queue;
+  /** The app's recovery queue, where recover adds its `recover.v1` job. */
+  recoveryQueue: Queue;
   /** The random REDIS_KEY_PREFIX of this harness. */
   redisKeyPrefix: string;
   /** A fresh slug `<prefix><label>-<random>`. */
@@ -143,6 +145,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
   const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
+  const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, redisKeyPrefix);
   const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
   const app = createAdminApp({
@@ -156,6 +159,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     resolveHost: options.resolveHost ?? resolveNothing,
     ...(options.currentApiVersion === undefined ? {} : { currentApiVersion: options.currentApiVersion }),
     deliveryQueue,
+    recoveryQueue,
     deliveryAgents,
     deliveryTimeoutMs: options.deliveryTimeoutMs ?? 5000,
     publicAdminUrl: options.publicAdminUrl ?? PUBLIC_ADMIN_URL,
@@ -176,6 +180,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     logs,
     slugPrefix,
     deliveryQueue,
+    recoveryQueue,
     redisKeyPrefix,
     slug: (label = "s") => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`,
     async request(method, path, options = {}) {
@@ -204,6 +209,8 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
       await closeServer(server);
       await deliveryQueue.obliterate({ force: true });
       await deliveryQueue.close();
+      await recoveryQueue.obliterate({ force: true });
+      await recoveryQueue.close();
       await redis.quit();
       destroyDeliveryAgents(deliveryAgents);
       await prisma.$disconnect();

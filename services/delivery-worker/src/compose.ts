@@ -20,6 +20,7 @@ import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
 import { createNotificationsWorker } from "./notifications.worker.js";
+import { createRecoveriesWorker } from "./recoveries.worker.js";
 
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
@@ -75,7 +76,7 @@ export interface DeliveryWorker {
   close(): Promise<void>;
 }
 
-/** Starts the delivery, notification and maintenance workers. */
+/** Starts the delivery, notification, maintenance and recovery workers (and the analytics one when scheduled). */
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
   const metrics = new WorkerMetrics();
   const queues = {
@@ -83,6 +84,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
+    recoveries: openQueue(QUEUE_NAMES.recoveries, options.connection, options.keyPrefix),
   };
   // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
   for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
@@ -126,6 +128,11 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       retentionDays: options.retentionDays,
       metrics,
       logger: options.logger,
+    }),
+    createRecoveriesWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      deps: { prisma: options.prisma, deliveries: queues.deliveries, logger: options.logger },
     }),
   ];
   if (options.analytics) {

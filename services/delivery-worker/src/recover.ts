@@ -1,0 +1,78 @@
+/**
+ * Runs one recovery (`recover.v1`): the failed deliveries of an endpoint created in the
+ * recovery's window, oldest first, batch by batch, each put back to `pending` and queued as a
+ * `replay` run through the same path as Replay (`requeueDeliveries` of @vw/db, then
+ * `enqueueDeliveries`), so every one is sent again with its deliveryId and stored bytes. After
+ * each batch the recovery records its progress and cursor: a job retried after a failure resumes
+ * after the last batch queued instead of starting over.
+ */
+import type { Queue } from "bullmq";
+import {
+  DeliveryRecoveries,
+  deliveriesInWindowPage,
+  recoveryCursor,
+  requeueDeliveries,
+  restoreDeliveries,
+  type PrismaClient,
+} from "@vw/db";
+import { enqueueDeliveries } from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+
+/** Deliveries re-queued per statement and per `addBulk`. */
+export const RECOVER_BATCH_SIZE = 200;
+
+/** What a recovery run needs. */
+export interface RecoverDeps {
+  prisma: PrismaClient;
+  /** The deliveries queue, where the replay runs are added. */
+  deliveries: Queue;
+  logger: Logger;
+  batchSize?: number;
+}
+
+/** How a run ended: `gone` when the recovery no longer exists (its endpoint was deleted) or had already ended. */
+export type RecoverOutcome = { status: "done" | "failed"; requeued: number } | { status: "gone" };
+
+/** Runs the recovery `recoveryId` to its end; throws on an infrastructure failure (the job retries). */
+export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promise<RecoverOutcome> {
+  const recoveries = new DeliveryRecoveries(deps.prisma);
+  if (!(await recoveries.start(recoveryId))) return { status: "gone" };
+  const recovery = await recoveries.get(recoveryId);
+  if (!recovery) return { status: "gone" };
+  const { endpointId } = recovery;
+  const window = { since: recovery.since, until: recovery.until };
+  let cursor = recoveryCursor(recovery);
+  let requeuedTotal = recovery.requeued;
+  for (;;) {
+    const page = await deliveriesInWindowPage(deps.prisma, endpointId, "failed", window, cursor, deps.batchSize ?? RECOVER_BATCH_SIZE);
+    const last = page.at(-1);
+    if (last === undefined) break;
+    const requeued = await requeueDeliveries(deps.prisma, endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
+    if (requeued.length === 0) {
+      const endpoint = await deps.prisma.webhookEndpoint.findUnique({ where: { id: endpointId }, select: { enabled: true } });
+      if (!endpoint) return { status: "gone" };
+      if (!endpoint.enabled) {
+        const error = `The endpoint was disabled while recovering: ${requeuedTotal} deliveries had been queued again, the others were not. Enable it, then recover again.`;
+        await recoveries.finish(recoveryId, "failed", error);
+        deps.logger.warn({ recoveryId, endpointId, requeued: requeuedTotal }, "recover stopped: endpoint disabled");
+        return { status: "failed", requeued: requeuedTotal };
+      }
+    }
+    try {
+      await enqueueDeliveries(
+        deps.deliveries,
+        requeued.map((row) => ({ deliveryId: row.deliveryId, endpointId, trigger: "replay" as const })),
+      );
+    } catch (err) {
+      // Nothing of this batch was queued for sure: back to `failed`, so the retry takes it again.
+      await restoreDeliveries(deps.prisma, requeued).catch(() => undefined);
+      throw err;
+    }
+    cursor = last;
+    requeuedTotal += requeued.length;
+    await recoveries.advance(recoveryId, cursor, requeued.length);
+  }
+  await recoveries.finish(recoveryId, "done");
+  deps.logger.info({ recoveryId, endpointId, requeued: requeuedTotal }, "recover done");
+  return { status: "done", requeued: requeuedTotal };
+}

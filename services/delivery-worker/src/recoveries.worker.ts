@@ -1,0 +1,55 @@
+/**
+ * The BullMQ worker of the recoveries queue: validates each `recover.v1` payload and runs
+ * {@link runRecovery}. Infrastructure failures retry with the infra backoff (the run resumes from
+ * its cursor); when the last attempt fails, the recovery is marked `failed` with the reason.
+ */
+import { UnrecoverableError, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { DeliveryRecoveries } from "@vw/db";
+import {
+  INFRA_BACKOFF_TYPE,
+  JOB_NAMES,
+  JobPayloadError,
+  QUEUE_NAMES,
+  assertPayload,
+  bullPrefix,
+  infraBackoffDelay,
+  validateRecoverJob,
+} from "@vw/queues";
+import { runRecovery, type RecoverDeps } from "./recover.js";
+
+/** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
+export function createRecoveriesWorker(options: { connection: Redis; keyPrefix: string; deps: RecoverDeps }): Worker {
+  const { deps } = options;
+  const worker = new Worker(
+    QUEUE_NAMES.recoveries,
+    async (job) => {
+      if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
+      let data;
+      try {
+        data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
+      } catch (err) {
+        if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
+        throw err;
+      }
+      return runRecovery(deps, data.recoveryId);
+    },
+    {
+      connection: options.connection,
+      prefix: bullPrefix(options.keyPrefix),
+      concurrency: 2,
+      settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
+    },
+  );
+  worker.on("failed", (job, err: Error) => {
+    deps.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "recover job failed");
+    const finalAttempt = job !== undefined && job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (finalAttempt && typeof job.data?.recoveryId === "string") {
+      new DeliveryRecoveries(deps.prisma)
+        .finish(job.data.recoveryId, "failed", `The recover job failed: ${err.message}`)
+        .catch((e: unknown) => deps.logger.error({ err: e, jobId: job.id }, "could not mark the recovery failed"));
+    }
+  });
+  worker.on("error", (err) => deps.logger.error({ err }, "recoveries worker error"));
+  return worker;
+}

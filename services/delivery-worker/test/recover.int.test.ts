@@ -1,0 +1,167 @@
+/**
+ * Recover from end to end: admin-api as its own process takes `POST .../recover`, the in-process
+ * worker runs the `recover.v1` job, and every failed delivery of the window reaches a verifying
+ * `standardwebhooks` receiver again under its deliveryId with its original bytes. Then the run
+ * itself: batches and their cursor, and an endpoint disabled before the job runs.
+ */
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { Job } from "bullmq";
+import { DeliveryRecoveries } from "@vw/db";
+import { QUEUE_NAMES, openQueue } from "@vw/queues";
+import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { runRecovery } from "../src/recover.js";
+import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
+
+const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const ADMIN_TOKEN = "recover-admin-token-0123456789";
+const HOUR = 3_600_000;
+
+let h: Harness;
+let admin: ServiceProcess;
+let probe: WebhookReceiver;
+beforeAll(async () => {
+  // One retry 50 ms later, then the delivery is failed.
+  h = await startHarness({ retryDelays: [50] });
+  probe = await startWebhookReceiver({ answer: 503 });
+  admin = await spawnService(join(servicesDir, "admin-api"), h.processEnv({ ADMIN_TOKEN }));
+}, 60_000);
+afterAll(async () => {
+  await admin?.stop();
+  await h.close();
+  await probe.close();
+});
+
+/** Resolves with the result of the recover job `recoveryId` once the in-process worker completes it. */
+function recoverCompletion(recoveryId: string): Promise<unknown> {
+  const worker = h.worker.workers.find((w) => w.name === QUEUE_NAMES.recoveries);
+  if (!worker) throw new Error("no recoveries worker");
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`recover job ${recoveryId} did not complete`)), 30_000);
+    const onDone = (job: Job, result: unknown) => {
+      if (job.id !== recoveryId) return;
+      clearTimeout(timer);
+      worker.off("completed", onDone);
+      resolve(result);
+    };
+    worker.on("completed", onDone);
+  });
+}
+
+async function adminCall(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${admin.url}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** Seeds `n` deliveries that fail against the probe (503 twice); returns their ids. */
+async function failedDeliveries(endpoint: TestEndpoint, n: number): Promise<string[]> {
+  const ids = await Promise.all(Array.from({ length: n }, () => h.seedDelivery(endpoint)));
+  expect(await Promise.all(ids.map((id) => h.completion(id)))).toEqual(ids.map(() => "failed"));
+  return ids;
+}
+
+describe("recover after a receiver outage", () => {
+  it("counts the failed deliveries of the window, then sends each again: same webhook-id, same bytes, verified", async () => {
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    probe.setSecret(endpoint.secret);
+    probe.answerWith(503);
+    const failed = await failedDeliveries(endpoint, 5);
+    // A failure from before the window stays failed.
+    const [old] = await failedDeliveries(endpoint, 1);
+    await h.prisma.webhookDelivery.update({ where: { id: old! }, data: { createdAt: new Date(Date.now() - 48 * HOUR) } });
+    // The receiver is back; a delivery sent now is delivered and not part of any recover.
+    probe.answerWith(204);
+    const delivered = await h.seedDelivery(endpoint);
+    expect(await h.completion(delivered)).toBe("delivered");
+
+    const firstBodies = new Map(probe.received.map((r) => [String(r.headers["webhook-id"]), r.body]));
+    const receivedBefore = probe.received.length;
+    const path = `/worlds/${world.organizationSlug}/${world.slug}/endpoints/${endpoint.id}`;
+    const since = new Date(Date.now() - HOUR).toISOString();
+
+    expect(await adminCall("POST", `${path}/recover`, { since, dryRun: true })).toEqual({ status: 200, body: { count: 5 } });
+
+    const started = await adminCall("POST", `${path}/recover`, { since });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ status: expect.stringMatching(/^(queued|running|done)$/), total: 5, since });
+    const finished = recoverCompletion(started.body.id);
+    const received = (await probe.waitFor(receivedBefore + 5)).slice(receivedBefore);
+    await finished;
+
+    expect(received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...failed].sort());
+    for (const r of received) {
+      expect(r.verifyError).toBeNull();
+      expect(r.body.equals(firstBodies.get(String(r.headers["webhook-id"]))!)).toBe(true);
+    }
+    expect(await adminCall("GET", `${path}/recoveries/${started.body.id}`)).toMatchObject({
+      status: 200,
+      body: { id: started.body.id, status: "done", total: 5, requeued: 5, error: null },
+    });
+    const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id }, select: { id: true, status: true } });
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+      ...Object.fromEntries(failed.map((id) => [id, "delivered"])),
+      [old!]: "failed",
+      [delivered]: "delivered",
+    });
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: failed[0]! }, orderBy: { attemptNumber: "asc" } });
+    expect(attempts.map((a) => [a.trigger, a.responseStatus])).toEqual([
+      ["initial", 503],
+      ["retry", 503],
+      ["replay", 204],
+    ]);
+
+    // Nothing is left to recover in that window.
+    expect((await adminCall("POST", `${path}/recover`, { since, dryRun: true })).body).toEqual({ count: 0 });
+    expect(probe.received).toHaveLength(receivedBefore + 5);
+  });
+});
+
+describe("runRecovery", () => {
+  it("re-queues batch by batch, recording the cursor and count after each", async () => {
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    probe.setSecret(endpoint.secret);
+    probe.answerWith(503);
+    const failed = await failedDeliveries(endpoint, 5);
+    const recoveries = new DeliveryRecoveries(h.prisma);
+    const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 5 });
+    // A deliveries queue no worker reads, so the jobs added are all still there to look at.
+    const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
+    const outcome = await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger, batchSize: 2 }, recovery.id);
+    expect(outcome).toEqual({ status: "done", requeued: 5 });
+    const row = await recoveries.get(recovery.id);
+    expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
+    const last = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: 1 });
+    expect(row?.cursorId).toBe(last[0]?.id);
+    const jobs = await idle.getJobs(["waiting"]);
+    expect(jobs.map((j) => [j.data.trigger, j.data.endpointId])).toEqual(failed.map(() => ["replay", endpoint.id]));
+    expect(jobs.map((j) => j.data.deliveryId).sort()).toEqual([...failed].sort());
+    const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
+    expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));
+    // Run again (a duplicate or retried job): the recovery has ended, nothing more is queued.
+    expect(await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 5 });
+    await idle.obliterate({ force: true });
+    await idle.close();
+  });
+
+  it("stops as failed, saying why, when the endpoint was disabled before the job ran; nothing is sent", async () => {
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    probe.answerWith(503);
+    const failed = await failedDeliveries(endpoint, 2);
+    await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
+    const recoveries = new DeliveryRecoveries(h.prisma);
+    const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 2 });
+    expect(await runRecovery({ prisma: h.prisma, deliveries: h.deliveries, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
+    expect(await recoveries.get(recovery.id)).toMatchObject({ status: "failed", requeued: 0, error: expect.stringMatching(/disabled while recovering/) });
+    const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
+    expect(statuses.map((s) => s.status)).toEqual(["failed", "failed"]);
+  });
+});
