@@ -3,6 +3,7 @@ import type { Server } from "node:http";
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
 import { AppError, STATUS_TITLES } from "./errors.js";
 import type { Logger } from "./logger.js";
+import { dependencyStatus } from "./dependency-status.js";
 import { answerNodeHttpErrors } from "./node-http-errors.js";
 import { requestTextGuard } from "./request-guard.js";
 import { noteRequestOutcome, requestLogger } from "./request-log.js";
@@ -115,22 +116,33 @@ export const notFoundHandler: RequestHandler = (req, res) => {
   sendProblem(res, 404, "not-found", `No route for ${req.method} ${req.path}.`);
 };
 
-/** A named readiness check: resolves when the dependency answers, rejects otherwise. */
-export type ReadinessCheck = { name: string; check: () => Promise<unknown> };
+/**
+ * A named readiness check: resolves when the dependency answers, rejects otherwise. `dependency`
+ * names it in outage log lines (`postgresql`, `redis`; `name` when absent).
+ */
+export type ReadinessCheck = { name: string; dependency?: string; check: () => Promise<unknown> };
 
-/** `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). */
-export function healthRouter(checks: ReadinessCheck[]): express.Router {
+/**
+ * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). With a
+ * `logger`, each check's outcome feeds the process's status of that dependency, so an outage
+ * that only readiness probes see (nothing else talks to it meanwhile) still gets its one
+ * `unreachable` line and its one `reachable again` line.
+ */
+export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express.Router {
   const router = express.Router();
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
     const results = await Promise.all(
-      checks.map(async ({ name, check }) => {
+      checks.map(async ({ name, dependency, check }) => {
+        const status = logger ? dependencyStatus(logger, dependency ?? name) : undefined;
         try {
           await withTimeout(check(), 2000, `${name} did not answer within 2000 ms`);
+          status?.up();
           return { name, ok: true as const };
         } catch (err) {
+          status?.down(err, { check: "readiness" });
           return { name, ok: false as const, error: (err as Error).message };
         }
       }),

@@ -131,10 +131,10 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const app = createApp(deps.logger);
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
       { name: "redis", check: () => deps.deliveryQueue.getJobCounts("wait") },
-    ]),
+    ], deps.logger),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(openApiRouter());

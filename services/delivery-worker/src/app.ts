@@ -10,9 +10,9 @@ export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; work
   const app = createApp(deps.logger);
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ]),
+    ], deps.logger),
   );
   app.get("/metrics", async (_req, res, next) => {
     try {

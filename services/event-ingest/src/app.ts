@@ -63,9 +63,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   const app = createApp(deps.logger);
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ]),
+    ], deps.logger),
   );
   app.use(INGEST_API_PREFIX, api);
   app.use(notFoundHandler);

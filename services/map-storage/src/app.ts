@@ -18,7 +18,7 @@ export interface MapStorageAppDeps {
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const app = createApp(deps.logger);
-  app.use(healthRouter(deps.readiness));
+  app.use(healthRouter(deps.readiness, deps.logger));
   app.use(cors);
   app.use(schemasRouter(deps.publicBaseUrl));
   app.use(filesHandler(deps.files, deps.auth, deps));
