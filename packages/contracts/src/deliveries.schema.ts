@@ -28,6 +28,42 @@ export interface DeliverySummaryResource {
   nextAttemptAt: string | null;
   createdAt: string;
   updatedAt: string;
+  /** The producer's `id` of the event it carries; present only for deliveries of an event. */
+  eventId?: string;
+}
+
+/**
+ * Filters of `GET .../endpoints/{id}/deliveries` besides `limit` and `cursor`; all optional and
+ * combined with AND. `since` (inclusive) and `until` (exclusive) are RFC 3339 date-times with an
+ * offset, on the delivery's creation time.
+ */
+export interface DeliveryListFilter {
+  status?: DeliveryStatus;
+  /** An event type, such as `visitor.registered`. */
+  type?: string;
+  since?: string;
+  until?: string;
+  /** The producer's event id. */
+  eventId?: string;
+}
+
+/**
+ * `GET .../endpoints/{id}/stats`: the endpoint's figures over the last 24 h, kept up to date as
+ * attempts are recorded. `since` is the start of the window (aligned on 5 minutes), `until` now.
+ * `deliveries` counts the deliveries created in the window by their current status; `attempts`
+ * the attempts started in it. `successRate` is succeeded / total attempts (null without attempts);
+ * `latencyMs` the attempt durations' p50 and p99 from a fixed-bucket histogram (interpolated within
+ * a bucket; null without attempts); `lastAttempt` the latest attempt in the window.
+ */
+export interface EndpointStatsResource {
+  since: string;
+  until: string;
+  deliveries: { total: number; delivered: number; failed: number; pending: number; skipped: number };
+  attempts: { total: number; succeeded: number; failed: number };
+  successRate: number | null;
+  latencyMs: { p50: number; p99: number } | null;
+  /** `status` is the HTTP status (null when none came back); `outcome` the attempt's verdict (`delivered`, `retry`, `gone`, `rejected`). */
+  lastAttempt: { at: string; status: number | null; outcome: string } | null;
 }
 
 /** One attempt of a delivery, as sent and answered. */

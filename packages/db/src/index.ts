@@ -16,6 +16,7 @@ export {
 } from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
+export * from "./delivery-log/index.js";
 export {
   requeueDeliveries,
   restoreDeliveries,
@@ -37,4 +38,5 @@ export type {
   DeliveryAttempt,
   DashboardSession,
   DeliveryRecovery,
+  EndpointStats,
 } from "./generated/prisma/client.js";

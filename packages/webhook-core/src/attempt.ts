@@ -61,7 +61,7 @@ export async function sendAttempt(input: SendAttemptInput): Promise<SentAttempt>
 /** Why an attempt was made: a queued run's first try, its retries, a replay, the Test action, the auth hook. */
 export type AttemptTrigger = "initial" | "retry" | "replay" | "test" | "hook";
 
-/** A delivery-log row (`delivery_attempts`), as plain data. */
+/** What one attempt was, as plain data: the DeliveryLog of @vw/db logs it (this package knows no table). */
 export interface AttemptRecord {
   id: string;
   deliveryId: string;
@@ -98,30 +98,4 @@ export function toAttemptRecord(sent: SentAttempt, deliveryId: string, attemptNu
     error: outcome.error?.message ?? null,
     verdict: sent.verdict,
   };
-}
-
-/**
- * Attempts as the 14 parallel arrays of a `delivery_attempts` insert through `unnest`, in column
- * order: id, delivery_id, attempt_number, trigger, started_at (ISO text), request_headers (JSON
- * text), response_status, response_headers (JSON text or null), response_body,
- * response_body_truncated, duration_ms, error_kind, error, verdict. Shared by the worker's group
- * commit and the auth hook's history write, so the two cannot disagree on how an attempt is stored.
- */
-export function attemptColumnArrays(attempts: readonly AttemptRecord[]): unknown[][] {
-  return [
-    attempts.map((x) => x.id),
-    attempts.map((x) => x.deliveryId),
-    attempts.map((x) => x.attemptNumber),
-    attempts.map((x) => x.trigger),
-    attempts.map((x) => x.startedAt.toISOString()),
-    attempts.map((x) => JSON.stringify(x.requestHeaders)),
-    attempts.map((x) => x.responseStatus),
-    attempts.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders))),
-    attempts.map((x) => x.responseBody),
-    attempts.map((x) => x.responseBodyTruncated),
-    attempts.map((x) => x.durationMs),
-    attempts.map((x) => x.errorKind),
-    attempts.map((x) => x.error),
-    attempts.map((x) => x.verdict),
-  ];
 }

@@ -70,7 +70,6 @@ export {
 export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput, type LegacyAuthBodyInput, type WorldReference } from "./envelope.js";
 export {
   DEFAULT_USER_AGENT,
-  attemptColumnArrays,
   sendAttempt,
   toAttemptRecord,
   type AttemptRecord,

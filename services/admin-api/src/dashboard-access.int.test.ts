@@ -250,7 +250,7 @@ describe("world isolation", () => {
     }
     expect((await api.request("GET", `${b.endpoints}/${bEndpoint}`)).body).toEqual(before);
     expect((await api.request("GET", `${worldPath(b)}/api-keys/${bKey}`)).body.revokedAt).toBeNull();
-    expect((await api.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: bDelivery } })).status).toBe("failed");
+    expect((await api.prisma.webhookDelivery.findFirstOrThrow({ where: { id: bDelivery } })).status).toBe("failed");
     expect(await api.prisma.deliveryRecovery.count({ where: { endpointId: bEndpoint } })).toBe(0);
   });
 });

@@ -124,7 +124,7 @@ describe("GET .../endpoints/{id}/deliveries", () => {
     const first = await api.request("GET", list);
     expect(first.body.items.map((d: { deliveryId: string }) => d.deliveryId)).toEqual([ids[0], ids[1]]);
     // The worker delivers the page's last row before the next page is read.
-    await api.prisma.webhookDelivery.update({ where: { id: ids[1]! }, data: { status: "delivered" } });
+    await api.prisma.webhookDelivery.updateMany({ where: { id: ids[1]! }, data: { status: "delivered" } });
     const second = await api.request("GET", `${list}&cursor=${first.body.nextCursor}`);
     expect(second.body.items.map((d: { deliveryId: string }) => d.deliveryId)).toEqual([ids[2], ids[3]]);
   });
@@ -187,9 +187,12 @@ describe("GET .../deliveries/{deliveryId}", () => {
     const endpoint = await quietEndpoint(w);
     const id = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "failed", attemptCount: 2, lastStatus: 503, body: '{"x":"é"}' });
     const t = Date.parse("2026-11-20T10:00:00.000Z");
+    const { createdAt: deliveryCreatedAt } = await deliveryRow(api, id);
     const attempt = (n: number, startedAt: number, trigger: string, status: number | null) => ({
       id: crypto.randomUUID(),
       deliveryId: id,
+      deliveryCreatedAt,
+      endpointId: endpoint.id,
       attemptNumber: n,
       trigger,
       startedAt: new Date(startedAt),

@@ -1,78 +1,78 @@
-import { requeueDeliveries, restoreDeliveries, type Prisma, type PrismaClient } from "@vw/db";
+import { DeliveryHistory, DeliveryLog, prismaRunner, type DeliveryFilter, type DeliverySummary, type LoggedAttempt, type PrismaClient } from "@vw/db";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
-import type {
-  AttemptResource,
-  DeliveryResource,
-  DeliveryStatus,
-  DeliverySummaryResource,
-  ListResource,
-} from "@vw/contracts";
+import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource } from "@vw/contracts";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Queue } from "bullmq";
 import type { EndpointsService } from "./endpoints.service.js";
-import { isUuid, toPage, type PageRequest } from "./http-support.js";
+import { isUuid, type PageRequest } from "./http-support.js";
 
-type DeliveryRow = Prisma.WebhookDeliveryModel;
-type AttemptRow = Prisma.DeliveryAttemptModel;
-
-/** A page request of the delivery list, with its optional status filter. */
+/** A page request of the delivery list, with its optional filters. */
 export interface DeliveryPageRequest extends PageRequest {
-  status: DeliveryStatus | undefined;
+  filter: DeliveryFilter;
 }
 
 /**
- * Delivery history of one endpoint (list, one delivery with every attempt) and Replay.
- *
- * Deliveries are written by event-ingest (fan-out), the delivery worker (attempts, retries,
- * skips) and the Test action; this service only reads them, except Replay, which puts one back
- * to `pending` and queues it.
+ * Delivery history of one endpoint (filtered list, one delivery with every attempt, 24 h stats)
+ * and Replay, through the DeliveryLog of @vw/db (the one owner of the history tables): reads from
+ * its DeliveryHistory, Replay through its requeue/restore.
  */
 export class DeliveriesService {
+  private readonly log: DeliveryLog;
+  private readonly history: DeliveryHistory;
+
   constructor(
-    private readonly prisma: PrismaClient,
+    prisma: PrismaClient,
     private readonly endpoints: EndpointsService,
     private readonly deliveryQueue: Queue,
     /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
     private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
-  ) {}
+  ) {
+    const runner = prismaRunner(prisma);
+    this.log = new DeliveryLog(runner);
+    this.history = new DeliveryHistory(runner);
+  }
 
   /**
-   * Deliveries of the endpoint, newest first (`created_at` desc, then id desc), optionally of one
-   * status. Keyset pagination on (created_at, id) read from the cursor's row: unlike an offset
-   * past the cursor, it neither skips nor repeats a row when the cursor's delivery changes status
+   * Deliveries of the endpoint matching the filters, newest first (`created_at` desc, then id
+   * desc). Keyset pagination on (created_at, id) read from the cursor's row: unlike an offset past
+   * the cursor, it neither skips nor repeats a row when the cursor's delivery changes status
    * between two pages (a pending delivery gets delivered while the list is read).
    */
   async list(organizationSlug: string, worldSlug: string, endpointId: string, page: DeliveryPageRequest): Promise<ListResource<DeliverySummaryResource>> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
-    const where: Prisma.WebhookDeliveryWhereInput = { endpointId: endpoint.id };
-    if (page.status !== undefined) where.status = page.status;
-    if (page.cursor !== undefined) {
-      const after = await this.prisma.webhookDelivery.findFirst({ where: { id: page.cursor, endpointId: endpoint.id }, select: { id: true, createdAt: true } });
-      if (!after) {
-        // A cursor of another endpoint, or of a delivery removed by retention since.
-        throw new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
-      }
-      where.OR = [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }];
+    const rows = await this.history.list(endpoint.id, page.filter, { limit: page.limit + 1, ...(page.cursor === undefined ? {} : { after: page.cursor }) });
+    if (rows === null) {
+      // A cursor of another endpoint, or of a delivery removed by retention since.
+      throw new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
     }
-    const rows = await this.prisma.webhookDelivery.findMany({
-      where,
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      take: page.limit + 1,
-    });
-    return toPage(rows, page, toDeliverySummary);
+    const items = rows.slice(0, page.limit);
+    const last = items.at(-1);
+    return { items: items.map(toDeliverySummary), nextCursor: rows.length > page.limit && last ? last.id : null };
   }
 
   /** One delivery of the endpoint with its body and every attempt, oldest first; 404 otherwise. */
   async get(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliveryResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
     if (!isUuid(deliveryId)) throw deliveryNotFound(endpoint.id, deliveryId);
-    const row = await this.prisma.webhookDelivery.findFirst({
-      where: { id: deliveryId, endpointId: endpoint.id },
-      include: { attempts: { orderBy: [{ startedAt: "asc" }, { attemptNumber: "asc" }] } },
-    });
+    const row = await this.history.get(endpoint.id, deliveryId);
     if (!row) throw deliveryNotFound(endpoint.id, deliveryId);
-    const body = Buffer.from(row.body).toString("utf8");
+    const body = row.body.toString("utf8");
     return { ...toDeliverySummary(row), body, attempts: row.attempts.map((attempt) => toAttemptResource(attempt, body)) };
+  }
+
+  /** The endpoint's figures over the last 24 h (see EndpointStatsResource), from the rollup kept as attempts are recorded. */
+  async stats(organizationSlug: string, worldSlug: string, endpointId: string): Promise<EndpointStatsResource> {
+    const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
+    const s = await this.history.stats(endpoint.id);
+    return {
+      since: s.since.toISOString(),
+      until: s.until.toISOString(),
+      deliveries: s.deliveries,
+      attempts: s.attempts,
+      successRate: s.successRate,
+      latencyMs: s.latencyMs,
+      lastAttempt: s.lastAttempt === null ? null : { at: s.lastAttempt.at.toISOString(), status: s.lastAttempt.status, outcome: s.lastAttempt.outcome },
+    };
   }
 
   /**
@@ -90,13 +90,13 @@ export class DeliveriesService {
   async replay(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
     if (!isUuid(deliveryId)) throw deliveryNotFound(endpoint.id, deliveryId);
-    const before = await this.prisma.webhookDelivery.findFirst({ where: { id: deliveryId, endpointId: endpoint.id } });
+    const before = await this.history.find(endpoint.id, deliveryId);
     if (!before) throw deliveryNotFound(endpoint.id, deliveryId);
 
-    const [requeued] = await requeueDeliveries(this.prisma, endpoint.id, [before.id]);
+    const [requeued] = await this.log.requeue(endpoint.id, [before.id]);
     if (requeued === undefined) {
       // The delivery exists (read above), so its endpoint is disabled, or was deleted meanwhile.
-      const current = await this.prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id }, select: { enabled: true } });
+      const current = await this.endpoints.find(organizationSlug, worldSlug, endpointId).catch(() => null);
       if (!current) throw deliveryNotFound(endpoint.id, deliveryId);
       throw endpointDisabled("replays");
     }
@@ -107,13 +107,13 @@ export class DeliveriesService {
     } catch (err) {
       enqueued.catch(() => undefined); // settled or not, nobody waits for it any more
       // Only if nothing else touched the row since (a worker run of an earlier job, a disable).
-      await restoreDeliveries(this.prisma, [requeued]).catch(() => undefined);
+      await this.log.restore(requeued).catch(() => undefined);
       if (err instanceof Error && err.message === ENQUEUE_TIMEOUT_MESSAGE) {
         throw new AppError(503, "dependency-unavailable", `${ENQUEUE_TIMEOUT_MESSAGE}; the delivery was not replayed, retry shortly.`, { headers: { "Retry-After": "2" } });
       }
       throw err;
     }
-    const row = await this.prisma.webhookDelivery.findUnique({ where: { id: before.id } });
+    const row = await this.history.find(endpoint.id, before.id);
     if (!row) throw deliveryNotFound(endpoint.id, deliveryId);
     return toDeliverySummary(row);
   }
@@ -133,32 +133,33 @@ function deliveryNotFound(endpointId: string, deliveryId: string): AppError {
 }
 
 /** A delivery as the list shows it. */
-export function toDeliverySummary(row: DeliveryRow): DeliverySummaryResource {
+export function toDeliverySummary(row: DeliverySummary): DeliverySummaryResource {
   return {
     deliveryId: row.id,
     endpointId: row.endpointId,
     type: row.type,
     test: row.test,
-    status: row.status as DeliveryStatus,
+    status: row.status,
     attemptCount: row.attemptCount,
     lastStatus: row.lastStatus,
     nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+    ...(row.eventId === null ? {} : { eventId: row.eventId }),
   };
 }
 
 /** One attempt as sent and answered; `requestBody` is the delivery's body (the same on every attempt). */
-export function toAttemptResource(row: AttemptRow, requestBody: string): AttemptResource {
+export function toAttemptResource(row: LoggedAttempt, requestBody: string): AttemptResource {
   return {
     attemptId: row.id,
     attemptNumber: row.attemptNumber,
     trigger: row.trigger,
     startedAt: row.startedAt.toISOString(),
-    requestHeaders: row.requestHeaders as Record<string, string>,
+    requestHeaders: row.requestHeaders,
     requestBody,
     responseStatus: row.responseStatus,
-    responseHeaders: row.responseHeaders as Record<string, string> | null,
+    responseHeaders: row.responseHeaders,
     responseBody: row.responseBody,
     responseBodyTruncated: row.responseBodyTruncated,
     durationMs: row.durationMs,

@@ -1,12 +1,10 @@
-import { randomUUID } from "node:crypto";
-import type { PrismaClient } from "@vw/db";
+import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { badRequest } from "@vw/service-kit";
 import {
   compileValidator,
   EVENT_SAMPLES,
   sampleFor,
   WEBHOOK_SUBSCRIPTIONS,
-  type DeliveryStatus,
   type TestDeliveryResource,
   type ValidationResult,
   type WebhookSubscription,
@@ -84,49 +82,15 @@ export class EndpointTestService {
     }
 
     const now = this.options.now ?? (() => new Date());
-    const deliveryId = randomUUID();
+    const deliveryId = newDeliveryId();
     const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
-    const status: DeliveryStatus = sent.verdict === "delivered" ? "delivered" : "failed";
 
-    const finishedAt = new Date();
-    await this.prisma.webhookDelivery.create({
-      data: {
-        id: deliveryId,
-        endpointId: endpoint.id,
-        worldId: world.id,
-        type,
-        // Prisma's Bytes is a Uint8Array over a plain ArrayBuffer; a Buffer may sit on a shared one.
-        body: new Uint8Array(body),
-        test: true,
-        status,
-        attemptCount: 1,
-        lastStatus: attempt.responseStatus,
-        nextAttemptAt: null,
-        createdAt: attempt.startedAt,
-        updatedAt: finishedAt,
-        attempts: {
-          create: {
-            id: attempt.id,
-            attemptNumber: attempt.attemptNumber,
-            trigger: attempt.trigger,
-            startedAt: attempt.startedAt,
-            requestHeaders: attempt.requestHeaders,
-            responseStatus: attempt.responseStatus,
-            // Prisma writes SQL NULL into a nullable Json column only through its own marker.
-            ...(attempt.responseHeaders === null ? {} : { responseHeaders: attempt.responseHeaders }),
-            responseBody: attempt.responseBody,
-            responseBodyTruncated: attempt.responseBodyTruncated,
-            durationMs: attempt.durationMs,
-            errorKind: attempt.errorKind,
-            error: attempt.error,
-            verdict: attempt.verdict,
-          },
-        },
-      },
-    });
+    await new DeliveryLog(prismaRunner(this.prisma)).recordFinished([
+      { delivery: { id: deliveryId, endpointId: endpoint.id, worldId: world.id, type, body }, test: true, attempt, finishedAt: new Date() },
+    ]);
 
     return {
       deliveryId,

@@ -1,9 +1,8 @@
-import { isRecordNotFound, type Prisma, type PrismaClient } from "@vw/db";
+import { DeliveryLog, isRecordNotFound, prismaRunner, type Prisma, type PrismaClient } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
   type CreateEndpointRequest,
-  type DeliveryStatus,
   type EndpointDisabledReason,
   type EndpointFormat,
   type EndpointResource,
@@ -38,11 +37,16 @@ export interface EndpointsServiceOptions {
  * writes (failure counting, disabling on 410) without read-modify-write races.
  */
 export class EndpointsService {
+  /** Skips the pending deliveries of an endpoint being disabled (the delivery log's one writer). */
+  private readonly log: DeliveryLog;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly worlds: WorldsService,
     private readonly options: EndpointsServiceOptions,
-  ) {}
+  ) {
+    this.log = new DeliveryLog(prismaRunner(prisma));
+  }
 
   /** Creates a `current` endpoint with a new secret; the answer is the only place it is shown. */
   async create(organizationSlug: string, worldSlug: string, request: CreateEndpointRequest): Promise<EndpointWithSecretResource> {
@@ -129,17 +133,15 @@ export class EndpointsService {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     const reason: EndpointDisabledReason = "manual";
     const now = new Date();
-    await this.prisma.$transaction([
-      this.prisma.webhookEndpoint.updateMany({
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.webhookEndpoint.updateMany({
         where: { ...where, enabled: true },
         data: { enabled: false, disabledReason: reason, disabledAt: now },
-      }),
-      // Scoped by world too: an id of another world's endpoint must not touch its deliveries.
-      this.prisma.webhookDelivery.updateMany({
-        where: { endpointId: where.id, endpoint: { worldId: where.worldId }, status: "pending" satisfies DeliveryStatus },
-        data: { status: "skipped" satisfies DeliveryStatus, nextAttemptAt: null, updatedAt: now },
-      }),
-    ]);
+      });
+      // Only when this world's endpoint was just disabled: an id of another world's endpoint must
+      // not touch its deliveries, and an endpoint already disabled has nothing pending left.
+      if (count > 0) await this.log.skipPendingOf(where.id, prismaRunner(tx));
+    });
     return this.get(organizationSlug, worldSlug, id);
   }
 

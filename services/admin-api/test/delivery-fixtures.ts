@@ -61,6 +61,8 @@ export interface DeliveryRowInput {
 export async function insertDelivery(api: AdminApiHarness, input: DeliveryRowInput): Promise<string> {
   const id = input.id ?? randomUUID();
   const createdAt = input.createdAt ?? new Date();
+  // A day in the past may have no partition yet in the test database (created from yesterday on).
+  await api.prisma.$queryRaw`SELECT vw_create_log_partitions((${createdAt}::timestamptz AT TIME ZONE 'UTC')::date, (${createdAt}::timestamptz AT TIME ZONE 'UTC')::date)`;
   await api.prisma.webhookDelivery.create({
     data: {
       id,
@@ -80,7 +82,7 @@ export async function insertDelivery(api: AdminApiHarness, input: DeliveryRowInp
 }
 
 /** The stored delivery row. */
-export const deliveryRow = (api: AdminApiHarness, id: string): Promise<WebhookDelivery> => api.prisma.webhookDelivery.findUniqueOrThrow({ where: { id } });
+export const deliveryRow = (api: AdminApiHarness, id: string): Promise<WebhookDelivery> => api.prisma.webhookDelivery.findFirstOrThrow({ where: { id } });
 
 /** The stored endpoint row. */
 export const endpointRow = (api: AdminApiHarness, id: string): Promise<WebhookEndpoint> => api.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } });

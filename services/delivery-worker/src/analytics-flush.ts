@@ -14,10 +14,9 @@
  * trimmed from a full buffer (ingest side, collected here) or discarded because their endpoint can
  * no longer receive analytics.
  */
-import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PrismaClient } from "@vw/db";
+import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
 import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
@@ -117,7 +116,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       drop(endpointId, "endpoint-unavailable", discarded);
       continue;
     }
-    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, endpointId, deps.batchMax, randomUUID());
+    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, endpointId, deps.batchMax, newDeliveryId());
     drop(endpointId, "buffer-full", claim.dropped);
     if (claim.count === 0) continue;
     const body = buildEnvelope({
@@ -136,12 +135,10 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
   // here on fails the job and the next run sends the same batches under the same deliveryIds.
   // ON CONFLICT: a held-over batch whose row was committed before the failure keeps that row.
   try {
-    const stored = await deps.prisma.$executeRaw`
-      INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, status, body)
-      SELECT id, endpoint_id, world_id, ${ANALYTICS_BATCH_TYPE}, 'pending', decode(body, 'base64')
-      FROM unnest(${batches.map((b) => b.id)}::uuid[], ${batches.map((b) => b.endpointId)}::uuid[], ${batches.map((b) => b.worldId)}::uuid[],
-                  ${batches.map((b) => b.body.toString("base64"))}::text[]) AS v(id, endpoint_id, world_id, body)
-      ON CONFLICT (id) DO NOTHING`;
+    const stored = await new DeliveryLog(prismaRunner(deps.prisma)).create(
+      batches.map((b) => ({ id: b.id, endpointId: b.endpointId, worldId: b.worldId, type: ANALYTICS_BATCH_TYPE, body: b.body })),
+      { ignoreExisting: true },
+    );
     deps.metrics.analyticsBatches += stored;
     const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
     await enqueueDeliveries(deps.deliveries, jobs);

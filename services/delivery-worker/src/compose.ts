@@ -6,7 +6,7 @@
  */
 import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PgPool, PrismaClient } from "@vw/db";
+import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -43,6 +43,8 @@ export interface DeliveryWorkerOptions {
   /** SCHEDULER_SWEEP_MS: how often this process takes back expired slots and hands them to parked jobs. */
   sweepIntervalMs: number;
   retentionDays: number;
+  /** PARTITIONS_AHEAD_DAYS: days of delivery-log partitions kept ready (also ensured at start-up). */
+  partitionsAheadDays: number;
   retentionIntervalMs: number;
   /** JOB_LOCK_MS: how soon the jobs of a dead worker are taken over. */
   jobLockMs: number;
@@ -110,6 +112,11 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     now: options.now,
   };
   const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
+  // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
+  // a failure is logged and left to that run (there are days of margin, and deliveries go on).
+  await new LogPartitions(options.pool).ensureAhead(options.partitionsAheadDays).catch((err: unknown) => {
+    options.logger.error({ err }, "delivery log: partitions ahead not ensured at start-up (the retention job retries)");
+  });
   await scheduleRetention(queues.maintenance, options.retentionIntervalMs);
   const workers = [
     createDeliveriesWorker({
@@ -124,8 +131,9 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     createMaintenanceWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
-      prisma: options.prisma,
+      pool: options.pool,
       retentionDays: options.retentionDays,
+      partitionsAheadDays: options.partitionsAheadDays,
       metrics,
       logger: options.logger,
     }),

@@ -56,8 +56,10 @@ export function loadConfig(env: Env) {
       retryDelays,
       /** Consecutive failed attempts (ordinary deliveries) that disable an endpoint. */
       disableAfterFailures: r.int("DISABLE_AFTER_FAILURES", 50, { min: 1 }),
-      /** Age after which deliveries, their attempts and deduplication records are deleted. */
+      /** Age after which deliveries, their attempts and deduplication records are dropped (whole days: up to one day more). */
       deliveryRetentionDays: r.int("DELIVERY_RETENTION_DAYS", 90, { min: 1 }),
+      /** Days of daily delivery-log partitions created ahead of today (at least a week of margin). */
+      partitionsAheadDays: r.int("PARTITIONS_AHEAD_DAYS", 7, { min: 7, max: 366 }),
       /** How often the retention job runs. */
       retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
       /** Deliveries in flight per worker process, across all endpoints. */

@@ -71,7 +71,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
       return { kind: "done", outcome: "missing" };
     }
     if (!delivery.enabled) {
-      await deps.store.markSkipped(delivery.deliveryId);
+      await deps.store.markSkipped(delivery);
       deps.metrics.skipped += 1;
       return { kind: "done", outcome: "skipped" };
     }
@@ -110,6 +110,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
     const failures = await deps.store.record({
       attempt: toAttemptRecord(sent, delivery.deliveryId, delivery.attemptCount + 1, trigger),
       endpointId: delivery.endpointId,
+      deliveryCreatedAt: delivery.createdAt,
       status,
       nextAttemptAt: retryDelay === null ? null : new Date(now.getTime() + retryDelay),
       counts: !delivery.test,

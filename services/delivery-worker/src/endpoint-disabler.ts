@@ -5,7 +5,7 @@
  * marked skipped in the same transaction: a disabled endpoint receives nothing, now or after it
  * is re-enabled (no catch-up).
  */
-import type { PrismaClient } from "@vw/db";
+import { DeliveryLog, prismaRunner, type PrismaClient } from "@vw/db";
 import { enqueueEndpointDisabledMail, type AutomaticDisableReason } from "@vw/queues";
 import type { Queue } from "bullmq";
 import type { Logger } from "@vw/service-kit";
@@ -26,7 +26,11 @@ export class EndpointDisabler {
     private readonly prisma: PrismaClient,
     private readonly notifications: Queue,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.log = new DeliveryLog(prismaRunner(prisma));
+  }
+
+  private readonly log: DeliveryLog;
 
   /** Returns true when this call disabled the endpoint (false: already disabled or deleted). */
   async disable(cause: DisableCause): Promise<boolean> {
@@ -38,9 +42,7 @@ export class EndpointDisabler {
         RETURNING disabled_at`;
       const row = rows[0];
       if (!row) return null;
-      await tx.$executeRaw`
-        UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
-        WHERE endpoint_id = ${cause.endpointId}::uuid AND status = 'pending'`;
+      await this.log.skipPendingOf(cause.endpointId, prismaRunner(tx));
       return row.disabled_at;
     });
     if (disabledAt === null) return false;

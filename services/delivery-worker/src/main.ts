@@ -45,6 +45,7 @@ const worker = await startDeliveryWorker({
   parkTimeoutMs: config.parkTimeoutMs,
   sweepIntervalMs: config.sweepIntervalMs,
   retentionDays: config.deliveryRetentionDays,
+  partitionsAheadDays: config.partitionsAheadDays,
   retentionIntervalMs: config.retentionIntervalMs,
   jobLockMs: config.jobLockMs,
   mailTransport: mail,

@@ -1,11 +1,11 @@
 /**
- * The BullMQ worker of the maintenance queue and its schedule: `retention.v1` every
- * RETENTION_INTERVAL_MS. The schedule is upserted by every worker replica at start-up; BullMQ's job
+ * The BullMQ worker of the maintenance queue and its schedule: `retention.v1` (partitions ahead,
+ * expired partitions dropped: retention.ts) every RETENTION_INTERVAL_MS. The schedule is upserted by every worker replica at start-up; BullMQ's job
  * scheduler keeps a single one, so replicas never run it twice for the same slot.
  */
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PrismaClient } from "@vw/db";
+import type { PgPool } from "@vw/db";
 import { JOB_NAMES, QUEUE_NAMES, assertPayload, bullPrefix, validateRetentionJob } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import type { WorkerMetrics } from "./metrics.js";
@@ -23,8 +23,9 @@ export async function scheduleRetention(queue: Queue, everyMs: number): Promise<
 export function createMaintenanceWorker(options: {
   connection: Redis;
   keyPrefix: string;
-  prisma: PrismaClient;
+  pool: PgPool;
   retentionDays: number;
+  partitionsAheadDays: number;
   metrics: WorkerMetrics;
   logger: Logger;
 }): Worker {
@@ -33,10 +34,23 @@ export function createMaintenanceWorker(options: {
     async (job) => {
       if (job.name !== JOB_NAMES.retention) throw new UnrecoverableError(`unknown job name ${job.name}`);
       assertPayload(JOB_NAMES.retention, validateRetentionJob, job.data);
-      const deleted = await runRetention(options.prisma, { retentionDays: options.retentionDays });
-      options.metrics.retentionDeleted += deleted.deliveries;
-      if (deleted.deliveries + deleted.events > 0) options.logger.info(deleted, "retention: old delivery history deleted");
-      return deleted;
+      try {
+        const result = await runRetention(options.pool, { retentionDays: options.retentionDays, partitionsAheadDays: options.partitionsAheadDays });
+        options.metrics.observeRetention(result);
+        options.logger.info(
+          {
+            partitionsCreated: result.partitionsCreated,
+            partitionsDropped: result.dropped.length,
+            dropped: result.dropped.map((d) => `${d.partition} (detach ${d.detachMs} ms, drop ${d.dropMs} ms)`),
+            durationMs: result.durationMs,
+          },
+          "retention: delivery log partitions maintained",
+        );
+        return { partitionsCreated: result.partitionsCreated, dropped: result.dropped.map((d) => d.partition) };
+      } catch (err) {
+        options.metrics.retentionFailures += 1;
+        throw err;
+      }
     },
     { connection: options.connection, prefix: bullPrefix(options.keyPrefix), concurrency: 1 },
   );

@@ -16,7 +16,12 @@ export class WorkerMetrics {
   skipped = 0;
   endpointsDisabled = 0;
   mailsSent = 0;
-  retentionDeleted = 0;
+  /** Delivery-log maintenance (retention.ts): partitions created and dropped, failed runs, last run. */
+  partitionsCreated = 0;
+  partitionsDropped = 0;
+  retentionFailures = 0;
+  retentionLastDurationMs = 0;
+  retentionLastDetachMs = 0;
   /** `analytics.batch` deliveries created by the flush. */
   analyticsBatches = 0;
   /** Analytics events never sent, by reason (buffer-full: trimmed from a full per-endpoint buffer). */
@@ -27,6 +32,13 @@ export class WorkerMetrics {
   private readonly buckets = new Array<number>(DURATION_BUCKETS.length).fill(0);
   private durationSum = 0;
   private durationCount = 0;
+
+  observeRetention(run: { partitionsCreated: number; dropped: readonly { detachMs: number; dropMs: number }[]; durationMs: number }): void {
+    this.partitionsCreated += run.partitionsCreated;
+    this.partitionsDropped += run.dropped.length;
+    this.retentionLastDurationMs = run.durationMs;
+    this.retentionLastDetachMs = run.dropped.reduce((max, d) => Math.max(max, d.detachMs + d.dropMs), 0);
+  }
 
   observeAttempt(verdict: AttemptVerdict, durationMs: number): void {
     this.attempts[verdict] += 1;
@@ -54,7 +66,11 @@ export class WorkerMetrics {
     metric("vw_delivery_skipped_total", "counter", "Deliveries not sent: endpoint disabled or deleted.", [["", this.skipped]]);
     metric("vw_endpoints_disabled_total", "counter", "Endpoints disabled by this worker (410 or consecutive failures).", [["", this.endpointsDisabled]]);
     metric("vw_admin_mails_sent_total", "counter", "Endpoint-disabled mails sent.", [["", this.mailsSent]]);
-    metric("vw_retention_deleted_total", "counter", "Deliveries deleted by the retention job.", [["", this.retentionDeleted]]);
+    metric("vw_log_partitions_created_total", "counter", "Daily delivery-log partitions created ahead by the retention job.", [["", this.partitionsCreated]]);
+    metric("vw_log_partitions_dropped_total", "counter", "Expired delivery-log partitions detached and dropped.", [["", this.partitionsDropped]]);
+    metric("vw_retention_failures_total", "counter", "Retention runs that failed (deliveries are not affected).", [["", this.retentionFailures]]);
+    metric("vw_retention_last_run_ms", "gauge", "Duration of the last retention run.", [["", this.retentionLastDurationMs]]);
+    metric("vw_retention_last_partition_drop_ms", "gauge", "Longest detach+drop of one partition in the last run.", [["", this.retentionLastDetachMs]]);
     metric("vw_analytics_batches_total", "counter", "analytics.batch deliveries created by the flush.", [["", this.analyticsBatches]]);
     metric(
       "vw_analytics_events_dropped_total",

@@ -1,40 +1,37 @@
 /**
- * Delivery-history retention (DELIVERY_RETENTION_DAYS): deletes deliveries older than the limit
- * (their attempts go with them, ON DELETE CASCADE) and the deduplication records of events as
- * old, in bounded batches so the job never holds long locks or builds one huge transaction.
+ * The maintenance run of the delivery log (the `retention.v1` job, every RETENTION_INTERVAL_MS):
+ * creates the daily partitions PARTITIONS_AHEAD_DAYS ahead, then drops the partitions of the days
+ * entirely past DELIVERY_RETENTION_DAYS (detached concurrently, then dropped: never row by row).
+ * Both steps are idempotent and safe with many replicas (see LogPartitions in @vw/db). It runs
+ * beside deliveries, never in their way: a failure fails this job only (it is logged and counted,
+ * and the next run continues), and the partitions ahead leave days of margin before a missing one
+ * could refuse an insert.
  */
-import type { PrismaClient } from "@vw/db";
+import { LogPartitions, type DroppedPartition, type PgPool } from "@vw/db";
 
 /** Options of {@link runRetention}. */
 export interface RetentionOptions {
   retentionDays: number;
-  /** Rows per DELETE statement. */
-  batchSize?: number;
-  /** Upper bound of batches per run; the next run continues. */
-  maxBatches?: number;
+  /** Days of partitions kept ready ahead of today. */
+  partitionsAheadDays: number;
   now?: Date;
 }
 
-/** Deletes what is past retention; returns how many deliveries and events went. */
-export async function runRetention(prisma: PrismaClient, options: RetentionOptions): Promise<{ deliveries: number; events: number }> {
-  const batchSize = options.batchSize ?? 1000;
-  const maxBatches = options.maxBatches ?? 200;
-  const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
-  let deliveries = 0;
-  let events = 0;
-  for (let i = 0; i < maxBatches; i += 1) {
-    const n = await prisma.$executeRaw`
-      DELETE FROM webhook_deliveries WHERE id IN (
-        SELECT id FROM webhook_deliveries WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize})`;
-    deliveries += n;
-    if (n < batchSize) break;
-  }
-  for (let i = 0; i < maxBatches; i += 1) {
-    const n = await prisma.$executeRaw`
-      DELETE FROM webhook_events WHERE id IN (
-        SELECT id FROM webhook_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize})`;
-    events += n;
-    if (n < batchSize) break;
-  }
-  return { deliveries, events };
+/** What one run did, for logs and metrics. */
+export interface RetentionResult {
+  partitionsCreated: number;
+  dropped: DroppedPartition[];
+  /** Whole run (ms). */
+  durationMs: number;
+}
+
+/** Creates partitions ahead and drops expired ones (see the file comment). */
+export async function runRetention(pool: PgPool, options: RetentionOptions): Promise<RetentionResult> {
+  const started = Date.now();
+  const partitions = new LogPartitions(pool);
+  const now = options.now ?? new Date();
+  // Ahead first: a failure of the drop must not leave tomorrow without its partition.
+  const partitionsCreated = await partitions.ensureAhead(options.partitionsAheadDays, now);
+  const dropped = await partitions.dropExpired(options.retentionDays, now);
+  return { partitionsCreated, dropped, durationMs: Date.now() - started };
 }

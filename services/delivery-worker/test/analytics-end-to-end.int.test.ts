@@ -117,7 +117,7 @@ it("delivers one signed, valid analytics.batch per endpoint, with the world's pr
     expect(validateDelivered("analytics.batch", body)).toEqual({ ok: true, value: body });
     expect(request.headers["webhook-id"]).toBe(body.deliveryId);
     expect(body).toMatchObject({ type: "analytics.batch", apiVersion: "2026-11-01", world: { slug: world.slug, url: `${PLAY_URL}/@/${world.organizationSlug}/${world.slug}` } });
-    const row = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: body.deliveryId } });
+    const row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: body.deliveryId } });
     expect(row.type).toBe("analytics.batch");
     expect(Buffer.from(row.body).equals(request.body)).toBe(true);
   }

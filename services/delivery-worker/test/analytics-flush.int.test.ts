@@ -188,7 +188,7 @@ describe("at least once", () => {
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
     const droppedBefore = { ...h.worker.metrics.analyticsDropped };
 
-    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$executeRaw") })).rejects.toThrow("injected $executeRaw failure");
+    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow("injected $queryRawUnsafe failure");
     // Nothing stored, nothing dropped: the batch waits in flight, the rest in the buffer.
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
     expect(h.worker.metrics.analyticsDropped).toEqual(droppedBefore);
@@ -246,7 +246,7 @@ describe("at least once", () => {
     const { receiver, endpoint } = await analyticsEndpoint();
     const keys = analyticsKeys(h.keyPrefix);
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2), innerEvent(3)], BUFFER_MAX);
-    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$executeRaw") })).rejects.toThrow();
+    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow();
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(4)], BUFFER_MAX);
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     const before = h.worker.metrics.analyticsDropped["endpoint-unavailable"];

@@ -46,7 +46,7 @@ describe("a delivery answered 2xx", () => {
     expect(request!.headers["webhook-id"]).toBe(deliveryId);
     expect(request!.headers["content-type"]).toBe("application/json");
     expect((request!.verified as { deliveryId: string }).deliveryId).toBe(deliveryId);
-    const stored = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+    const stored = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     expect(Buffer.from(stored.body).equals(request!.body)).toBe(true);
     expect(stored).toMatchObject({ status: "delivered", attemptCount: 1, lastStatus: 200, nextAttemptAt: null });
     const [attempt] = await attemptsOf(deliveryId);
@@ -99,10 +99,10 @@ describe("retries", () => {
     const deliveryId = await h.seedDelivery(endpoint);
     await probe.waitFor(1);
     // The first attempt's row and its schedule are committed before the job is delayed.
-    let row = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+    let row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     for (let i = 0; i < 50 && row.attemptCount < 1; i += 1) {
       await probe.waitFor(1);
-      row = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+      row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     }
     const [first] = await attemptsOf(deliveryId);
     expect(row.nextAttemptAt).not.toBeNull();
@@ -119,7 +119,7 @@ describe("retries", () => {
     const deliveryId = await h.seedDelivery(endpoint);
     expect(await h.completion(deliveryId)).toBe("failed");
     expect(probe.received).toHaveLength(DELAYS.length + 1);
-    const row = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+    const row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     expect(row).toMatchObject({ status: "failed", attemptCount: DELAYS.length + 1, lastStatus: 503, nextAttemptAt: null });
   });
 

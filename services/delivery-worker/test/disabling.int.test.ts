@@ -133,7 +133,7 @@ describe("a disabled endpoint", () => {
     await h.enqueue([{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
     expect(await h.completion(deliveryId)).toBe("skipped");
     expect(probe.received).toHaveLength(0);
-    expect((await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).status).toBe("skipped");
+    expect((await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } })).status).toBe("skipped");
   });
 
   it("deleted endpoints: their queued jobs finish without sending", async () => {

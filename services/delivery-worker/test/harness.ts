@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Queue, type Job } from "bullmq";
-import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { startSmtpSink, testKeyPrefix, type SmtpSink } from "@vw/testing";
@@ -104,6 +104,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // The retention job runs at start-up; the database is shared by every test file, so the
     // in-process workers keep a century of history and only retention tests delete anything.
     retentionDays: 36_500,
+    partitionsAheadDays: 7,
     retentionIntervalMs: 3_600_000,
     jobLockMs: 30_000,
     mailTransport: mail,
@@ -162,7 +163,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { id: row.id, worldId, secret };
     },
     async seedDelivery(endpoint, { type = "visitor.registered", data, test = false, enqueue = true } = {}) {
-      const deliveryId = randomUUID();
+      const deliveryId = newDeliveryId();
       const body = buildEnvelope({
         deliveryId,
         apiVersion: "2026-11-01",
@@ -172,9 +173,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         data: data ?? { uuid: randomUUID(), name: "Ada", email: "ada@example.com", via: "sso" },
         test,
       });
-      await prisma.webhookDelivery.create({
-        data: { id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body: new Uint8Array(body), test, status: "pending" },
-      });
+      await new DeliveryLog(prismaRunner(prisma)).create([{ id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test }]);
       if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
       return deliveryId;
     },

@@ -29,7 +29,7 @@ it("resends the stored bytes under the same webhook-id with a new timestamp and 
 
   // What admin-api's replay route does: back to pending, then a replay run.
   clock += 42_000;
-  await h.prisma.webhookDelivery.update({ where: { id: deliveryId }, data: { status: "pending" } });
+  await h.prisma.webhookDelivery.updateMany({ where: { id: deliveryId }, data: { status: "pending" } });
   const replay = { deliveryId, endpointId: endpoint.id, trigger: "replay" as const };
   await h.enqueue([replay]);
   const jobs = await h.deliveries.getJobs(["waiting", "active", "delayed", "completed"]);

@@ -208,7 +208,7 @@ describe("429 and 503", () => {
 
     // The 503'd delivery waits for its first retry exactly as the schedule says (60 s + up to 10%).
     const attempt = await h.prisma.deliveryAttempt.findFirstOrThrow({ where: { deliveryId: throttled } });
-    const delivery = await h.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: throttled } });
+    const delivery = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: throttled } });
     expect(delivery.status).toBe("pending");
     const delay = delivery.nextAttemptAt!.getTime() - attempt.startedAt.getTime();
     expect(delay).toBeGreaterThanOrEqual(60_000);

@@ -18,14 +18,12 @@
  * failed write is logged. {@link AuthHookService.drain} writes what is pending and waits for the
  * writes in flight (shutdown does).
  */
-import { randomUUID } from "node:crypto";
-import type { PgPool } from "@vw/db";
+import { DeliveryLog, newDeliveryId, pgRunner, type PgPool } from "@vw/db";
 import type { Logger } from "@vw/service-kit";
 import { AppError } from "@vw/service-kit";
 import {
   buildEnvelope,
   buildLegacyAuthBody,
-  attemptColumnArrays,
   postDeliveryDirect,
   SecretCache,
   sendAttempt,
@@ -125,6 +123,7 @@ export class AuthHookService {
   private readonly writes = new Set<Promise<void>>();
   private pending: HistoryRow[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
+  private readonly log: DeliveryLog;
 
   /**
    * @param pool a plain pg pool (`createPgPool`): the hook's two statements are prepared once per
@@ -137,6 +136,7 @@ export class AuthHookService {
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
     this.secrets = new SecretCache(options.secretBox);
+    this.log = new DeliveryLog(pgRunner(pool));
   }
 
   /** Calls the world's `auth` endpoints one after another; 404 for an unknown world. */
@@ -150,7 +150,7 @@ export class AuthHookService {
     const history: HistoryRow[] = [];
     // One after another (spec rule 5): a receiver may change the member's tags before the next one runs.
     for (const endpoint of target.endpoints) {
-      const deliveryId = randomUUID();
+      const deliveryId = newDeliveryId();
       const body =
         endpoint.format === "legacy"
           ? buildLegacyAuthBody({ roomUrl: request.roomUrl, uuid: request.uuid, accessTokens })
@@ -225,35 +225,21 @@ export class AuthHookService {
     const rows = this.pending;
     if (rows.length === 0) return;
     this.pending = [];
-    const write = insertHistory(this.pool, rows).catch((err: unknown) => {
+    const write = this.log
+      .recordFinished(
+        rows.map((r) => ({
+          delivery: { id: r.attempt.deliveryId, endpointId: r.endpointId, worldId: r.worldId, type: MEMBER_CONNECTING, body: r.body },
+          test: false,
+          attempt: r.attempt,
+          finishedAt: r.finishedAt,
+        })),
+      )
+      .catch((err: unknown) => {
       this.options.logger.error({ err: (err as Error).message, deliveries: rows.map((r) => r.attempt.deliveryId) }, "auth hook: delivery history not recorded");
     });
     this.writes.add(write);
     void write.finally(() => this.writes.delete(write));
   }
-}
-
-/**
- * The deliveries of the hook calls of one window and their single attempts, in ONE statement (a
- * data-modifying CTE is atomic): no delivery without its attempt, one round trip whatever the
- * number of calls and endpoints. An endpoint deleted since its call is left out (its history went
- * with it) rather than failing the others' rows. Bodies travel as base64 so the stored bytes are
- * exactly the ones sent.
- */
-async function insertHistory(pool: PgPool, rows: readonly HistoryRow[]): Promise<void> {
-  const a = rows.map((r) => r.attempt);
-  await pool.query({
-    name: "ah-history",
-    text: HISTORY_SQL,
-    values: [
-      rows.map((r) => r.endpointId),
-      rows.map((r) => r.worldId),
-      rows.map((r) => r.body.toString("base64")),
-      a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed")),
-      rows.map((r) => r.finishedAt.toISOString()),
-      ...attemptColumnArrays(a),
-    ],
-  });
 }
 
 /** The world and its enabled `auth` endpoints in creation order, in one round trip. */
@@ -267,23 +253,3 @@ const TARGET_SQL = `
     ), '[]'::json) AS endpoints
   FROM organizations o JOIN worlds w ON w.organization_id = o.id
   WHERE o.slug = $1 AND w.slug = $2`;
-
-/** See {@link insertHistory}: $1..$5 the deliveries' own columns, $6..$19 their attempts ({@link attemptColumnArrays}). */
-const HISTORY_SQL = `
-  WITH d AS (
-    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
-    SELECT id, endpoint_id, world_id, NULL, '${MEMBER_CONNECTING}', decode(body, 'base64'), false, status, 1, last_status, NULL, created_at, updated_at
-    FROM unnest($7::uuid[], $1::uuid[], $2::uuid[], $3::text[], $4::text[], $12::int[], $10::timestamptz[], $5::timestamptz[])
-         AS v(id, endpoint_id, world_id, body, status, last_status, created_at, updated_at)
-    WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.endpoint_id)
-    RETURNING id
-  )
-  INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
-                                 response_body, response_body_truncated, duration_ms, error_kind, error, verdict)
-  SELECT v.id, v.delivery_id, v.attempt_number, v.trigger, v.started_at, v.request_headers::jsonb, v.response_status, v.response_headers::jsonb,
-         v.response_body, v.response_body_truncated, v.duration_ms, v.error_kind, v.error, v.verdict
-  FROM unnest($6::uuid[], $7::uuid[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::int[], $13::text[], $14::text[],
-              $15::bool[], $16::int[], $17::text[], $18::text[], $19::text[])
-       AS v(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers, response_body,
-            response_body_truncated, duration_ms, error_kind, error, verdict)
-  JOIN d ON d.id = v.delivery_id`;

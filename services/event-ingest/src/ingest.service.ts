@@ -13,9 +13,8 @@
  * runs is not doubled. The one window for a second POST is a job that completes and leaves Redis
  * between our read and our add; receivers deduplicate on deliveryId (spec: Delivery guarantees).
  */
-import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
-import { Prisma, type PrismaClient } from "@vw/db";
+import { DeliveryLog, newDeliveryId, newEventRowId, prismaRunner, type IntakeEvent as LogEvent, type NewDelivery, type PrismaClient } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
 import { enqueueDeliveries, type DeliverJobData } from "@vw/queues";
 import { AppError } from "@vw/service-kit";
@@ -54,27 +53,16 @@ interface EndpointRow {
   subscriptions: string[];
 }
 
-interface DeliveryRow {
-  id: string;
-  endpointId: string;
-  worldId: string;
-  eventId: string;
-  type: string;
-  body: Buffer;
-}
-
 interface StoredEvent {
   event: IntakeEvent;
   rowId: string;
   world: WorldRow;
 }
 
-/** Interactive transaction limits: a 500-event request with many endpoints writes thousands of rows. */
-const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 30_000 } as const;
-
 /** Takes validated events; the route calls {@link IngestService.ingest}. */
 export class IngestService {
   private readonly playUrl: string;
+  private readonly log: DeliveryLog;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -82,58 +70,48 @@ export class IngestService {
     private readonly options: IngestServiceOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
+    this.log = new DeliveryLog(prismaRunner(prisma));
   }
 
   /**
    * Stores `events`, creates their deliveries and queues them; nothing is stored when a world is
    * unknown (404). Rejects with a dependency error (503) when the jobs cannot be added: the rows
-   * are committed then, and the producer's retry queues them (see the file comment).
+   * are committed then, and the producer's retry queues them (see the file comment). The events and
+   * deliveries are written by the DeliveryLog in one transaction.
    */
   async ingest(request: IntakeRequest): Promise<IngestResult> {
-    const { result, jobs } = await this.prisma.$transaction((tx) => this.store(tx, request), TRANSACTION_OPTIONS);
-    await this.enqueue(jobs);
-    return result;
-  }
-
-  private async store(tx: Prisma.TransactionClient, request: IntakeRequest): Promise<{ result: IngestResult; jobs: DeliverJobData[] }> {
     const { events } = request;
-    const worlds = await this.resolveWorlds(tx, request);
+    const worlds = await this.resolveWorlds(request);
 
     // The first occurrence of an id within the request is the event; later ones are duplicates.
     const firsts = new Map<string, StoredEvent>();
     for (const event of events) {
       const world = worlds.get(event.world) as WorldRow;
       const key = eventKey(world.id, event.id);
-      if (!firsts.has(key)) firsts.set(key, { event, rowId: randomUUID(), world });
+      if (!firsts.has(key)) firsts.set(key, { event, rowId: newEventRowId(), world });
     }
     const candidates = inLockOrder(firsts);
-
-    const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at)
-      SELECT * FROM unnest(
-        ${candidates.map((c) => c.rowId)}::uuid[], ${candidates.map((c) => c.world.id)}::uuid[],
-        ${candidates.map((c) => c.event.id)}::text[], ${candidates.map((c) => c.event.type)}::text[],
-        ${candidates.map((c) => c.event.timestamp)}::timestamptz[])
-      ON CONFLICT (world_id, producer_id) DO NOTHING
-      RETURNING id`;
-    const insertedIds = new Set(inserted.map((row) => row.id));
-    const fresh = candidates.filter((c) => insertedIds.has(c.rowId));
-    const known = candidates.filter((c) => !insertedIds.has(c.rowId));
-
-    const created = await this.createDeliveries(tx, fresh);
-    const repaired = await this.neverAttemptedDeliveries(tx, known);
-    return {
-      result: { accepted: fresh.length, duplicates: events.length - fresh.length, deliveries: created.length },
-      jobs: [...created, ...repaired],
-    };
+    const byRowId = new Map(candidates.map((c) => [c.rowId, c]));
+    // Read before the log's transaction opens, so a request never holds one connection while it waits for another.
+    const endpointsOf = await this.subscribedEndpoints(candidates);
+    const intake = await this.log.intake(
+      candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
+      (fresh, createdAt) => this.planDeliveries(fresh.map((f) => byRowId.get(f.rowId) as StoredEvent), endpointsOf, createdAt),
+    );
+    const jobs: DeliverJobData[] = [
+      ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, trigger: "initial" })),
+      ...intake.unattempted.map((d): DeliverJobData => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, trigger: "initial" })),
+    ];
+    await this.enqueue(jobs);
+    return { accepted: intake.fresh.length, duplicates: events.length - intake.fresh.length, deliveries: intake.created.length };
   }
 
   /** The worlds named by `events`, by `<org>/<world>`; 404 naming every unknown one. */
-  private async resolveWorlds(tx: Prisma.TransactionClient, { form, events }: IntakeRequest): Promise<Map<string, WorldRow>> {
+  private async resolveWorlds({ form, events }: IntakeRequest): Promise<Map<string, WorldRow>> {
     const refs = new Map<string, IntakeEvent>();
     for (const event of events) if (!refs.has(event.world)) refs.set(event.world, event);
     const wanted = [...refs.values()];
-    const rows = await tx.$queryRaw<WorldRow[]>`
+    const rows = await this.prisma.$queryRaw<WorldRow[]>`
       SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain
       FROM unnest(${wanted.map((e) => e.organizationSlug)}::text[], ${wanted.map((e) => e.worldSlug)}::text[]) AS r(org, world)
       JOIN organizations o ON o.slug = r.org
@@ -149,54 +127,44 @@ export class IngestService {
     return found;
   }
 
-  /**
-   * One delivery per (event, endpoint) for the world's endpoints that are enabled now and
-   * subscribed to the event type's subscription; each stores the envelope every attempt sends.
-   */
-  private async createDeliveries(tx: Prisma.TransactionClient, fresh: readonly StoredEvent[]): Promise<DeliverJobData[]> {
-    if (fresh.length === 0) return [];
-    const worldIds = [...new Set(fresh.map((f) => f.world.id))];
-    const subscriptions = [...new Set(fresh.map((f) => SUBSCRIPTION_OF_TYPE[f.event.type]))];
+  /** The enabled endpoints of the events' worlds subscribed to any of their subscriptions, by world. */
+  private async subscribedEndpoints(events: readonly StoredEvent[]): Promise<Map<string, EndpointRow[]>> {
+    const endpointsOf = new Map<string, EndpointRow[]>();
+    if (events.length === 0) return endpointsOf;
+    const worldIds = [...new Set(events.map((f) => f.world.id))];
+    const subscriptions = [...new Set(events.map((f) => SUBSCRIPTION_OF_TYPE[f.event.type]))];
     // A disabled endpoint is left out here and never gets these events (spec: no catch-up).
-    const endpoints = await tx.$queryRaw<EndpointRow[]>`
+    const endpoints = await this.prisma.$queryRaw<EndpointRow[]>`
       SELECT id, world_id, api_version, subscriptions FROM webhook_endpoints
       WHERE world_id = ANY(${worldIds}::uuid[]) AND enabled = true AND subscriptions && ${subscriptions}::text[]`;
-    const endpointsOf = new Map<string, EndpointRow[]>();
     for (const endpoint of endpoints) {
       const list = endpointsOf.get(endpoint.world_id) ?? [];
       list.push(endpoint);
       endpointsOf.set(endpoint.world_id, list);
     }
+    return endpointsOf;
+  }
 
-    const rows: DeliveryRow[] = [];
-    const jobs: DeliverJobData[] = [];
+  /**
+   * One delivery per (new event, endpoint subscribed to the event type's subscription); each
+   * stores the envelope every attempt sends. Its id is a UUIDv7 of the intake time, so the
+   * deliveries share their event's partition day.
+   */
+  private planDeliveries(fresh: readonly StoredEvent[], endpointsOf: ReadonlyMap<string, EndpointRow[]>, createdAt: Date): NewDelivery[] {
+    const rows: NewDelivery[] = [];
     for (const { event, rowId, world } of fresh) {
       const subscription = SUBSCRIPTION_OF_TYPE[event.type];
       if (subscription === null) continue;
       const worldRef = worldReference(this.playUrl, world.org_slug, world.world_slug, world.custom_domain);
       for (const endpoint of endpointsOf.get(world.id) ?? []) {
         if (!endpoint.subscriptions.includes(subscription)) continue;
-        const deliveryId = randomUUID();
+        const deliveryId = newDeliveryId(createdAt);
         // Legacy-format endpoints get the envelope too: the spec defines a legacy body only for member.connecting.
         const body = buildEnvelope({ deliveryId, apiVersion: endpoint.api_version, type: event.type, timestamp: event.timestamp, world: worldRef, data: event.data });
-        rows.push({ id: deliveryId, endpointId: endpoint.id, worldId: world.id, eventId: rowId, type: event.type, body });
-        jobs.push({ deliveryId, endpointId: endpoint.id, trigger: "initial" });
+        rows.push({ id: deliveryId, endpointId: endpoint.id, worldId: world.id, type: event.type, body, event: { rowId, producerId: event.id } });
       }
     }
-    await insertDeliveries(tx, rows);
-    return jobs;
-  }
-
-  /** Deliveries of already-known events that were stored but never attempted: their job may be lost. */
-  private async neverAttemptedDeliveries(tx: Prisma.TransactionClient, known: readonly StoredEvent[]): Promise<DeliverJobData[]> {
-    if (known.length === 0) return [];
-    const rows = await tx.$queryRaw<{ id: string; endpoint_id: string }[]>`
-      SELECT d.id, d.endpoint_id
-      FROM unnest(${known.map((k) => k.world.id)}::uuid[], ${known.map((k) => k.event.id)}::text[]) AS k(world_id, producer_id)
-      JOIN webhook_events e ON e.world_id = k.world_id AND e.producer_id = k.producer_id
-      JOIN webhook_deliveries d ON d.event_id = e.id
-      WHERE d.status = 'pending' AND d.attempt_count = 0 AND d.test = false`;
-    return rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, trigger: "initial" }));
+    return rows;
   }
 
   /** Adds the jobs in one round trip; a Redis that does not answer in time is a 503 like one that refuses. */
@@ -226,23 +194,6 @@ export const eventKey = (worldId: string, producerId: string) => `${worldId}\u00
  */
 export function inLockOrder<T>(byKey: ReadonlyMap<string, T>): T[] {
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
-}
-
-/**
- * Inserts pending deliveries in one statement, whatever their number: a column array per field
- * through `unnest` (Prisma's createMany was five times slower here, and splits large batches).
- * Bodies travel as base64 text and are decoded by PostgreSQL, so the stored bytes are exactly
- * the envelope's, whatever the database's text encoding.
- */
-async function insertDeliveries(tx: Prisma.TransactionClient, rows: readonly DeliveryRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await tx.$executeRaw`
-    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, type, status, body)
-    SELECT id, endpoint_id, world_id, event_id, type, 'pending', decode(body, 'base64')
-    FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.endpointId)}::uuid[], ${rows.map((r) => r.worldId)}::uuid[],
-                ${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.type)}::text[],
-                ${rows.map((r) => r.body.toString("base64"))}::text[])
-         AS v(id, endpoint_id, world_id, event_id, type, body)`;
 }
 
 /** Redis did not take the jobs in time. Named `TimeoutError`, which service-kit answers with a 503. */

@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 async function deliveriesOf(producerId: string, worldId = world.id) {
-  const event = await api.prisma.webhookEvent.findUnique({ where: { worldId_producerId: { worldId, producerId } } });
+  const event = await api.prisma.webhookEvent.findFirst({ where: { worldId, producerId } });
   if (!event) return [];
   return api.prisma.webhookDelivery.findMany({ where: { eventId: event.id }, orderBy: { id: "asc" } });
 }
@@ -47,7 +47,7 @@ describe("deduplication on the producer's id", () => {
     const other = makeEvent(world, "consent.changed");
     const res = await api.post({ events: [event, other, { ...event, type: "consent.changed", data: other.data }] });
     expect(res.body).toEqual({ accepted: 2, duplicates: 1, deliveries: 3 });
-    const stored = await api.prisma.webhookEvent.findUniqueOrThrow({ where: { worldId_producerId: { worldId: world.id, producerId: event.id } } });
+    const stored = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId: world.id, producerId: event.id } });
     expect(stored.type).toBe("visitor.registered");
     expect(await deliveriesOf(event.id)).toHaveLength(2);
   });
@@ -110,8 +110,8 @@ describe("crash repair: a retried event re-queues its never-attempted deliveries
     const event = makeEvent(world);
     await api.post(event);
     const [attempted, delivered] = await deliveriesOf(event.id);
-    await api.prisma.webhookDelivery.update({ where: { id: attempted!.id }, data: { attemptCount: 1, nextAttemptAt: new Date(Date.now() + 60_000) } });
-    await api.prisma.webhookDelivery.update({ where: { id: delivered!.id }, data: { status: "delivered", attemptCount: 1 } });
+    await api.prisma.webhookDelivery.updateMany({ where: { id: attempted!.id }, data: { attemptCount: 1, nextAttemptAt: new Date(Date.now() + 60_000) } });
+    await api.prisma.webhookDelivery.updateMany({ where: { id: delivered!.id }, data: { status: "delivered", attemptCount: 1 } });
     for (const job of await api.jobs()) if (job.id === attempted!.id || job.id === delivered!.id) await job.remove();
 
     expect((await api.post(event)).body).toEqual({ accepted: 0, duplicates: 1, deliveries: 0 });
@@ -119,7 +119,7 @@ describe("crash repair: a retried event re-queues its never-attempted deliveries
     expect(ids.has(attempted!.id)).toBe(false);
     expect(ids.has(delivered!.id)).toBe(false);
 
-    await api.prisma.webhookDelivery.update({ where: { id: attempted!.id }, data: { attemptCount: 0, status: "skipped" } });
+    await api.prisma.webhookDelivery.updateMany({ where: { id: attempted!.id }, data: { attemptCount: 0, status: "skipped" } });
     await api.post(event);
     expect((await api.jobs()).some((job) => job.id === attempted!.id)).toBe(false);
   });

@@ -5,7 +5,8 @@ import { buildEnvelope } from "@vw/webhook-core";
 import { PLAY_URL, startIngest, type IngestHarness, type TestWorld } from "./harness.js";
 import { CONSENT_DATA, RECORDING_DATA, VISITOR_DATA, makeEvent } from "./fixtures.js";
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** A UUIDv7: deliveryIds carry their creation time (it names the daily partition of the row). */
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let api: IngestHarness;
 let world: TestWorld;
@@ -33,7 +34,7 @@ afterAll(async () => {
 });
 
 async function deliveriesOf(producerId: string, worldId = world.id) {
-  const event = await api.prisma.webhookEvent.findUniqueOrThrow({ where: { worldId_producerId: { worldId, producerId } } });
+  const event = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId, producerId } });
   const deliveries = await api.prisma.webhookDelivery.findMany({ where: { eventId: event.id } });
   return { event, deliveries };
 }

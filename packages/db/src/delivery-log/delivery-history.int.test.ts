@@ -1,0 +1,157 @@
+/**
+ * DeliveryLog + DeliveryHistory against the real PostgreSQL: the list filters, lookups (UUIDv7 and
+ * pre-partitioning v4 ids) and the 24 h stats return exactly what was written.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import pg from "pg";
+import { createPrismaClient, type PrismaClient } from "../index.js";
+import { DeliveryHistory } from "./delivery-history.js";
+import { DeliveryLog, deliveryCreatedAt, newDeliveryId, newEventRowId } from "./delivery-log.js";
+import type { AttemptResult, NewDelivery } from "./log-types.js";
+import { pgRunner, prismaRunner } from "./sql-runner.js";
+
+let prisma: PrismaClient;
+let pool: pg.Pool;
+const prefix = `dlt${randomBytes(3).toString("hex")}-`;
+
+beforeAll(() => {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("DATABASE_URL is not set: run through jest (test/global-setup.js)");
+  prisma = createPrismaClient(url, { max: 2 });
+  pool = new pg.Pool({ connectionString: url, max: 3 });
+});
+afterAll(async () => {
+  await prisma.organization.deleteMany({ where: { slug: { startsWith: prefix } } });
+  await prisma.$disconnect();
+  await pool.end();
+});
+
+async function endpointFixture(): Promise<{ worldId: string; endpointId: string }> {
+  const org = await prisma.organization.create({ data: { slug: `${prefix}${randomBytes(3).toString("hex")}`, name: "Org" } });
+  const world = await prisma.world.create({ data: { organizationId: org.id, slug: "w", name: "W", adminEmails: [] } });
+  const endpoint = await prisma.webhookEndpoint.create({
+    data: { worldId: world.id, url: "https://example.com/hook", subscriptions: ["visitor", "recording"], format: "current", apiVersion: "2026-11-01" },
+  });
+  return { worldId: world.id, endpointId: endpoint.id };
+}
+
+function result(d: { id: string; endpointId: string }, n: number, durationMs: number, verdict: string, status: "delivered" | "pending" | "failed", responseStatus: number | null): AttemptResult {
+  return {
+    attempt: {
+      id: randomUUID(),
+      deliveryId: d.id,
+      attemptNumber: n,
+      trigger: n === 1 ? "initial" : "retry",
+      startedAt: new Date(),
+      requestHeaders: { "webhook-id": d.id },
+      responseStatus,
+      responseHeaders: responseStatus === null ? null : { "content-type": "text/plain" },
+      responseBody: responseStatus === null ? null : "answer",
+      responseBodyTruncated: false,
+      durationMs,
+      errorKind: responseStatus === null ? "timeout" : null,
+      error: responseStatus === null ? "timed out" : null,
+      verdict,
+    },
+    endpointId: d.endpointId,
+    deliveryCreatedAt: deliveryCreatedAt(d.id),
+    status,
+    nextAttemptAt: status === "pending" ? new Date(Date.now() + 60_000) : null,
+    counts: true,
+    succeeded: verdict === "delivered",
+  };
+}
+
+describe("DeliveryHistory", () => {
+  it("filters by status, type, time range and the producer's event id, keyset-paginated, and finds by deliveryId", async () => {
+    const { worldId, endpointId } = await endpointFixture();
+    const log = new DeliveryLog(pgRunner(pool));
+    const history = new DeliveryHistory(prismaRunner(prisma));
+    const events = ["ev-a", "ev-b", "ev-c"].map((producerId) => ({ rowId: newEventRowId(), worldId, producerId, type: producerId === "ev-c" ? "recording.completed" : "visitor.registered", occurredAt: new Date().toISOString() }));
+    const intake = await log.intake(events, (fresh, createdAt) =>
+      fresh.map((e): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, worldId, type: e.type, body: Buffer.from(`{"e":"${e.producerId}"}`), event: { rowId: e.rowId, producerId: e.producerId } })),
+    );
+    expect(intake.fresh).toHaveLength(3);
+    const again = await log.intake([{ ...events[0]!, rowId: newEventRowId() }], () => []);
+    expect({ fresh: again.fresh.length, unattempted: again.unattempted.map((u) => u.endpointId) }).toEqual({ fresh: 0, unattempted: [endpointId] });
+
+    const [a, b, c] = intake.created as [NewDelivery, NewDelivery, NewDelivery];
+    await log.recordAttempts([result(a, 1, 40, "delivered", "delivered", 200), result(b, 1, 400, "rejected", "failed", 400)]);
+    const all = (await history.list(endpointId, {}, { limit: 10 }))!;
+    expect(all.map((d) => d.id)).toEqual([a.id, b.id, c.id].sort().reverse());
+    expect(all.find((d) => d.id === a.id)).toMatchObject({ status: "delivered", attemptCount: 1, lastStatus: 200, eventId: "ev-a", type: "visitor.registered" });
+
+    const ids = async (filter: Parameters<DeliveryHistory["list"]>[1]) => (await history.list(endpointId, filter, { limit: 10 }))!.map((d) => d.id);
+    expect(await ids({ status: "failed" })).toEqual([b.id]);
+    expect(await ids({ status: "pending" })).toEqual([c.id]);
+    expect(await ids({ type: "recording.completed" })).toEqual([c.id]);
+    expect(await ids({ eventId: "ev-b" })).toEqual([b.id]);
+    expect(await ids({ eventId: "nope" })).toEqual([]);
+    const createdAt = deliveryCreatedAt(a.id);
+    expect((await ids({ since: createdAt })).sort()).toEqual([a.id, b.id, c.id].sort());
+    expect(await ids({ until: createdAt })).toEqual([]);
+    expect(await ids({ since: new Date(createdAt.getTime() + 1) })).toEqual([]);
+
+    const first = (await history.list(endpointId, {}, { limit: 2 }))!;
+    const next = (await history.list(endpointId, {}, { limit: 2, after: first.at(-1)!.id }))!;
+    expect([...first, ...next].map((d) => d.id)).toEqual(all.map((d) => d.id));
+    expect(await history.list(endpointId, {}, { limit: 2, after: randomUUID() })).toBeNull();
+
+    const detail = (await history.get(endpointId, b.id))!;
+    expect(detail.body.toString()).toBe('{"e":"ev-b"}');
+    expect(detail.attempts).toMatchObject([{ attemptNumber: 1, responseStatus: 400, verdict: "rejected", durationMs: 400 }]);
+    expect(await history.get(randomUUID(), b.id)).toBeNull();
+  });
+
+  it("finds a delivery with an old random (v4) id, and Replay requeues then restores it", async () => {
+    const { worldId, endpointId } = await endpointFixture();
+    const log = new DeliveryLog(prismaRunner(prisma));
+    const history = new DeliveryHistory(pgRunner(pool));
+    const id = randomUUID(); // what the unpartitioned schema wrote
+    await log.create([{ id, endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") }]);
+    const stored = (await history.find(endpointId, id))!;
+    await log.recordAttempts([{ ...result({ id, endpointId }, 1, 10, "rejected", "failed", 404), deliveryCreatedAt: stored.createdAt }]);
+    expect(await history.find(endpointId, id)).toMatchObject({ id, status: "failed" });
+    expect((await history.get(endpointId, id))!.attempts).toHaveLength(1);
+
+    const [requeued] = await log.requeue(endpointId, [id], { onlyStatus: "failed" });
+    expect(requeued).toMatchObject({ deliveryId: id, previous: { status: "failed" } });
+    expect((await history.find(endpointId, id))!.status).toBe("pending");
+    await log.restore(requeued!);
+    expect((await history.find(endpointId, id))!.status).toBe("failed");
+  });
+
+  it("keeps the endpoint's 24 h stats exactly as written: counts by status, attempts, latency percentiles and the last attempt", async () => {
+    const { worldId, endpointId } = await endpointFixture();
+    const history = new DeliveryHistory(pgRunner(pool));
+    expect(await history.stats(endpointId)).toMatchObject({
+      deliveries: { total: 0, delivered: 0, failed: 0, pending: 0, skipped: 0 },
+      attempts: { total: 0, succeeded: 0, failed: 0 },
+      successRate: null,
+      latencyMs: null,
+      lastAttempt: null,
+    });
+    const log = new DeliveryLog(pgRunner(pool));
+    const ds = Array.from({ length: 10 }, () => ({ id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") }));
+    await log.create(ds);
+    // 8 delivered at first try (30 ms), 1 retried then failed (2 attempts at 3000 ms), 1 left pending; then one skipped by a disable.
+    await log.recordAttempts(ds.slice(0, 8).map((d) => result(d, 1, 30, "delivered", "delivered", 200)));
+    await log.recordAttempts([result(ds[8]!, 1, 3000, "retry", "pending", 503)]);
+    await log.recordAttempts([result(ds[8]!, 2, 3000, "retry", "failed", null)]);
+    const extra = { id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") };
+    await log.create([extra]);
+    await log.markSkipped(extra.id, deliveryCreatedAt(extra.id));
+
+    const stats = await history.stats(endpointId);
+    expect(stats.deliveries).toEqual({ total: 11, delivered: 8, failed: 1, pending: 1, skipped: 1 });
+    expect(stats.attempts).toEqual({ total: 10, succeeded: 8, failed: 2 });
+    expect(stats.successRate).toBe(0.8);
+    // 8 of 10 in the (25, 50] ms bucket and the observed maximum 3000 ms: p50 inside the first, p99 the maximum.
+    expect(stats.latencyMs!.p50).toBeGreaterThanOrEqual(25);
+    expect(stats.latencyMs!.p50).toBeLessThanOrEqual(50);
+    expect(stats.latencyMs!.p99).toBe(3000);
+    expect(stats.lastAttempt).toMatchObject({ status: null, outcome: "retry" });
+    expect(stats.until.getTime() - stats.since.getTime()).toBeGreaterThanOrEqual(24 * 3600_000);
+  });
+});

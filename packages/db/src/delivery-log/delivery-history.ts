@@ -1,0 +1,310 @@
+/**
+ * Reads of the delivery log for admin-api and the dashboard: an endpoint's deliveries (filtered,
+ * keyset-paginated, newest first), one delivery with its attempts, and the endpoint's 24 h stats
+ * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
+ * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
+ */
+import type { LogDeliveryStatus, LoggedAttempt } from "./log-types.js";
+import type { SqlRunner } from "./sql-runner.js";
+import { uuidV7Time } from "./uuid-v7.js";
+
+/** A delivery as the history lists it. */
+export interface DeliverySummary {
+  id: string;
+  endpointId: string;
+  type: string;
+  test: boolean;
+  status: LogDeliveryStatus;
+  attemptCount: number;
+  lastStatus: number | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** The producer's id of the event it carries; null for tests, analytics batches and hook calls. */
+  eventId: string | null;
+}
+
+/** One delivery with its body and every attempt, oldest first. */
+export interface DeliveryDetail extends DeliverySummary {
+  body: Buffer;
+  attempts: LoggedAttempt[];
+}
+
+/** Filters of {@link DeliveryHistory.list}; all optional. `since` inclusive, `until` exclusive. */
+export interface DeliveryFilter {
+  status?: LogDeliveryStatus;
+  type?: string;
+  since?: Date;
+  until?: Date;
+  /** The producer's event id. */
+  eventId?: string;
+}
+
+/** An endpoint's figures over a window (see {@link DeliveryHistory.stats}). */
+export interface EndpointStatsSummary {
+  since: Date;
+  until: Date;
+  deliveries: { total: number; delivered: number; failed: number; pending: number; skipped: number };
+  attempts: { total: number; succeeded: number; failed: number };
+  /** Succeeded attempts over all attempts; null when there was no attempt. */
+  successRate: number | null;
+  /** Attempt durations (ms), from the fixed-bucket histogram (linear within a bucket); null when no attempt. */
+  latencyMs: { p50: number; p99: number } | null;
+  lastAttempt: { at: Date; status: number | null; outcome: string } | null;
+}
+
+interface SummaryRow {
+  id: string;
+  endpoint_id: string;
+  type: string;
+  test: boolean;
+  status: string;
+  attempt_count: number;
+  last_status: number | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  event_producer_id: string | null;
+}
+
+const SUMMARY_COLUMNS = "id, endpoint_id, type, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at, event_producer_id";
+
+/** 24 hours, the stats window. */
+export const STATS_WINDOW_MS = 24 * 3600_000;
+
+/** See the file comment. */
+export class DeliveryHistory {
+  constructor(private readonly db: SqlRunner) {}
+
+  /**
+   * Deliveries of the endpoint matching `filter`, newest first (created_at desc, then id desc), at
+   * most `limit`; `after` is the last delivery of the previous page (keyset: a row changing status
+   * between two pages is neither skipped nor repeated). Resolves null when `after` is not a
+   * delivery of this endpoint (a bad cursor, or a delivery dropped by retention since).
+   */
+  async list(endpointId: string, filter: DeliveryFilter, page: { limit: number; after?: string }): Promise<DeliverySummary[] | null> {
+    const values: unknown[] = [endpointId];
+    const where = ["endpoint_id = $1::uuid"];
+    const add = (condition: (p: string) => string, value: unknown) => {
+      values.push(value);
+      where.push(condition(`$${values.length}`));
+    };
+    if (filter.status !== undefined) add((p) => `status = ${p}::text`, filter.status);
+    if (filter.type !== undefined) add((p) => `type = ${p}::text`, filter.type);
+    if (filter.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, filter.since.toISOString());
+    if (filter.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, filter.until.toISOString());
+    if (filter.eventId !== undefined) add((p) => `event_producer_id = ${p}::text`, filter.eventId);
+    if (page.after !== undefined) {
+      const cursor = await this.find(endpointId, page.after);
+      if (cursor === null) return null;
+      values.push(cursor.createdAt.toISOString(), cursor.id);
+      const [at, id] = [`$${values.length - 1}`, `$${values.length}`];
+      where.push(`created_at <= ${at}::timestamptz AND (created_at < ${at}::timestamptz OR id < ${id}::uuid)`);
+    }
+    values.push(page.limit);
+    const text = `SELECT ${SUMMARY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}
+      ORDER BY created_at DESC, id DESC LIMIT $${values.length}::int`;
+    const rows = await this.db.query<SummaryRow>({ name: `dh-list-${where.map((w) => w.split(" ")[0]).join("-")}`, text }, values);
+    return rows.map(toSummary);
+  }
+
+  /** One delivery of the endpoint (one partition for a UUIDv7 id), or null. */
+  async find(endpointId: string, deliveryId: string): Promise<DeliverySummary | null> {
+    const rows = await this.byId<SummaryRow>(endpointId, deliveryId, SUMMARY_COLUMNS);
+    return rows[0] === undefined ? null : toSummary(rows[0]);
+  }
+
+  /** One delivery of the endpoint with its body and attempts (oldest first), or null. */
+  async get(endpointId: string, deliveryId: string): Promise<DeliveryDetail | null> {
+    const rows = await this.byId<SummaryRow & { body: Buffer | Uint8Array }>(endpointId, deliveryId, `${SUMMARY_COLUMNS}, body`);
+    const row = rows[0];
+    if (row === undefined) return null;
+    const attempts = await this.db.query<AttemptRow>(
+      {
+        name: "dh-attempts",
+        text: `SELECT id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers, response_body,
+                      response_body_truncated, duration_ms, error_kind, error, verdict
+               FROM delivery_attempts WHERE delivery_id = $1::uuid AND delivery_created_at = $2::timestamptz
+               ORDER BY started_at, attempt_number`,
+      },
+      [row.id, new Date(row.created_at).toISOString()],
+    );
+    return { ...toSummary(row), body: Buffer.from(row.body), attempts: attempts.map(toAttempt) };
+  }
+
+  /**
+   * The endpoint's figures over the last 24 h before `now`, from the rollup: deliveries created in
+   * the window by current status, attempts started in it, their latency percentiles and the last
+   * one. The window starts at the 5-minute bucket holding `now - 24h` (`since` says where).
+   */
+  async stats(endpointId: string, now: Date = new Date()): Promise<EndpointStatsSummary> {
+    const rows = await this.db.query<StatsRow>(
+      {
+        name: "dh-stats",
+        text: `SELECT vw_stats_bucket($2::timestamptz) AS since, vw_latency_bounds() AS bounds,
+            COALESCE(sum(pending), 0)::int AS pending, COALESCE(sum(delivered), 0)::int AS delivered,
+            COALESCE(sum(failed), 0)::int AS failed, COALESCE(sum(skipped), 0)::int AS skipped,
+            COALESCE(sum(attempts), 0)::int AS attempts, COALESCE(sum(attempts_succeeded), 0)::int AS succeeded,
+            COALESCE(max(latency_max_ms), 0)::int AS max_ms,
+            (SELECT array_agg(c ORDER BY k) FROM (
+               SELECT k, sum(c)::int AS c FROM endpoint_stats x, unnest(x.latency_counts) WITH ORDINALITY AS u(c, k)
+               WHERE x.endpoint_id = $1::uuid AND x.bucket >= vw_stats_bucket($2::timestamptz) AND x.bucket <= $3::timestamptz GROUP BY k) h) AS counts,
+            (SELECT json_build_object('at', last_attempt_at, 'status', last_attempt_status, 'outcome', last_attempt_outcome)
+             FROM endpoint_stats y WHERE y.endpoint_id = $1::uuid AND y.bucket >= vw_stats_bucket($2::timestamptz) AND y.bucket <= $3::timestamptz
+               AND y.last_attempt_at IS NOT NULL ORDER BY y.last_attempt_at DESC LIMIT 1) AS last
+          FROM endpoint_stats s WHERE s.endpoint_id = $1::uuid AND s.bucket >= vw_stats_bucket($2::timestamptz) AND s.bucket <= $3::timestamptz`,
+      },
+      [endpointId, new Date(now.getTime() - STATS_WINDOW_MS).toISOString(), now.toISOString()],
+    );
+    const r = rows[0]!;
+    const total = r.pending + r.delivered + r.failed + r.skipped;
+    const counts = r.counts ?? [];
+    const last = typeof r.last === "string" ? (JSON.parse(r.last) as StatsRow["last"]) : r.last;
+    return {
+      since: new Date(r.since),
+      until: now,
+      deliveries: { total, delivered: r.delivered, failed: r.failed, pending: r.pending, skipped: r.skipped },
+      attempts: { total: r.attempts, succeeded: r.succeeded, failed: r.attempts - r.succeeded },
+      successRate: r.attempts === 0 ? null : r.succeeded / r.attempts,
+      latencyMs: r.attempts === 0 ? null : { p50: percentile(counts, r.bounds, r.max_ms, 0.5), p99: percentile(counts, r.bounds, r.max_ms, 0.99) },
+      lastAttempt: last ? { at: new Date(last.at), status: last.status, outcome: last.outcome } : null,
+    };
+  }
+
+  /** How many deliveries of the endpoint in `status` were created in [since, until) (recover's preview). */
+  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: { since: Date; until: Date }): Promise<number> {
+    const rows = await this.db.query<{ n: number }>(
+      {
+        name: "dh-count-window",
+        text: `SELECT count(*)::int AS n FROM webhook_deliveries
+               WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz`,
+      },
+      [endpointId, status, window.since.toISOString(), window.until.toISOString()],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * The next `limit` deliveries of the endpoint in `status` created in [since, until), oldest first
+   * (created_at, then id), after `cursor` (recover walks a window in batches).
+   */
+  async pageInWindow(
+    endpointId: string,
+    status: LogDeliveryStatus,
+    window: { since: Date; until: Date },
+    cursor: { createdAt: Date; id: string } | null,
+    limit: number,
+  ): Promise<{ createdAt: Date; id: string }[]> {
+    const rows = await this.db.query<{ id: string; created_at: Date }>(
+      {
+        name: "dh-page-window",
+        text: `SELECT id, created_at FROM webhook_deliveries
+               WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
+                 AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz OR (created_at = $5::timestamptz AND id > $6::uuid))
+               ORDER BY created_at, id LIMIT $7::int`,
+      },
+      [endpointId, status, window.since.toISOString(), window.until.toISOString(), cursor?.createdAt.toISOString() ?? null, cursor?.id ?? null, limit],
+    );
+    return rows.map((row) => ({ id: row.id, createdAt: new Date(row.created_at) }));
+  }
+
+  private byId<R>(endpointId: string, deliveryId: string, columns: string): Promise<R[]> {
+    const at = uuidV7Time(deliveryId);
+    if (at === null) {
+      return this.db.query<R>({ name: `dh-by-id-untimed-${columns.length}`, text: `SELECT ${columns} FROM webhook_deliveries WHERE id = $1::uuid AND endpoint_id = $2::uuid` }, [deliveryId, endpointId]);
+    }
+    return this.db.query<R>(
+      { name: `dh-by-id-${columns.length}`, text: `SELECT ${columns} FROM webhook_deliveries WHERE id = $1::uuid AND created_at = $3::timestamptz AND endpoint_id = $2::uuid` },
+      [deliveryId, endpointId, at.toISOString()],
+    );
+  }
+}
+
+interface StatsRow {
+  since: Date;
+  bounds: number[];
+  pending: number;
+  delivered: number;
+  failed: number;
+  skipped: number;
+  attempts: number;
+  succeeded: number;
+  max_ms: number;
+  counts: number[] | null;
+  last: { at: string; status: number | null; outcome: string } | null;
+}
+
+interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  trigger: string;
+  started_at: Date;
+  request_headers: Record<string, string>;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: string | null;
+  response_body_truncated: boolean;
+  duration_ms: number;
+  error_kind: string | null;
+  error: string | null;
+  verdict: string;
+}
+
+/**
+ * The `q` quantile of a histogram whose bucket i holds durations in [bounds[i-1], bounds[i])
+ * (0 below the first bound, the observed maximum above the last), interpolated linearly inside
+ * its bucket and never above the maximum.
+ */
+export function percentile(counts: readonly number[], bounds: readonly number[], maxMs: number, q: number): number {
+  const total = counts.reduce((a, b) => a + b, 0);
+  if (total === 0) return 0;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < counts.length; i += 1) {
+    const c = counts[i] ?? 0;
+    if (c > 0 && seen + c >= rank) {
+      const lo = i === 0 ? 0 : (bounds[i - 1] ?? maxMs);
+      const hi = Math.min(bounds[i] ?? maxMs, maxMs);
+      const value = lo + ((rank - seen) / c) * Math.max(0, hi - lo);
+      return Math.round(Math.min(value, maxMs));
+    }
+    seen += c;
+  }
+  return maxMs;
+}
+
+function toSummary(row: SummaryRow): DeliverySummary {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    type: row.type,
+    test: row.test,
+    status: row.status as LogDeliveryStatus,
+    attemptCount: row.attempt_count,
+    lastStatus: row.last_status,
+    nextAttemptAt: row.next_attempt_at === null ? null : new Date(row.next_attempt_at),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    eventId: row.event_producer_id,
+  };
+}
+
+function toAttempt(row: AttemptRow): LoggedAttempt {
+  return {
+    id: row.id,
+    deliveryId: row.delivery_id,
+    attemptNumber: row.attempt_number,
+    trigger: row.trigger,
+    startedAt: new Date(row.started_at),
+    requestHeaders: row.request_headers,
+    responseStatus: row.response_status,
+    responseHeaders: row.response_headers,
+    responseBody: row.response_body,
+    responseBodyTruncated: row.response_body_truncated,
+    durationMs: row.duration_ms,
+    errorKind: row.error_kind,
+    error: row.error,
+    verdict: row.verdict,
+  };
+}

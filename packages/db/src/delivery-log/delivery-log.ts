@@ -1,0 +1,297 @@
+/**
+ * The one owner of the delivery log: `webhook_events` (deduplication records), `webhook_deliveries`
+ * and `delivery_attempts`. Every writer goes through it: event intake (fan-out), the analytics
+ * flush, the auth hook and the Test action create deliveries; the worker's group commit, the hook
+ * and Test record attempts; Replay and recover put deliveries back to `pending`; endpoint disables
+ * skip what is pending. Reads for admin-api are in {@link DeliveryHistory}; partitions and retention
+ * in {@link LogPartitions}. Only this folder knows the tables' columns.
+ *
+ * The tables are range-partitioned by day (see README "Delivery log"): a delivery's partition is
+ * its `created_at`, which for a new delivery is the time inside its UUIDv7 id, and an attempt's
+ * partition is its delivery's. Every statement names the partition key next to the id, so
+ * PostgreSQL touches one partition per row instead of probing all of them.
+ */
+import { randomUUID } from "node:crypto";
+import type {
+  AttemptResult,
+  DeliveryForAttempt,
+  FinishedDelivery,
+  IntakeEvent,
+  LogDeliveryStatus,
+  LoggedAttempt,
+  NewDelivery,
+  RequeuedDelivery,
+} from "./log-types.js";
+import type { SqlRunner } from "./sql-runner.js";
+import * as sql from "./log-statements.js";
+import { uuidV7, uuidV7Time } from "./uuid-v7.js";
+
+/** A new deliveryId: a UUIDv7 of `now` (its time is the delivery's creation time). */
+export const newDeliveryId = (now: Date = new Date()): string => uuidV7(now.getTime());
+
+/** The creation time (partition key) of a delivery id: its UUIDv7 time, else `fallback`. */
+export const deliveryCreatedAt = (id: string, fallback: Date = new Date()): Date => uuidV7Time(id) ?? fallback;
+
+/** What {@link DeliveryLog.intake} did. */
+export interface IntakeResult {
+  fresh: IntakeEvent[];
+  known: IntakeEvent[];
+  created: NewDelivery[];
+  /** Deliveries of known events still pending and never attempted: their job may have been lost. */
+  unattempted: { deliveryId: string; endpointId: string }[];
+}
+
+interface LoadRow {
+  id: string;
+  endpoint_id: string;
+  created_at: Date;
+  body: Buffer | Uint8Array;
+  status: string;
+  attempt_count: number;
+  test: boolean;
+  url: string;
+  enabled: boolean;
+  secret_sealed: string | null;
+  rate_limit_per_second: number | null;
+}
+
+/** See the file comment. */
+export class DeliveryLog {
+  constructor(private readonly db: SqlRunner) {}
+
+  /**
+   * Stores events (deduplicated on the producer's id within the world, across every partition) and
+   * the deliveries `plan` makes for the new ones, in one transaction. Concurrent intakes of the same
+   * id are serialized by a transaction advisory lock per (world, producer id), taken in one order.
+   */
+  async intake(events: readonly IntakeEvent[], plan: (fresh: readonly IntakeEvent[], createdAt: Date) => Promise<NewDelivery[]> | NewDelivery[]): Promise<IntakeResult> {
+    const createdAt = new Date();
+    return this.db.transaction(async (tx) => {
+      await tx.query(sql.LOCK_EVENT_KEYS, [events.map((e) => e.worldId), events.map((e) => e.producerId)]);
+      const inserted = await tx.query<{ id: string }>(sql.INSERT_EVENTS, [
+        events.map((e) => e.rowId),
+        events.map((e) => e.worldId),
+        events.map((e) => e.producerId),
+        events.map((e) => e.type),
+        events.map((e) => e.occurredAt),
+        createdAt.toISOString(),
+      ]);
+      const ids = new Set(inserted.map((row) => row.id));
+      const fresh = events.filter((e) => ids.has(e.rowId));
+      const known = events.filter((e) => !ids.has(e.rowId));
+      const created = fresh.length === 0 ? [] : await plan(fresh, createdAt);
+      await insertDeliveries(tx, created, false);
+      const unattempted =
+        known.length === 0
+          ? []
+          : await tx.query<{ id: string; endpoint_id: string }>(sql.UNATTEMPTED_OF_EVENTS, [known.map((k) => k.worldId), known.map((k) => k.producerId)]);
+      return { fresh, known, created, unattempted: unattempted.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id })) };
+    });
+  }
+
+  /**
+   * Creates pending deliveries in one statement; with `ignoreExisting`, an id already stored is
+   * left as it is (a writer retrying the same batch). Resolves with how many rows were inserted.
+   */
+  async create(deliveries: readonly NewDelivery[], options: { ignoreExisting?: boolean } = {}): Promise<number> {
+    return insertDeliveries(this.db, deliveries, options.ignoreExisting ?? false);
+  }
+
+  /**
+   * Deliveries whose only attempt is over (auth hook calls, Test sends), each with that attempt and
+   * its final status (`delivered` when the attempt was, else `failed`), in ONE statement: no
+   * delivery without its attempt. A delivery whose endpoint is gone meanwhile is left out.
+   */
+  async recordFinished(rows: readonly FinishedDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
+    const a = rows.map((r) => r.attempt);
+    await this.db.query(sql.RECORD_FINISHED, [
+      rows.map((r) => r.delivery.id),
+      rows.map((r) => r.delivery.endpointId),
+      rows.map((r) => r.delivery.worldId),
+      rows.map((r) => r.delivery.type),
+      rows.map((r) => r.delivery.body.toString("base64")),
+      rows.map((r) => r.test),
+      a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed")),
+      rows.map((r) => r.finishedAt.toISOString()),
+      rows.map((r) => deliveryCreatedAt(r.delivery.id, r.attempt.startedAt).toISOString()),
+      ...attemptColumns(a),
+    ]);
+  }
+
+  /** Deliveries with their endpoints' current state, for the worker; null where either is gone. */
+  async loadForAttempt(ids: readonly string[]): Promise<(DeliveryForAttempt | null)[]> {
+    const [timed, untimed] = splitByIdTime(ids);
+    const rows = [
+      ...(timed.length === 0 ? [] : await this.db.query<LoadRow>(sql.LOAD_TIMED, [timed.map((t) => t.id), timed.map((t) => t.at)])),
+      ...(untimed.length === 0 ? [] : await this.db.query<LoadRow>(sql.LOAD_UNTIMED, [untimed])),
+    ];
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (!row) return null;
+      return {
+        deliveryId: row.id,
+        endpointId: row.endpoint_id,
+        createdAt: new Date(row.created_at),
+        body: Buffer.from(row.body),
+        status: row.status as LogDeliveryStatus,
+        attemptCount: row.attempt_count,
+        test: row.test,
+        url: row.url,
+        enabled: row.enabled,
+        secretSealed: row.secret_sealed,
+        rateLimitPerSecond: row.rate_limit_per_second,
+      };
+    });
+  }
+
+  /**
+   * The worker's group commit: logs the attempts, updates their deliveries and the endpoints'
+   * consecutive-failure counts, in one statement (one round trip, one implicit transaction).
+   * Resolves, per result, with the endpoint's consecutive failures afterwards (null when the
+   * endpoint was not touched: a test attempt, or an endpoint already at zero that succeeded again).
+   * Lock order, shared with every disable: endpoint rows first (sorted), then deliveries. A delivery
+   * skipped while its attempt was in flight stays skipped (no catch-up after a re-enable).
+   */
+  async recordAttempts(results: readonly AttemptResult[]): Promise<(number | null)[]> {
+    const counters = failureCounterChanges(results);
+    const counterIds = [...counters.keys()].sort();
+    const rows = await this.db.query<{ id: string; consecutive_failures: number }>(sql.RECORD_ATTEMPTS, [
+      counterIds,
+      counterIds.map((id) => counters.get(id)!.reset),
+      counterIds.map((id) => counters.get(id)!.n),
+      ...attemptColumns(results.map((r) => r.attempt)),
+      results.map((r) => r.deliveryCreatedAt.toISOString()),
+      results.map((r) => r.endpointId),
+      results.map((r) => r.status),
+      results.map((r) => (r.nextAttemptAt === null ? null : r.nextAttemptAt.toISOString())),
+    ]);
+    const failuresById = new Map(rows.map((row) => [row.id, row.consecutive_failures]));
+    return results.map((r) => (r.counts ? (failuresById.get(r.endpointId) ?? null) : null));
+  }
+
+  /** Marks a delivery that will not be sent (its endpoint is disabled) as skipped, if still pending. */
+  async markSkipped(deliveryId: string, createdAt: Date): Promise<void> {
+    await this.db.query(sql.MARK_SKIPPED, [deliveryId, createdAt.toISOString()]);
+  }
+
+  /**
+   * Every pending delivery of the endpoint becomes `skipped` (the endpoint is being disabled: events
+   * of the disabled period are never delivered). Pass the disabling transaction as `tx`, after the
+   * endpoint row's update (lock order: endpoint, then deliveries). Resolves with how many changed.
+   */
+  async skipPendingOf(endpointId: string, tx: SqlRunner = this.db): Promise<number> {
+    const rows = await tx.query<{ n: number }>(sql.SKIP_PENDING_OF_ENDPOINT, [endpointId]);
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * Puts deliveries of `endpointId` back to `pending` (Replay: any status; recover: pass
+   * `onlyStatus: "failed"`), only while the endpoint is enabled; returns those that changed, with
+   * their previous state. The caller queues them (same deliveryId, same bytes).
+   */
+  async requeue(endpointId: string, deliveryIds: readonly string[], options: { onlyStatus?: LogDeliveryStatus } = {}): Promise<RequeuedDelivery[]> {
+    if (deliveryIds.length === 0) return [];
+    const rows = await this.db.query<{ id: string; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(sql.REQUEUE, [
+      endpointId,
+      [...deliveryIds],
+      deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null),
+      options.onlyStatus ?? null,
+    ]);
+    return rows.map((row) => ({
+      deliveryId: row.id,
+      endpointId,
+      previous: { status: row.prev_status as LogDeliveryStatus, nextAttemptAt: row.prev_next === null ? null : new Date(row.prev_next), updatedAt: new Date(row.prev_updated) },
+      requeuedAt: new Date(row.updated_at),
+    }));
+  }
+
+  /** Undoes {@link requeue}s whose jobs could not be queued, for each delivery nothing touched since. */
+  async restore(requeued: RequeuedDelivery | readonly RequeuedDelivery[]): Promise<void> {
+    const list: readonly RequeuedDelivery[] = Array.isArray(requeued) ? requeued : [requeued as RequeuedDelivery];
+    if (list.length === 0) return;
+    await this.db.query(sql.RESTORE, [
+      list.map((r) => r.deliveryId),
+      list.map((r) => uuidV7Time(r.deliveryId)?.toISOString() ?? null),
+      list.map((r) => r.requeuedAt.toISOString()),
+      list.map((r) => r.previous.status),
+      list.map((r) => (r.previous.nextAttemptAt === null ? null : r.previous.nextAttemptAt.toISOString())),
+      list.map((r) => r.previous.updatedAt.toISOString()),
+    ]);
+  }
+}
+
+/** A new event row id (webhook_events.id). */
+export const newEventRowId = (): string => randomUUID();
+
+async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ignoreExisting: boolean): Promise<number> {
+  if (rows.length === 0) return 0;
+  const now = new Date();
+  const inserted = await db.query<{ n: number }>(ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES, [
+    rows.map((r) => r.id),
+    rows.map((r) => r.endpointId),
+    rows.map((r) => r.worldId),
+    rows.map((r) => r.event?.rowId ?? null),
+    rows.map((r) => r.event?.producerId ?? null),
+    rows.map((r) => r.type),
+    // Bodies travel as base64 text decoded by PostgreSQL: the stored bytes are exactly these.
+    rows.map((r) => r.body.toString("base64")),
+    rows.map((r) => deliveryCreatedAt(r.id, now).toISOString()),
+    rows.map((r) => r.test ?? false),
+  ]);
+  return inserted[0]?.n ?? 0;
+}
+
+/** Ids whose time is known (UUIDv7: one partition) and the others (older v4 ids: every partition). */
+function splitByIdTime(ids: readonly string[]): [{ id: string; at: string }[], string[]] {
+  const timed: { id: string; at: string }[] = [];
+  const untimed: string[] = [];
+  for (const id of ids) {
+    const at = uuidV7Time(id);
+    if (at === null) untimed.push(id);
+    else timed.push({ id, at: at.toISOString() });
+  }
+  return [timed, untimed];
+}
+
+/** Attempts as the 14 parallel column arrays the statements unnest (order: see log-statements.ts). */
+function attemptColumns(attempts: readonly LoggedAttempt[]): unknown[][] {
+  return [
+    attempts.map((x) => x.id),
+    attempts.map((x) => x.deliveryId),
+    attempts.map((x) => x.attemptNumber),
+    attempts.map((x) => x.trigger),
+    attempts.map((x) => x.startedAt.toISOString()),
+    attempts.map((x) => JSON.stringify(x.requestHeaders)),
+    attempts.map((x) => x.responseStatus),
+    attempts.map((x) => (x.responseHeaders === null ? null : JSON.stringify(x.responseHeaders))),
+    attempts.map((x) => x.responseBody),
+    attempts.map((x) => x.responseBodyTruncated),
+    attempts.map((x) => x.durationMs),
+    attempts.map((x) => x.errorKind),
+    attempts.map((x) => x.error),
+    attempts.map((x) => x.verdict),
+  ];
+}
+
+/**
+ * Per endpoint, how a batch of attempts (in completion order) moves the consecutive-failure
+ * count: after a success it restarts from the failures that followed it (`reset`), otherwise
+ * every failure adds one.
+ */
+export function failureCounterChanges(results: readonly AttemptResult[]): Map<string, { reset: boolean; n: number }> {
+  const changes = new Map<string, { reset: boolean; n: number }>();
+  for (const result of results) {
+    if (!result.counts) continue;
+    const change = changes.get(result.endpointId) ?? { reset: false, n: 0 };
+    if (result.succeeded) {
+      change.reset = true;
+      change.n = 0;
+    } else {
+      change.n += 1;
+    }
+    changes.set(result.endpointId, change);
+  }
+  return changes;
+}

@@ -1,0 +1,99 @@
+/**
+ * Daily partitions of the delivery log and retention by whole partitions. `ensureAhead` creates
+ * (and attaches) the partitions of the next days for the three tables, idempotently and one
+ * replica at a time (the SQL function takes a transaction advisory lock, see the migration).
+ * `dropExpired` removes the days entirely past retention: each partition is detached with
+ * `DETACH PARTITION ... CONCURRENTLY` (writers keep going; there is no DEFAULT partition, which
+ * would forbid it) and then dropped. Rows are never deleted one by one. Attempts go first, then
+ * deliveries, then events, so nothing ever points into a day already gone.
+ */
+import type pg from "pg";
+
+/** The log tables, in the order their partitions are dropped. */
+export const LOG_TABLES = ["delivery_attempts", "webhook_deliveries", "webhook_events"] as const;
+
+/** What one {@link LogPartitions.dropExpired} did, for logs and metrics. */
+export interface DroppedPartition {
+  table: string;
+  partition: string;
+  /** The day (YYYY-MM-DD, UTC) it held. */
+  day: string;
+  /** Time spent detaching then dropping it (ms). */
+  detachMs: number;
+  dropMs: number;
+}
+
+const DAY_MS = 86_400_000;
+/** Session advisory lock key of the retention run (one replica at a time). */
+const RETENTION_LOCK = "vw-log-retention";
+
+/** UTC day of `date`, as YYYY-MM-DD. */
+export const utcDay = (date: Date): string => date.toISOString().slice(0, 10);
+
+/** See the file comment. */
+export class LogPartitions {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** Creates the missing partitions from yesterday to `daysAhead` days ahead; resolves with how many. */
+  async ensureAhead(daysAhead: number, now: Date = new Date()): Promise<number> {
+    const from = utcDay(new Date(now.getTime() - DAY_MS));
+    const to = utcDay(new Date(now.getTime() + daysAhead * DAY_MS));
+    const { rows } = await this.pool.query<{ n: number }>("SELECT vw_create_log_partitions($1::date, $2::date) AS n", [from, to]);
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Partitions of `table` with their day, oldest first (including ones left half-detached). */
+  async list(table: (typeof LOG_TABLES)[number]): Promise<{ partition: string; day: string; detachPending: boolean }[]> {
+    const { rows } = await this.pool.query<{ partition: string; detach_pending: boolean }>(
+      `SELECT c.relname AS partition, i.inhdetachpending AS detach_pending
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = $1::regclass AND c.relkind = 'r' ORDER BY c.relname`,
+      [table],
+    );
+    return rows.flatMap((row) => {
+      const m = /_p(\d{4})(\d{2})(\d{2})$/.exec(row.partition);
+      return m ? [{ partition: row.partition, day: `${m[1]}-${m[2]}-${m[3]}`, detachPending: row.detach_pending }] : [];
+    });
+  }
+
+  /**
+   * Detaches and drops every partition whose whole day is older than `retentionDays` before `now`
+   * (a delivery is kept at least `retentionDays`, at most one day more). Resolves with what went;
+   * does nothing when another replica is running it (session advisory lock).
+   */
+  async dropExpired(retentionDays: number, now: Date = new Date()): Promise<DroppedPartition[]> {
+    const cutoffDay = utcDay(new Date(now.getTime() - retentionDays * DAY_MS));
+    const client = await this.pool.connect();
+    try {
+      const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [RETENTION_LOCK]);
+      if (!rows[0]?.ok) return [];
+      try {
+        const dropped: DroppedPartition[] = [];
+        for (const table of LOG_TABLES) {
+          for (const p of await this.list(table)) {
+            // A partition for day D holds [D, D+1): expired when D+1 <= the cutoff's day.
+            if (p.day >= cutoffDay) continue;
+            const t0 = Date.now();
+            // A detach interrupted earlier (crash, cancel) is completed with FINALIZE instead.
+            await client.query(`ALTER TABLE ${quoteIdent(table)} DETACH PARTITION ${quoteIdent(p.partition)} ${p.detachPending ? "FINALIZE" : "CONCURRENTLY"}`);
+            const t1 = Date.now();
+            await client.query(`DROP TABLE ${quoteIdent(p.partition)}`);
+            dropped.push({ table, partition: p.partition, day: p.day, detachMs: t1 - t0, dropMs: Date.now() - t1 });
+          }
+        }
+        // The stats rollup only ever serves the last 24 h: two days is plenty (a small table).
+        await client.query("DELETE FROM endpoint_stats WHERE bucket < $1::timestamptz", [new Date(now.getTime() - 2 * DAY_MS).toISOString()]);
+        return dropped;
+      } finally {
+        await client.query("SELECT pg_advisory_unlock(hashtext($1))", [RETENTION_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+}
+
+/** A partition or table name as an SQL identifier (ours match [a-z0-9_], quoted anyway). */
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,181 @@
+/**
+ * The DeliveryLog's SQL, the only place that spells the log tables' columns. Attempts always travel
+ * as 14 parallel arrays in this order: id, delivery_id, attempt_number, trigger, started_at (ISO
+ * text), request_headers (JSON text), response_status, response_headers (JSON text or null),
+ * response_body, response_body_truncated, duration_ms, error_kind, error, verdict.
+ */
+import type { Statement } from "./sql-runner.js";
+
+const ATTEMPT_COLUMNS = `id, delivery_id, delivery_created_at, endpoint_id, attempt_number, trigger, started_at, request_headers,
+  response_status, response_headers, response_body, response_body_truncated, duration_ms, error_kind, error, verdict`;
+
+/** The 14 attempt arrays starting at parameter `$first`, as a relation `t` (see the file comment). */
+const attemptsFrom = (first: number): string => {
+  const p = (i: number) => `$${first + i}`;
+  return `unnest(${p(0)}::uuid[], ${p(1)}::uuid[], ${p(2)}::int[], ${p(3)}::text[], ${p(4)}::timestamptz[], ${p(5)}::text[], ${p(6)}::int[],
+                 ${p(7)}::text[], ${p(8)}::text[], ${p(9)}::bool[], ${p(10)}::int[], ${p(11)}::text[], ${p(12)}::text[], ${p(13)}::text[])
+         AS t(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
+              response_body, response_body_truncated, duration_ms, error_kind, error, verdict)`;
+};
+
+const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::bool[])
+  AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
+
+/** $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted. */
+export const INSERT_DELIVERIES: Statement = {
+  name: "dl-insert-deliveries",
+  text: `WITH ins AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
+    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at
+    FROM ${DELIVERY_VALUES}
+    RETURNING 1)
+  SELECT count(*)::int AS n FROM ins`,
+};
+
+/** {@link INSERT_DELIVERIES}, leaving an id already stored as it is (same id, same day: same partition). */
+export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = {
+  name: "dl-insert-deliveries-ignoring",
+  text: INSERT_DELIVERIES.text.replace("RETURNING 1", "ON CONFLICT (id, created_at) DO NOTHING RETURNING 1"),
+};
+
+/** $1 world ids, $2 producer ids: one transaction advisory lock per key, always in the same order. */
+export const LOCK_EVENT_KEYS: Statement = {
+  name: "dl-lock-event-keys",
+  text: `SELECT count(pg_advisory_xact_lock(k))::int AS n FROM (
+    SELECT DISTINCT hashtextextended(w::text || ':' || p, 0) AS k FROM unnest($1::uuid[], $2::text[]) AS x(w, p) ORDER BY 1) s`,
+};
+
+/**
+ * $1..$5 the events, $6 the intake time (their partition): inserts those whose (world, producer id)
+ * is in no partition yet; returns their ids. Duplicates within the batch are the caller's to drop.
+ */
+export const INSERT_EVENTS: Statement = {
+  name: "dl-insert-events",
+  text: `INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at)
+    SELECT v.id, v.world_id, v.producer_id, v.type, v.occurred_at, $6::timestamptz
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, world_id, producer_id, type, occurred_at)
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.world_id = v.world_id AND e.producer_id = v.producer_id)
+    RETURNING id`,
+};
+
+/** $1 world ids, $2 producer ids: deliveries of those events still pending and never attempted. */
+export const UNATTEMPTED_OF_EVENTS: Statement = {
+  name: "dl-unattempted-of-events",
+  text: `SELECT d.id, d.endpoint_id
+    FROM unnest($1::uuid[], $2::text[]) AS k(world_id, producer_id)
+    JOIN webhook_events e ON e.world_id = k.world_id AND e.producer_id = k.producer_id
+    JOIN webhook_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at
+    WHERE d.status = 'pending' AND d.attempt_count = 0 AND d.test = false`,
+};
+
+/** $1..$9 the deliveries (…, status, finished at, created at), $10..$23 their attempts. */
+export const RECORD_FINISHED: Statement = {
+  name: "dl-record-finished",
+  text: `WITH d AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
+    SELECT v.id, v.endpoint_id, v.world_id, v.type, decode(v.body, 'base64'), v.test, v.status, 1, v.last_status, NULL, v.created_at, v.updated_at
+    FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
+         AS v(id, endpoint_id, world_id, type, body, test, status, last_status, updated_at, created_at)
+    WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.endpoint_id)
+    RETURNING id, endpoint_id, created_at
+  )
+  INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
+  SELECT t.id, t.delivery_id, d.created_at, d.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
+         t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
+  FROM ${attemptsFrom(10)}
+  JOIN d ON d.id = t.delivery_id`,
+};
+
+const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.test, e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second`;
+
+/** $1 ids, $2 their creation times (UUIDv7): one partition probed per id. */
+export const LOAD_TIMED: Statement = {
+  name: "dl-load-timed",
+  text: `SELECT ${LOAD_COLUMNS}
+    FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, created_at)
+    JOIN webhook_deliveries d ON d.id = k.id AND d.created_at = k.created_at
+    JOIN webhook_endpoints e ON e.id = d.endpoint_id`,
+};
+
+/** $1 ids without a time (v4 ids of older history): every partition's primary key is probed. */
+export const LOAD_UNTIMED: Statement = {
+  name: "dl-load-untimed",
+  text: `SELECT ${LOAD_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ANY($1::uuid[])`,
+};
+
+/**
+ * $1..$3 endpoint counters (ids sorted, reset, n), $4..$17 the attempts, $18 their deliveries'
+ * creation times, $19 endpoint ids, $20 new statuses, $21 next attempt times. The scalar subquery
+ * in `upd` makes the deliveries wait for `counters` (lock order: endpoints first).
+ */
+export const RECORD_ATTEMPTS: Statement = {
+  name: "dl-record-attempts",
+  text: `WITH locked AS (
+    SELECT id FROM webhook_endpoints WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
+  ), counters AS (
+    UPDATE webhook_endpoints e
+    SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
+    FROM unnest($1::uuid[], $2::bool[], $3::int[]) AS v(id, reset, n)
+    WHERE e.id = v.id AND e.id IN (SELECT id FROM locked) AND (v.n > 0 OR e.consecutive_failures <> 0)
+    RETURNING e.id, e.consecutive_failures
+  ), inserted AS (
+    INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
+    SELECT t.id, t.delivery_id, x.created_at, x.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
+           t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
+    FROM ${attemptsFrom(4)}
+    JOIN unnest($4::uuid[], $18::timestamptz[], $19::uuid[]) AS x(attempt_id, created_at, endpoint_id) ON x.attempt_id = t.id
+  ), upd AS (
+    UPDATE webhook_deliveries d
+    SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
+        attempt_count = d.attempt_count + 1, last_status = v.last_status,
+        next_attempt_at = CASE WHEN d.status = 'skipped' THEN NULL ELSE v.next_at END, updated_at = now()
+    FROM unnest($5::uuid[], $18::timestamptz[], $20::text[], $10::int[], $21::timestamptz[]) AS v(id, created_at, status, last_status, next_at)
+    WHERE d.id = v.id AND d.created_at = v.created_at AND (SELECT count(*) FROM counters) >= 0
+  )
+  SELECT id, consecutive_failures FROM counters`,
+};
+
+/** $1 id, $2 its creation time. */
+export const MARK_SKIPPED: Statement = {
+  name: "dl-mark-skipped",
+  text: `UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
+    WHERE id = $1::uuid AND created_at = $2::timestamptz AND status = 'pending'`,
+};
+
+/** $1 endpoint id. Returns the number skipped. */
+export const SKIP_PENDING_OF_ENDPOINT: Statement = {
+  name: "dl-skip-pending-of-endpoint",
+  text: `WITH s AS (
+    UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
+    WHERE endpoint_id = $1::uuid AND status = 'pending' RETURNING 1)
+  SELECT count(*)::int AS n FROM s`,
+};
+
+/**
+ * $1 endpoint, $2 delivery ids, $3 their UUIDv7 times (null for v4 ids), $4 required current
+ * status (null: any). Only while the endpoint is enabled. Returns the previous state of each.
+ */
+export const REQUEUE: Statement = {
+  name: "dl-requeue",
+  text: `WITH target AS (
+    SELECT d.id, d.created_at, d.status, d.next_attempt_at, d.updated_at
+    FROM unnest($2::uuid[], $3::timestamptz[]) AS k(id, at)
+    JOIN webhook_deliveries d ON d.id = k.id AND (k.at IS NULL OR d.created_at = k.at)
+    JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled
+    WHERE d.endpoint_id = $1::uuid AND ($4::text IS NULL OR d.status = $4::text)
+    FOR UPDATE OF d
+  )
+  UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = NULL, updated_at = clock_timestamp()
+  FROM target
+  WHERE d.id = target.id AND d.created_at = target.created_at
+  RETURNING d.id, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
+};
+
+/** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$6 the previous status, next attempt, updated at. */
+export const RESTORE: Statement = {
+  name: "dl-restore",
+  text: `UPDATE webhook_deliveries d SET status = p.status, next_attempt_at = p.next_attempt_at, updated_at = p.updated_at
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+         AS p(id, at, requeued_at, status, next_attempt_at, updated_at)
+    WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at) AND d.status = 'pending' AND d.updated_at = p.requeued_at`,
+};

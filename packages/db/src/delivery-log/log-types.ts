@@ -1,0 +1,94 @@
+/** The plain data the DeliveryLog takes and gives (no database types leak out of it). */
+
+/** `pending` (queued or waiting for a retry), `delivered`, `failed`, `skipped` (endpoint disabled first). */
+export type LogDeliveryStatus = "pending" | "delivered" | "failed" | "skipped";
+
+/** One HTTP attempt as logged (structurally the `AttemptRecord` of @vw/webhook-core). */
+export interface LoggedAttempt {
+  id: string;
+  deliveryId: string;
+  attemptNumber: number;
+  /** `initial`, `retry`, `replay`, `test`, `hook`. */
+  trigger: string;
+  startedAt: Date;
+  requestHeaders: Record<string, string>;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responseBody: string | null;
+  responseBodyTruncated: boolean;
+  durationMs: number;
+  errorKind: string | null;
+  error: string | null;
+  /** `delivered`, `retry`, `gone`, `rejected`. */
+  verdict: string;
+}
+
+/** A delivery to create, with the exact bytes every attempt will send. */
+export interface NewDelivery {
+  /** A {@link newDeliveryId} (UUIDv7): its time is the delivery's creation time and partition. */
+  id: string;
+  endpointId: string;
+  worldId: string;
+  type: string;
+  body: Buffer;
+  /** A test delivery (the Test action's kind): never counts towards disabling. */
+  test?: boolean;
+  /** The event it carries: its `webhook_events` row and the producer's id of it. */
+  event?: { rowId: string; producerId: string };
+}
+
+/** A delivery written once its only attempt is over (the auth hook, the Test action). */
+export interface FinishedDelivery {
+  delivery: NewDelivery;
+  test: boolean;
+  attempt: LoggedAttempt;
+  finishedAt: Date;
+}
+
+/** An event offered to the intake; `rowId` becomes its `webhook_events` id when it is new. */
+export interface IntakeEvent {
+  rowId: string;
+  worldId: string;
+  producerId: string;
+  type: string;
+  /** The producer's timestamp (RFC 3339). */
+  occurredAt: string;
+}
+
+/** A queued delivery and what a worker needs to attempt it. */
+export interface DeliveryForAttempt {
+  deliveryId: string;
+  endpointId: string;
+  createdAt: Date;
+  body: Buffer;
+  status: LogDeliveryStatus;
+  attemptCount: number;
+  test: boolean;
+  url: string;
+  enabled: boolean;
+  secretSealed: string | null;
+  /** The endpoint's throttle (deliveries started per second), null for none. */
+  rateLimitPerSecond: number | null;
+}
+
+/** What one worker attempt changes. */
+export interface AttemptResult {
+  attempt: LoggedAttempt;
+  endpointId: string;
+  /** The delivery's creation time (its partition): {@link DeliveryForAttempt.createdAt}. */
+  deliveryCreatedAt: Date;
+  status: LogDeliveryStatus;
+  nextAttemptAt: Date | null;
+  /** Whether the attempt counts towards the endpoint's consecutive failures (ordinary deliveries only). */
+  counts: boolean;
+  succeeded: boolean;
+}
+
+/** A delivery put back to `pending` (Replay, recover) and queued by the caller. */
+export interface RequeuedDelivery {
+  deliveryId: string;
+  endpointId: string;
+  /** Its state before, so a caller that cannot queue it can put it back ({@link DeliveryLog.restore}). */
+  previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date };
+  requeuedAt: Date;
+}

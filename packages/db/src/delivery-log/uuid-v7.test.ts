@@ -1,0 +1,44 @@
+import { describe, expect, it } from "@jest/globals";
+import { percentile } from "./delivery-history.js";
+import { failureCounterChanges } from "./delivery-log.js";
+import type { AttemptResult } from "./log-types.js";
+import { uuidV7, uuidV7Time } from "./uuid-v7.js";
+
+describe("uuidV7", () => {
+  it("carries its millisecond time, sorts in creation order within one millisecond, and is a valid v7 UUID", () => {
+    const at = Date.parse("2026-11-23T12:34:56.789Z");
+    const ids = Array.from({ length: 50 }, () => uuidV7(at));
+    for (const id of ids) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(uuidV7Time(id)!.toISOString()).toBe("2026-11-23T12:34:56.789Z");
+    }
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(50);
+  });
+
+  it("has no time for other ids (v4 ids of older history)", () => {
+    expect(uuidV7Time("3f1c2e4a-9b7d-4c1e-8a2b-1234567890ab")).toBeNull();
+    expect(uuidV7Time("not-a-uuid")).toBeNull();
+  });
+});
+
+describe("percentile", () => {
+  const bounds = [10, 100, 1000];
+  it("interpolates inside the bucket holding the rank and never exceeds the observed maximum", () => {
+    // 10 durations in [10, 100), none elsewhere, max 90: the bucket is read as [10, 90].
+    expect(percentile([0, 10, 0, 0], bounds, 90, 0.5)).toBe(50);
+    expect(percentile([0, 10, 0, 0], bounds, 90, 0.99)).toBe(89);
+    // The overflow bucket reports up to the maximum.
+    expect(percentile([1, 0, 0, 1], bounds, 5000, 0.99)).toBeLessThanOrEqual(5000);
+    expect(percentile([0, 0, 0, 0], bounds, 0, 0.5)).toBe(0);
+  });
+});
+
+describe("failureCounterChanges", () => {
+  const result = (endpointId: string, succeeded: boolean, counts = true) => ({ endpointId, succeeded, counts }) as AttemptResult;
+
+  it("adds failures, restarts after a success, and ignores attempts that do not count", () => {
+    const changes = failureCounterChanges([result("a", false), result("a", false), result("b", false), result("b", true), result("b", false), result("c", true), result("d", false, false)]);
+    expect(Object.fromEntries(changes)).toEqual({ a: { reset: false, n: 2 }, b: { reset: true, n: 1 }, c: { reset: true, n: 0 } });
+  });
+});

@@ -1,0 +1,268 @@
+/**
+ * `pnpm bench history`: what a large delivery log costs. In one run, on its own database:
+ * 1. end-to-end delivery throughput (events → event-ingest → BullMQ → delivery-worker → receiver,
+ *    with the log on) with an empty history;
+ * 2. the same after seeding >= 10 million deliveries, their attempts and their events across 90
+ *    daily partitions (written in bulk with generate_series, straight into the partitions; the
+ *    seeding time is printed), one endpoint holding 1 million of them (goal: >= 90% of 1.);
+ * 3. p99 of the history list query (pages, filters, cursors) and of the 24 h stats query for that
+ *    endpoint (goal: < 50 ms each);
+ * 4. dropping the oldest day's partitions while deliveries flow (goal: < 1 s), with the longest
+ *    write stall a probe writer sees meanwhile (goal: < 100 ms).
+ * Sizes: BENCH_HISTORY_ROWS (10,000,000), BENCH_HISTORY_DAYS (90), BENCH_DELIVERIES (10,000 per run).
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { createPgPool, createPrismaClient, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LogPartitions, newDeliveryId, pgRunner, utcDay } from "@vw/db";
+import { spawnService, type ServiceProcess } from "@vw/testing";
+import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..", "..", "..");
+const ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 10_000_000);
+const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 90);
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 10_000);
+const ENDPOINTS = 10;
+const BATCH = 100;
+const POSTERS = 4;
+const QUERY_RUNS = 300;
+const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const DAY_MS = 86_400_000;
+
+const databaseUrl = process.env.DATABASE_URL!;
+const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
+const secretsKey = generateSecretBoxKey();
+const box = createSecretBox(secretsKey);
+const log = (msg: string): void => console.log(msg);
+const fmt = (n: number, digits = 0): string => n.toFixed(digits);
+
+async function startReceiver(): Promise<{ origin: string; stop: () => void }> {
+  const child = spawn(process.execPath, [join(here, "receiver.mjs")], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(JSON.parse(d.toString()).port)));
+  return { origin: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGKILL") };
+}
+
+const p99 = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(0.99 * samples.length))] ?? 0;
+
+/**
+ * One day of history written straight into that day's partitions (no statement trigger runs: the
+ * rollup serves only the last 24 h): `perDay` events, deliveries (every 10th for `heavy`, the rest
+ * over `others`; 97% delivered, 2% failed, 1% skipped) with UUIDv7 ids of their creation time, and
+ * one attempt each.
+ */
+const SEED_DAY_SQL = (day: string) => {
+  const p = day.replace(/-/g, "");
+  return `
+  WITH s AS (
+    SELECT g, at, lpad(to_hex((extract(epoch FROM at) * 1000)::bigint), 12, '0') AS h, md5($7 || g::text) AS r
+    FROM (SELECT g, $1::timestamptz + g * ($3::float8 / $2) * interval '1 millisecond' AS at FROM generate_series(0, $2 - 1) AS g) x
+  ), v AS (
+    SELECT g, at,
+      (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) || '-' || substr(r, 7, 12))::uuid AS id,
+      (substr(r, 1, 8) || '-' || substr(r, 9, 4) || '-4' || substr(r, 14, 3) || '-9' || substr(r, 18, 3) || '-' || substr(r, 21, 12))::uuid AS event_id,
+      CASE WHEN g % 10 = 0 THEN $4::uuid ELSE ($5::uuid[])[1 + g % array_length($5::uuid[], 1)] END AS endpoint_id,
+      CASE WHEN g % 100 < 97 THEN 'delivered' WHEN g % 100 < 99 THEN 'failed' ELSE 'skipped' END AS status
+    FROM s
+  ), e AS (
+    INSERT INTO webhook_events_p${p} (id, world_id, producer_id, type, occurred_at, created_at)
+    SELECT event_id, $6::uuid, 'seed-' || $7 || '-' || g, 'visitor.registered', at, at FROM v
+  ), d AS (
+    INSERT INTO webhook_deliveries_p${p} (id, endpoint_id, world_id, event_id, event_producer_id, type, body, test, status, attempt_count, last_status, created_at, updated_at)
+    SELECT id, endpoint_id, $6::uuid, event_id, 'seed-' || $7 || '-' || g, 'visitor.registered',
+           convert_to('{"deliveryId":"' || id || '","type":"visitor.registered","data":{"seed":' || g || '}}', 'UTF8'),
+           false, status, 1, CASE WHEN status = 'delivered' THEN 200 WHEN status = 'failed' THEN 410 ELSE NULL END, at, at
+    FROM v
+  )
+  INSERT INTO delivery_attempts_p${p} (id, delivery_id, delivery_created_at, endpoint_id, attempt_number, trigger, started_at, request_headers,
+                                       response_status, response_headers, response_body, duration_ms, verdict)
+  SELECT md5('a' || $7 || g::text)::uuid, id, at, endpoint_id, 1, 'initial', at, '{"webhook-id":"seed"}'::jsonb,
+         CASE WHEN status = 'failed' THEN 410 ELSE 200 END, '{}'::jsonb, 'ok', 20 + g % 80, CASE WHEN status = 'failed' THEN 'gone' ELSE 'delivered' END
+  FROM v WHERE status <> 'skipped'`;
+};
+
+async function main(): Promise<void> {
+  const prisma = createPrismaClient(databaseUrl);
+  const pool = createPgPool(databaseUrl, { max: 6 });
+  const receiver = await startReceiver();
+  const processes: ServiceProcess[] = [];
+  try {
+    const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
+    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
+    processes.push(ingest);
+    processes.push(
+      await spawnService(join(root, "services", "delivery-worker"), { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: "100" }),
+    );
+
+    const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
+    const world = await prisma.world.create({ data: { organizationId: organization.id, slug: "history", name: "Bench", adminEmails: [] } });
+    const endpointIds: string[] = [];
+    for (let i = 0; i < ENDPOINTS; i += 1) {
+      const endpoint = await prisma.webhookEndpoint.create({
+        data: { worldId: world.id, url: `${receiver.origin}/ok/${i}`, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(generateSecret()) },
+      });
+      endpointIds.push(endpoint.id);
+    }
+    // The endpoint holding a million deliveries (list and stats) takes no new ones: its figures are the seeded ones.
+    const heavy = await prisma.webhookEndpoint.create({
+      data: { worldId: world.id, url: `${receiver.origin}/ok/heavy`, subscriptions: ["recording"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(generateSecret()) },
+    });
+
+    /** Events until `deliveries` deliveries reached the receiver; deliveries per second. */
+    const endToEnd = async (deliveries: number): Promise<number> => {
+      await fetch(`${receiver.origin}/_reset`, { method: "POST" });
+      const events = Math.ceil(deliveries / ENDPOINTS);
+      const start = Date.now();
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: POSTERS }, async () => {
+          while (sent < events) {
+            const n = Math.min(BATCH, events - sent);
+            sent += n;
+            const now = new Date().toISOString();
+            const batch = Array.from({ length: n }, () => ({
+              id: `evt-${randomUUID()}`,
+              world: `${organization.slug}/${world.slug}`,
+              type: "visitor.registered",
+              timestamp: now,
+              data: { uuid: randomUUID(), name: "Bench Visitor", email: "visitor@example.com", via: "email" },
+            }));
+            const res = await fetch(`${ingest.url}/v1/events`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" },
+              body: JSON.stringify({ events: batch }),
+            });
+            if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+          }
+        }),
+      );
+      const expected = events * ENDPOINTS;
+      for (;;) {
+        const s = (await (await fetch(`${receiver.origin}/_stats`)).json()) as { count: number; lastAt: number };
+        if (s.count >= expected) return expected / ((s.lastAt - start) / 1000);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+
+    log(`history benchmark: ${ROWS} deliveries over ${DAYS} daily partitions, ${DELIVERIES} deliveries per end-to-end run, ${ENDPOINTS} endpoints`);
+    await endToEnd(2000); // warm-up: JIT, pools, prepared statements
+    const empty = await endToEnd(DELIVERIES);
+
+    // Seed: the days before today, oldest first, each straight into its own partitions.
+    const seedStart = Date.now();
+    const perDay = Math.ceil(ROWS / DAYS);
+    const today = Date.parse(`${utcDay(new Date())}T00:00:00Z`);
+    let oldestDay = "";
+    for (let i = DAYS; i >= 1; i -= 1) {
+      const day = utcDay(new Date(today - i * DAY_MS));
+      oldestDay ||= day;
+      await pool.query("SELECT vw_create_log_partitions($1::date, $1::date)", [day]);
+      await pool.query(SEED_DAY_SQL(day), [`${day}T00:00:00Z`, perDay, DAY_MS, heavy.id, endpointIds, world.id, day]);
+    }
+    const seedLoad = (Date.now() - seedStart) / 1000;
+    await pool.query("ANALYZE webhook_events; ANALYZE webhook_deliveries; ANALYZE delivery_attempts");
+    // The heavy endpoint's last 24 h in the rollup, as its triggers would have left it (288 buckets x 4 writers).
+    await pool.query(
+      `INSERT INTO endpoint_stats (endpoint_id, bucket, shard, delivered, failed, skipped, attempts, attempts_succeeded, latency_counts, latency_max_ms, last_attempt_at, last_attempt_status, last_attempt_outcome)
+       SELECT $1::uuid, vw_stats_bucket(now()) - b * interval '5 minutes', s, 38, 1, 0, 40, 38, ARRAY[0,0,3,20,10,5,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0], 140, now() - b * interval '5 minutes', 200, 'delivered'
+       FROM generate_series(0, 287) b, generate_series(1, 4) s`,
+      [heavy.id],
+    );
+    const seedSeconds = (Date.now() - seedStart) / 1000;
+    const { rows: sizeRows } = await pool.query<{ n: string; size: string }>(
+      "SELECT (SELECT count(*) FROM webhook_deliveries)::text AS n, pg_size_pretty(pg_database_size(current_database())) AS size",
+    );
+    const full = await endToEnd(DELIVERIES);
+
+    // History reads of the 1M-delivery endpoint, as admin-api makes them (same statements; pg runner).
+    const history = new DeliveryHistory(pgRunner(pool));
+    const listSamples: number[] = [];
+    const statsSamples: number[] = [];
+    const firstPage = (await history.list(heavy.id, {}, { limit: 51 }))!;
+    const queries: (() => Promise<unknown>)[] = [
+      () => history.list(heavy.id, {}, { limit: 51 }),
+      () => history.list(heavy.id, {}, { limit: 51, after: firstPage.at(-1)!.id }),
+      () => history.list(heavy.id, { status: "failed" }, { limit: 51 }),
+      () => history.list(heavy.id, { type: "visitor.registered", since: new Date(today - 30 * DAY_MS), until: new Date(today - 29 * DAY_MS) }, { limit: 51 }),
+      () => history.list(heavy.id, { eventId: `seed-${utcDay(new Date(today - 45 * DAY_MS))}-1230` }, { limit: 51 }),
+      () => history.get(heavy.id, firstPage[7]!.id),
+    ];
+    for (let i = 0; i < QUERY_RUNS; i += 1) {
+      let t = performance.now();
+      await queries[i % queries.length]!();
+      listSamples.push(performance.now() - t);
+      t = performance.now();
+      await history.stats(heavy.id);
+      statsSamples.push(performance.now() - t);
+    }
+
+    // Drop the oldest day while deliveries flow; a probe writer measures its own write latency.
+    const log1 = new DeliveryLog(pgRunner(pool));
+    const probe = endpointIds[0]!;
+    let probing = true;
+    let dropping = false;
+    let stallDuringDrop = 0;
+    let stallBefore = 0;
+    const prober = (async () => {
+      while (probing) {
+        const id = newDeliveryId();
+        const t = performance.now();
+        await log1.create([{ id, endpointId: probe, worldId: world.id, type: "visitor.registered", body: Buffer.from("{}") }]);
+        await log1.recordAttempts([
+          {
+            attempt: { id: randomUUID(), deliveryId: id, attemptNumber: 1, trigger: "initial", startedAt: new Date(), requestHeaders: {}, responseStatus: 200, responseHeaders: {}, responseBody: "ok", responseBodyTruncated: false, durationMs: 1, errorKind: null, error: null, verdict: "delivered" },
+            endpointId: probe,
+            deliveryCreatedAt: deliveryCreatedAt(id),
+            status: "delivered",
+            nextAttemptAt: null,
+            counts: false,
+            succeeded: true,
+          },
+        ]);
+        const ms = performance.now() - t;
+        if (dropping) stallDuringDrop = Math.max(stallDuringDrop, ms);
+        else stallBefore = Math.max(stallBefore, ms);
+      }
+    })();
+    const flowing = endToEnd(DELIVERIES);
+    await new Promise((r) => setTimeout(r, 3000));
+    dropping = true;
+    const dropStart = performance.now();
+    const dropped = await new LogPartitions(pool).dropExpired(Math.floor((Date.now() - Date.parse(`${oldestDay}T00:00:00Z`)) / DAY_MS) - 1);
+    const dropMs = performance.now() - dropStart;
+    await new Promise((r) => setTimeout(r, 500));
+    dropping = false;
+    const duringDrop = await flowing;
+    probing = false;
+    await prober;
+
+    log("");
+    log(`seeding: ${sizeRows[0]!.n} deliveries (+ as many events, and attempts) in ${DAYS} daily partitions, database ${sizeRows[0]!.size}: ${fmt(seedSeconds)} s (bulk inserts ${fmt(seedLoad)} s, then ANALYZE)`);
+    log(`end to end, empty history:                 ${fmt(empty)} deliveries/s`);
+    log(`end to end, ${(ROWS / 1e6).toFixed(0)}M deliveries stored:       ${fmt(full)} deliveries/s`);
+    log(`  = ${fmt((full / empty) * 100, 1)}% of the empty-history throughput (goal >= 90%)`);
+    log(`history list of an endpoint with ${(ROWS / 10 / 1e6).toFixed(1)}M deliveries (pages, cursor, status/type/time/eventId filters, one delivery with attempts): p99 ${fmt(p99(listSamples), 1)} ms over ${QUERY_RUNS} (goal < 50 ms)`);
+    log(`24 h stats of that endpoint: p99 ${fmt(p99(statsSamples), 1)} ms over ${QUERY_RUNS} (goal < 50 ms)`);
+    log(`drop of one day (${dropped.map((d) => d.partition).join(", ")}) while deliveries flow: ${fmt(dropMs)} ms (goal < 1000 ms)`);
+    log(`  longest write stall meanwhile (probe: create + record one delivery): ${fmt(stallDuringDrop, 1)} ms (goal < 100 ms); before the drop: ${fmt(stallBefore, 1)} ms`);
+    log(`  end-to-end throughput across the drop: ${fmt(duringDrop)} deliveries/s`);
+  } finally {
+    for (const p of processes) await p.kill9();
+    receiver.stop();
+    const cleanup = new Redis(redisUrl);
+    let cursor = "0";
+    do {
+      const [nextCursor, keys] = await cleanup.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
+      cursor = nextCursor;
+      if (keys.length > 0) await cleanup.del(...keys);
+    } while (cursor !== "0");
+    await cleanup.quit();
+    await pool.end();
+    await prisma.$disconnect();
+  }
+}
+
+await main();
