@@ -30,14 +30,18 @@ export interface ServiceProcess {
   kill9(): Promise<void>;
 }
 
-/** Spawns `<serviceDir>/src/main.ts` with `env` (plus PORT) and waits for its `/readyz`. */
+/**
+ * Spawns `<serviceDir>/src/main.ts` with `env` (plus PORT) and waits for its `/readyz`.
+ * `port` fixes the port (a service that must know its own public address before it starts,
+ * such as admin-api's PUBLIC_ADMIN_URL); a free one otherwise.
+ */
 export async function spawnService(
   serviceDir: string,
   env: Record<string, string>,
-  options: { readyTimeoutMs?: number; nodeArgs?: string[] } = {},
+  options: { readyTimeoutMs?: number; nodeArgs?: string[]; port?: number } = {},
 ): Promise<ServiceProcess> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
     cwd: serviceDir,
     env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },

@@ -2,12 +2,10 @@ import { createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, createLogger, listen, loadConfigOrExit, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
-import { fileURLToPath } from "node:url";
+import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
 import { loadConfig } from "./config.js";
 
-/** Where `pnpm build` writes the dashboard (packages/dashboard/dist), from services/admin-api/dist/main.js. */
-const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL("../../../packages/dashboard/dist/", import.meta.url));
 
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 

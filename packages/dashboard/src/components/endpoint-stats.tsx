@@ -1,0 +1,62 @@
+/** An endpoint's last 24 h as the history's stats rollup gives them (kept exact, cheap to read). */
+import { useQuery } from "@tanstack/react-query";
+import { useSession } from "../session-context.js";
+import { formatRate, formatTime } from "./ui.js";
+
+/** `useQuery` of one endpoint's stats, shared by the list, the overview and the detail. */
+export function useEndpointStats(endpointId: string) {
+  const { api } = useSession();
+  return useQuery({ queryKey: ["stats", endpointId], queryFn: () => api.stats(endpointId), refetchInterval: 5_000, staleTime: 0 });
+}
+
+/** One line: last attempt and the 24 h success rate, or why there is none. */
+export function EndpointStatsLine({ endpointId }: { endpointId: string }) {
+  const stats = useEndpointStats(endpointId);
+  if (stats.isPending) return <span className="muted">loading figures…</span>;
+  if (stats.error) return <span className="muted">figures unavailable</span>;
+  const s = stats.data;
+  return (
+    <>
+      <span data-testid="last-attempt">
+        Last attempt:{" "}
+        {s.lastAttempt ? `${formatTime(s.lastAttempt.at)} (${s.lastAttempt.status === null ? "no answer" : `HTTP ${s.lastAttempt.status}`})` : "none in 24 h"}
+      </span>
+      <span data-testid="success-rate">
+        24 h success: {formatRate(s.successRate)}
+        {s.attempts.total > 0 ? ` of ${s.attempts.total} attempts` : ""}
+      </span>
+    </>
+  );
+}
+
+/** The detail's figures: deliveries by outcome, success rate, latency. */
+export function EndpointStatsPanel({ endpointId }: { endpointId: string }) {
+  const stats = useEndpointStats(endpointId);
+  const s = stats.data;
+  return (
+    <section className="card" aria-labelledby="stats-title">
+      <h2 id="stats-title">Last 24 hours</h2>
+      {stats.error ? <p className="muted">Figures unavailable right now.</p> : null}
+      {s ? (
+        <div className="stats">
+          <div className="stat">
+            <span className="stat-value">{s.deliveries.total}</span>
+            <span className="stat-label">deliveries</span>
+          </div>
+          <div className="stat">
+            <span className="stat-value">{s.deliveries.failed}</span>
+            <span className="stat-label">failed</span>
+          </div>
+          <div className="stat">
+            <span className="stat-value">{formatRate(s.successRate)}</span>
+            <span className="stat-label">attempts succeeded</span>
+          </div>
+          <div className="stat">
+            <span className="stat-value">{s.latencyMs ? `${Math.round(s.latencyMs.p50)} ms` : "—"}</span>
+            <span className="stat-label">latency p50 {s.latencyMs ? `(p99 ${Math.round(s.latencyMs.p99)} ms)` : ""}</span>
+          </div>
+        </div>
+      ) : null}
+    </section>
+  );
+}

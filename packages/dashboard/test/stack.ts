@@ -1,0 +1,129 @@
+/**
+ * The real stack the browser tests drive: admin-api (serving the built dashboard), event-ingest
+ * and delivery-worker as their own processes on the test run's PostgreSQL and Redis (random
+ * REDIS_KEY_PREFIX, random organization slugs), plus a second admin-api under the production
+ * default ENDPOINT_URL_POLICY (public-https) for the URL-policy test. Set-up talks to the APIs
+ * as the platform would (ADMIN_TOKEN, INGEST_TOKEN); everything the tests assert goes through
+ * the browser.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { freePort, spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
+import { generateSecretBoxKey } from "@vw/webhook-core";
+
+const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "services");
+
+export interface Stack {
+  /** admin-api with ENDPOINT_URL_POLICY=any (loopback receivers work); serves the dashboard. */
+  admin: ServiceProcess;
+  /** admin-api with the default policy (public-https). */
+  strictAdmin: ServiceProcess;
+  ingest: ServiceProcess;
+  worker: ServiceProcess;
+  adminToken: string;
+  ingestToken: string;
+  slugPrefix: string;
+  /** Calls an admin-api as the platform (ADMIN_TOKEN); JSON in and out, throws on non-2xx. */
+  adminCall<T = any>(method: string, path: string, body?: unknown, base?: string): Promise<T>;
+  /** Creates an organization and a world; returns their slugs. */
+  createWorld(label: string): Promise<{ org: string; world: string; name: string }>;
+  /** Mints a one-time dashboard link for a world. */
+  mintLink(org: string, world: string, body?: { capabilities?: string[]; ttlSeconds?: number }, base?: string): Promise<string>;
+  /**
+   * Moves the opening deadline of every unopened link of a world into the past: what 10 minutes
+   * of waiting would do, without waiting (the processes run on the real clock).
+   */
+  expireUnopenedLinks(org: string, world: string): Promise<void>;
+  /** Posts one event to event-ingest as the platform; returns its id. */
+  postEvent(org: string, world: string, type: string, data: unknown): Promise<string>;
+  close(): Promise<void>;
+}
+
+async function call<T>(base: string, token: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return (text === "" ? undefined : JSON.parse(text)) as T;
+}
+
+/** Starts the stack; call `close` in afterAll. */
+export async function startStack(): Promise<Stack> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
+  const common = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    // Under the run's prefix: the global teardown deletes the queues the processes leave.
+    REDIS_KEY_PREFIX: testKeyPrefix("dash-"),
+    SECRETS_ENCRYPTION_KEY: generateSecretBoxKey(),
+    PUBLIC_MAP_STORAGE_URL: "https://maps.example.test",
+    PLAY_URL: "https://play.example.test",
+    LOG_LEVEL: "error",
+  };
+  const adminToken = `dash-admin-${randomBytes(12).toString("hex")}`;
+  const ingestToken = `dash-ingest-${randomBytes(12).toString("hex")}`;
+  const [adminPort, strictPort] = [await freePort(), await freePort()];
+  const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}` });
+  const [admin, strictAdmin, ingest, worker] = await Promise.all([
+    spawnService(join(servicesDir, "admin-api"), { ...adminEnv(adminPort), ENDPOINT_URL_POLICY: "any" }, { port: adminPort, readyTimeoutMs: 90_000 }),
+    spawnService(join(servicesDir, "admin-api"), adminEnv(strictPort), { port: strictPort, readyTimeoutMs: 90_000 }),
+    spawnService(join(servicesDir, "event-ingest"), { ...common, INGEST_TOKEN: ingestToken, ENDPOINT_URL_POLICY: "any" }, { readyTimeoutMs: 90_000 }),
+    // One quick retry, so a receiver outage turns deliveries into `failed` within a second.
+    spawnService(join(servicesDir, "delivery-worker"), { ...common, ENDPOINT_URL_POLICY: "any", RETRY_DELAYS: "100ms", DELIVERY_RETENTION_DAYS: "36500" }, { readyTimeoutMs: 90_000 }),
+  ]);
+  const prisma: PrismaClient = createPrismaClient(databaseUrl, { max: 2 });
+  const slugPrefix = `d${randomBytes(3).toString("hex")}-`;
+
+  const adminCall = <T>(method: string, path: string, body?: unknown, base = admin.url) => call<T>(base, adminToken, method, path, body);
+  return {
+    admin,
+    strictAdmin,
+    ingest,
+    worker,
+    adminToken,
+    ingestToken,
+    slugPrefix,
+    adminCall,
+    async createWorld(label) {
+      const org = `${slugPrefix}${label}`;
+      await adminCall("POST", "/admin/v1/organizations", { slug: org, name: `${label} Inc.` });
+      const name = `${label[0]!.toUpperCase()}${label.slice(1)} HQ`;
+      await adminCall("POST", `/admin/v1/organizations/${org}/worlds`, {
+        slug: "hq",
+        name,
+        adminEmails: ["ops@example.test"],
+        identityProviders: [
+          { id: "corp-sso", kind: "openid-connect", exposeAccessToken: false },
+          { id: "google", kind: "google" },
+        ],
+      });
+      return { org, world: "hq", name };
+    },
+    async mintLink(org, world, body = {}, base = admin.url) {
+      const minted = await call<{ url: string }>(base, adminToken, "POST", `/admin/v1/worlds/${org}/${world}/dashboard-sessions`, body);
+      return minted.url;
+    },
+    async expireUnopenedLinks(org, world) {
+      await prisma.$executeRaw`
+        UPDATE dashboard_sessions SET code_expires_at = now() - interval '1 second'
+        WHERE exchanged_at IS NULL AND world_id = (
+          SELECT w.id FROM worlds w JOIN organizations o ON o.id = w.organization_id WHERE o.slug = ${org} AND w.slug = ${world})`;
+    },
+    async postEvent(org, world, type, data) {
+      const id = `evt-${randomUUID()}`;
+      await call(ingest.url, ingestToken, "POST", "/v1/events", { id, world: `${org}/${world}`, type, timestamp: new Date().toISOString(), data });
+      return id;
+    },
+    async close() {
+      await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop()]);
+      await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
+      await prisma.$disconnect();
+    },
+  };
+}
