@@ -13,3 +13,4 @@ export * from "./node-http-errors.js";
 export * from "./request-guard.js";
 export * from "./request-log.js";
 export * from "./dependency-status.js";
+export * from "./openapi-route.js";

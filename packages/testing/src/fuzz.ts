@@ -7,7 +7,7 @@
 import { request } from "node:http";
 import { connect } from "node:net";
 import fc from "fast-check";
-import type { RegisteredRoute } from "./routes.js";
+import type { RegisteredRoute } from "./registered-routes.js";
 
 /** The seed of this test run: `FUZZ_SEED` when set, else a fresh one, printed so a failure can be replayed. */
 export function fuzzSeed(label: string): number {
@@ -186,14 +186,16 @@ const headerNoise = fc.record(
 
 /** Builds a request target from an express path pattern and one value per parameter. */
 function fillPath(pattern: string, values: (name: string) => string): string {
-  return pattern
-    .replace(/[{}]/g, "")
-    .replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => values(name));
+  return pattern.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => values(name));
 }
 
+/** Parameter names of an OpenAPI path template (`/worlds/{org}/{world}`), as `registeredRoutes` gives them. */
 function paramNames(pattern: string): string[] {
-  return [...pattern.matchAll(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
+  return [...pattern.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!);
 }
+
+/** The HTTP method to send for a route (`all`-only routes get a POST). */
+const methodOf = (route: RegisteredRoute): string => (route.method.toLowerCase() === "all" ? "POST" : route.method.toUpperCase());
 
 /**
  * Requests that must be refused: each carries at least one malformation the platform refuses
@@ -202,7 +204,7 @@ function paramNames(pattern: string): string[] {
  */
 export function malformedRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   return fc.constantFrom(...target.routes).chain((route) => {
-    const method = route.method === "ALL" ? "POST" : route.method;
+    const method = methodOf(route);
     const names = paramNames(route.path);
     const jsonType = target.bodyType?.(route) ?? "application/json";
     const kinds: Array<fc.Arbitrary<FuzzRequest>> = [];
@@ -263,7 +265,7 @@ export function malformedRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest>
  */
 export function arbitraryRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   return fc.constantFrom(...target.routes).chain((route) => {
-    const method = route.method === "ALL" ? "POST" : route.method;
+    const method = methodOf(route);
     const names = paramNames(route.path);
     const param = (name: string) => {
       const known = target.knownParams?.[name] ?? [];

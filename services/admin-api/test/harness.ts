@@ -25,6 +25,7 @@ import {
   type SecretBox,
 } from "@vw/webhook-core";
 import { createAdminApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 
 export interface LogLine {
   level: string;
@@ -75,6 +76,8 @@ export interface AdminApiHarness {
   /** The express app (route enumeration: `registeredRoutes`). */
   app: Express;
   baseUrl: string;
+  /** The app under test (for `registeredRoutes`). */
+  app: Express;
   adminToken: string;
   prisma: PrismaClient;
   /** The box sealing this app's endpoint secrets (to open what the database holds). */
@@ -168,12 +171,14 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
 
   return {
     app,
     baseUrl,
+    app,
     adminToken,
     prisma,
     secretBox,

@@ -16,6 +16,7 @@ import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } fr
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import type { Express } from "express";
 import { createIngestApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 
 export const PLAY_URL = "https://play.example.test";
 
@@ -135,6 +136,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
   });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
   const slug = (label: string) => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`;

@@ -5,8 +5,10 @@ import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
 import type { Express } from "express";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
+import type { Express } from "express";
 import { Redis } from "ioredis";
 import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
+import { conformance } from "./conformance.js";
 import { loadConfig } from "../src/config.js";
 import { createS3Client } from "../src/storage/s3-object-store.js";
 import type { ObjectStore } from "../src/storage/object-store.js";
@@ -53,6 +55,8 @@ export interface RunningMapStorage {
   /** The express app (route enumeration: `registeredRoutes`). */
   app: Express;
   baseUrl: string;
+  /** The app under test (for `registeredRoutes`). */
+  app: Express;
   store: CountingStore;
   redisPrefix: string;
   close(): Promise<void>;
@@ -75,10 +79,12 @@ export async function startMapStorage(
     { ...overrides, wrapStore: (s) => (store = new CountingStore(s)) },
   );
   const server: Server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const { port } = server.address() as AddressInfo;
   return {
     app,
     baseUrl: `http://127.0.0.1:${port}`,
+    app,
     store,
     redisPrefix,
     async close() {

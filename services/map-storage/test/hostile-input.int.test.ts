@@ -27,7 +27,7 @@ let w: TestWorld;
 let target: FuzzTarget;
 const ROOM = "rooms/fuzz.wam";
 
-const FILE_ROUTES: RegisteredRoute[] = ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"].map((method) => ({ method, path: "/:org/:world/*path" }));
+const FILE_ROUTES: RegisteredRoute[] = ["get", "head", "put", "patch", "delete", "options"].map((method) => ({ method, path: "/{org}/{world}/{path}" }));
 
 beforeAll(async () => {
   prisma = testPrisma();
@@ -40,7 +40,7 @@ beforeAll(async () => {
     // Only a .wam path is known: every malformed body sent to it must be refused (other files are stored as sent).
     knownParams: { org: [w.org], world: [w.world], path: [ROOM], file: ["2.1.0.json"] },
     authHeaders: { authorization: `Bearer ${w.token}` },
-    bodyType: (route) => (route.method === "PATCH" ? "application/json-patch+json" : "application/json"),
+    bodyType: (route) => (route.method === "patch" ? "application/json-patch+json" : "application/json"),
   };
 });
 afterAll(async () => {
