@@ -29,7 +29,7 @@ async function withApp<T>(logger: Logger, run: (base: string) => Promise<T>): Pr
     res.json({ ok: true });
   });
   app.get("/refused", () => {
-    throw new AppError(409, "busy", "Not now.");
+    throw new AppError(409, "patch-conflict", "Not now.");
   });
   app.get("/broken", () => {
     throw new Error("boom");
@@ -62,7 +62,7 @@ describe("request ids and the request log", () => {
     expect(of("abc-123").map((l) => l.msg)).toEqual(["doing the work", "request"]);
     const refusedLines = parsed.filter((l) => l.path === "/refused");
     expect(refusedLines).toHaveLength(1);
-    expect(refusedLines[0]).toMatchObject({ level: 40, msg: "request", status: 409, code: "busy", detail: "Not now." });
+    expect(refusedLines[0]).toMatchObject({ level: 40, msg: "request", status: 409, code: "patch-conflict", detail: "Not now." });
     const broken = parsed.filter((l) => l.path === "/broken");
     expect(broken).toHaveLength(1);
     expect(broken[0]).toMatchObject({ level: 50, status: 500, code: "internal", errorId: expect.any(String), err: { message: "boom" } });

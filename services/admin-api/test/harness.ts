@@ -73,8 +73,6 @@ export interface AdminApiOptions {
 }
 
 export interface AdminApiHarness {
-  /** The express app (route enumeration: `registeredRoutes`). */
-  app: Express;
   baseUrl: string;
   /** The app under test (for `registeredRoutes`). */
   app: Express;
@@ -176,7 +174,6 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
 
   return {
-    app,
     baseUrl,
     app,
     adminToken,

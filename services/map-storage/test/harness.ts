@@ -3,7 +3,6 @@ import { testKeyPrefix } from "@vw/testing";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
-import type { Express } from "express";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
 import type { Express } from "express";
 import { Redis } from "ioredis";
@@ -52,8 +51,6 @@ export class CountingStore implements ObjectStore {
 }
 
 export interface RunningMapStorage {
-  /** The express app (route enumeration: `registeredRoutes`). */
-  app: Express;
   baseUrl: string;
   /** The app under test (for `registeredRoutes`). */
   app: Express;
@@ -82,7 +79,6 @@ export async function startMapStorage(
   conformance.attach(server);
   const { port } = server.address() as AddressInfo;
   return {
-    app,
     baseUrl: `http://127.0.0.1:${port}`,
     app,
     store,
