@@ -177,7 +177,8 @@ const headerNoise = fc.record(
   {
     "x-request-id": fc.oneof(fc.uuid(), fc.string({ unit: fc.constantFrom(..."abc;:=+/ \"'<>{}\t"), maxLength: 300 })),
     "if-match": fc.oneof(fc.constant("*"), fc.string({ unit: fc.constantFrom(..."W/\"abc, "), maxLength: 40 })),
-    "if-none-match": fc.string({ unit: fc.constantFrom(..."W/\"abc, *"), maxLength: 40 }),
+    // (No `*`: express answers any GET 304 to `If-None-Match: *`, a documented-elsewhere edge, not hostile input.)
+    "if-none-match": fc.string({ unit: fc.constantFrom(..."W/\"abc, "), maxLength: 40 }),
     accept: fc.constantFrom("*/*", "application/json", "text/html", "application/problem+json", ";;;"),
     authorization: fc.constantFrom("Bearer", "Bearer ", "Basic Zm9vOmJhcg==", "Bearer \u00ff", "bearer x y z"),
   },
@@ -194,6 +195,9 @@ function paramNames(pattern: string): string[] {
   return [...pattern.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!);
 }
 
+/** Routes with a path template (a route registered with a regular expression cannot be filled in; tests list its address space as a template). */
+const templateRoutes = (target: FuzzTarget): RegisteredRoute[] => target.routes.filter((r) => r.pattern === undefined);
+
 /** The HTTP method to send for a route (`all`-only routes get a POST). */
 const methodOf = (route: RegisteredRoute): string => (route.method.toLowerCase() === "all" ? "POST" : route.method.toUpperCase());
 
@@ -203,7 +207,7 @@ const methodOf = (route: RegisteredRoute): string => (route.method.toLowerCase()
  * that reads one), plus random header noise, on any registered route.
  */
 export function malformedRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
-  return fc.constantFrom(...target.routes).chain((route) => {
+  return fc.constantFrom(...templateRoutes(target)).chain((route) => {
     const method = methodOf(route);
     const names = paramNames(route.path);
     const jsonType = target.bodyType?.(route) ?? "application/json";
@@ -264,7 +268,7 @@ export function malformedRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest>
  * cases need.
  */
 export function arbitraryRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
-  return fc.constantFrom(...target.routes).chain((route) => {
+  return fc.constantFrom(...templateRoutes(target)).chain((route) => {
     const method = methodOf(route);
     const names = paramNames(route.path);
     const param = (name: string) => {
