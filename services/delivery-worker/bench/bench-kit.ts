@@ -59,6 +59,7 @@ export async function startPrivateRedis(): Promise<{ url: string; stop: () => Pr
   });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => undefined); // refused until the server listens: retried below
   for (let i = 0; ; i += 1) {
     try {
       await probe.connect();
@@ -107,16 +108,28 @@ export function visitorEvents(world: string, count: number): { id: string; world
   }));
 }
 
-/** POSTs one batch of events to event-ingest, stamping them with the current time. */
+/** 503 answers from ingest that were retried (a loaded machine's storage timeouts), for the report. */
+export const ingestRetries = { count: 0 };
+
+/**
+ * POSTs one batch of events to event-ingest, stamping them with the current time. A 503 is
+ * retried as a producer would (same ids: ingest deduplicates), up to 5 times.
+ */
 export async function postEvents(ingestUrl: string, token: string, events: { timestamp: string }[]): Promise<void> {
   const now = new Date().toISOString();
   for (const e of events) e.timestamp = now;
-  const res = await fetch(`${ingestUrl}/v1/events`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ events }),
-  });
-  if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+  for (let attempt = 0; ; attempt += 1) {
+    const res = await fetch(`${ingestUrl}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+    });
+    if (res.status === 202) return;
+    const text = await res.text();
+    if (res.status !== 503 || attempt >= 5) throw new Error(`ingest answered ${res.status}: ${text}`);
+    ingestRetries.count += 1;
+    await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+  }
 }
 
 /** Closed loop: `events` in batches of `batch`, from `posters` concurrent posters, as fast as ingest takes them. */

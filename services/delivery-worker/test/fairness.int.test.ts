@@ -50,4 +50,10 @@ it("keeps a healthy endpoint flowing while another one hangs on every request", 
   expect(backlog.backloggedEndpoints).toBe(1);
   expect(backlog.parkedJobs).toBe(30 - dead.received.length);
   expect((await h.deliveries.getJobCounts("waiting")).waiting).toBe(0);
+  // The operator sees it on /metrics: parked apart from the delayed retries, and the backlog gauges.
+  const text = h.worker.metrics.render(await h.worker.queueDepths(), backlog);
+  expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="parked"} ${backlog.parkedJobs}`);
+  expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="delayed"} 0`);
+  expect(text).toContain("vw_delivery_backlog_endpoints 1");
+  expect(text).toMatch(/^vw_delivery_backlog_oldest_age_seconds \d+(\.\d+)?$/m);
 });

@@ -1,0 +1,126 @@
+/**
+ * `EndpointScheduler` (packages/queues) against the real Redis, driven directly: producers park
+ * behind an endpoint's backlog, the sweep gives a dead holder's slots to parked jobs, two
+ * schedulers on separate connections share one window and one throttle, and the backlog figures.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { EndpointScheduler, JOB_NAMES, createRedisConnection, enqueueDeliveries, openQueue, QUEUE_NAMES } from "@vw/queues";
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { startHarness, type Harness } from "./harness.js";
+
+let h: Harness;
+let otherConnection: Redis;
+let otherQueue: Queue;
+beforeAll(async () => {
+  h = await startHarness({ inProcessWorker: false });
+  // A second replica: its own connection and queue handle on the same keys.
+  otherConnection = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "worker");
+  otherQueue = openQueue(QUEUE_NAMES.deliveries, otherConnection, h.keyPrefix);
+});
+afterAll(async () => {
+  await otherQueue.close();
+  await otherConnection.quit();
+  await h.close();
+});
+
+/** Adds a deliver job straight into the delayed set, as the worker does before parking it. */
+async function delayedJob(endpointId: string): Promise<string> {
+  const id = randomUUID();
+  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: id, endpointId, trigger: "initial" }, { jobId: id, delay: 3_600_000 });
+  return id;
+}
+
+it("producers queue an endpoint's new jobs behind its parked ones, others' into the wait list", async () => {
+  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const busy = randomUUID();
+  const idle = randomUUID();
+  expect(await scheduler.acquire(busy, "holder-1", "t")).toMatchObject({ granted: true });
+  expect(await scheduler.acquire(busy, "holder-2", "t")).toMatchObject({ granted: true });
+  const first = await delayedJob(busy);
+  await scheduler.park(busy, [first]);
+  expect([...(await scheduler.congested([busy, idle]))]).toEqual([busy]);
+
+  const jobs = [busy, idle, busy].map((endpointId) => ({ deliveryId: randomUUID(), endpointId, trigger: "initial" as const }));
+  await enqueueDeliveries(h.deliveries, jobs);
+  expect((await h.deliveries.getWaiting()).map((j) => j.id)).toEqual([jobs[1]!.deliveryId]);
+  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
+  const stats = await scheduler.stats();
+  expect(stats).toMatchObject({ backloggedEndpoints: 1, parkedJobs: 3 });
+  expect(stats.oldestParkedAgeSeconds).toBeGreaterThanOrEqual(0);
+
+  // Each freed slot goes to the oldest parked job, in order.
+  await scheduler.release(busy, "holder-1", "t", "none");
+  expect(await h.deliveries.getJobState(first)).toBe("waiting");
+  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
+  // The promoted job's reservation is its slot: no other job can take it meanwhile.
+  expect(await scheduler.acquire(busy, "intruder", "t")).toMatchObject({ granted: false });
+  expect(await scheduler.acquire(busy, first, "t")).toMatchObject({ granted: true });
+  await scheduler.release(busy, "holder-2", "t", "none");
+  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("waiting");
+  expect(await h.deliveries.getJobState(jobs[2]!.deliveryId)).toBe("delayed");
+});
+
+it("the sweep takes back a dead holder's slots (expired leases) and promotes parked jobs into them", async () => {
+  const live = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 2 });
+  const endpoint = randomUUID();
+  await live.acquire(endpoint, "doomed", "t");
+  await live.acquire(endpoint, "survivor", "t");
+  const parked = [await delayedJob(endpoint), await delayedJob(endpoint)];
+  await live.park(endpoint, parked);
+  expect(await h.deliveries.getJobState(parked[0]!)).toBe("delayed");
+  expect(await live.sweep()).toBe(0);
+
+  // The holder of "doomed" was killed: nobody releases its slot, its lease just runs out
+  // (DELIVERY_TIMEOUT_MS + 5 s). Expire it now rather than wait.
+  await h.redis.zadd(`${live.base}ep:${endpoint}:leases`, 0, "doomed:t");
+  expect(await live.sweep()).toBe(1);
+  expect(await h.deliveries.getJobState(parked[0]!)).toBe("waiting");
+  expect(await h.deliveries.getJobState(parked[1]!)).toBe("delayed");
+  expect(await live.inUse(endpoint)).toBe(2);
+
+  // A reservation whose promotion was lost (a crash between hand-off and promote) expires too;
+  // the sweep promotes its job again and gives the slot back when the job is not delayed.
+  await h.redis.zadd(`${live.base}ep:${endpoint}:leases`, 0, `r:${parked[0]}`);
+  await live.sweep();
+  expect(await h.deliveries.getJobState(parked[1]!)).toBe("waiting");
+  expect(await h.redis.zcard(`${live.base}ep:${endpoint}:parked`)).toBe(0);
+  expect(await h.redis.zscore(`${live.base}backlogged`, endpoint)).toBeNull();
+});
+
+it("two schedulers on separate connections share one window and one throttle", async () => {
+  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 3 });
+  const b = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 3 });
+  const endpoint = randomUUID();
+  expect((await a.acquire(endpoint, "j1", "t")).granted).toBe(true);
+  expect((await b.acquire(endpoint, "j2", "t")).granted).toBe(true);
+  // The window starts at 2 for both together.
+  expect((await a.acquire(endpoint, "j3", "t")).granted).toBe(false);
+  await b.release(endpoint, "j2", "t", "answered");
+  expect(await a.windowOf(endpoint)).toBe(3);
+  expect((await a.acquire(endpoint, "j3", "t")).granted).toBe(true);
+  expect((await b.acquire(endpoint, "j4", "t")).granted).toBe(true);
+  expect((await a.acquire(endpoint, "j5", "t")).granted).toBe(false);
+  for (const [s, j] of [[a, "j1"], [a, "j3"], [b, "j4"]] as const) await s.release(endpoint, j, "t", "none");
+
+  // Throttle at 10/s: each start is reserved 100 ms after the previous one, whichever replica asks.
+  const waits: number[] = [];
+  const t0 = Date.now();
+  waits.push(await a.throttle(endpoint, "r1", "t", 10));
+  for (let i = 2; i <= 6; i += 1) {
+    const s = i % 2 === 0 ? b : a;
+    const slot = await s.acquire(endpoint, `r${i}`, "t");
+    expect(slot.rate).toBe(10);
+    waits.push(slot.waitMs);
+    if (slot.granted) await s.release(endpoint, `r${i}`, "t", "none");
+  }
+  const elapsed = Date.now() - t0;
+  waits.forEach((wait, i) => {
+    expect(wait).toBeLessThanOrEqual(i * 100);
+    expect(wait).toBeGreaterThanOrEqual(i * 100 - elapsed - 1);
+  });
+  // Removing the rate (a PATCH to null) lifts the throttle at once.
+  await a.throttle(endpoint, "r7", "t", null);
+  expect(await b.acquire(endpoint, "r8", "t")).toMatchObject({ granted: true, waitMs: 0, rate: 0 });
+});
