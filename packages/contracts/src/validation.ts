@@ -1,6 +1,7 @@
 import Ajv2020Import from "ajv/dist/2020.js";
 import type { Ajv2020, AnySchema, ErrorObject } from "ajv/dist/2020.js";
 import addFormatsImport from "ajv-formats";
+import { checkJsonValue } from "./json-safety.js";
 
 export type { Ajv2020, ErrorObject } from "ajv/dist/2020.js";
 
@@ -43,6 +44,9 @@ let sharedAjv: Ajv2020 | undefined;
 
 /**
  * Compiles `schema` once and returns a function that validates a document against it.
+ * Before the schema, the document must hold only platform text and nest at most
+ * `MAX_JSON_DEPTH` levels (see json-safety.ts): ajv recurses, and PostgreSQL refuses NUL, so a
+ * document breaking those rules is refused here with a pointer to each place, whatever the schema.
  * Call it at module load (or cache its result); compiling per request is slow.
  * Without `ajv`, one shared instance from {@link createAjv} is used; ajv caches compilations by
  * schema object, so compiling the same object twice is cheap, but two different schema objects
@@ -52,6 +56,8 @@ export function compileValidator<T>(schema: object, ajv?: Ajv2020): (data: unkno
   const instance = ajv ?? (sharedAjv ??= createAjv());
   const validate = instance.compile<T>(schema as AnySchema);
   return (data: unknown): ValidationResult<T> => {
+    const unsafe = checkJsonValue(data);
+    if (unsafe.length > 0) return { ok: false, errors: unsafe };
     // ajv's guard is typed on an `any` parameter, so it does not narrow `unknown`; it did check `T`.
     if (validate(data)) return { ok: true, value: data as T };
     return { ok: false, errors: toFieldErrors(validate.errors ?? []) };

@@ -134,12 +134,19 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
+/** Values of LOG_FORMAT. */
+export const LOG_FORMATS = ["json", "pretty"] as const;
+/** How log lines are written: JSON lines (production) or human-readable (development). */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /** Common variables of every service (the root README's "Configuration"). */
 export interface CommonConfig {
   port: number;
   /** HOST: the address the HTTP server binds; every interface by default (containers). */
   host: string;
   logLevel: string;
+  /** LOG_FORMAT: `json` (default, one JSON object a line) or `pretty` (coloured lines for a terminal, development). */
+  logFormat: LogFormat;
 }
 
 /** A host name (letters, digits, `-`, dot-separated labels); IP literals are checked by isIP. */
@@ -152,6 +159,7 @@ export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
     port: r.int("PORT", defaultPort, { min: 0, max: 65535 }),
     host,
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+    logFormat: r.oneOf("LOG_FORMAT", LOG_FORMATS, "json"),
   };
 }
 

@@ -4,6 +4,10 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import type { ProblemCode } from "@vw/contracts";
 import { AppError, STATUS_TITLES } from "./errors.js";
 import type { Logger } from "./logger.js";
+import { dependencyStatus } from "./dependency-status.js";
+import { answerNodeHttpErrors } from "./node-http-errors.js";
+import { requestTextGuard } from "./request-guard.js";
+import { noteRequestOutcome, requestLogger } from "./request-log.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -30,7 +34,9 @@ export function sendProblem(
 
 /**
  * The one error middleware: AppError becomes its problem document, body-parser failures become
- * 400/413/415, anything else a 500 with an `errorId` that is logged with the stack.
+ * 400/413/415, anything else a 500 with an `errorId`. What happened goes into the request's one
+ * log line (see `requestLogger`: the problem code and detail, and for a 5xx the error with its
+ * stack); an app without a request logger gets a line from here instead.
  */
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -38,46 +44,54 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
+    const log = (level: "info" | "warn" | "error", fields: { code?: string; detail?: string; errorId?: string; err?: unknown }, msg: string) => {
+      if (!noteRequestOutcome(res, fields)) logger[level]({ method: req.method, path: req.path, ...fields }, msg);
+    };
     if (err instanceof AppError) {
-      const level = err.status >= 500 ? "error" : "warn";
-      logger[level]({ method: req.method, path: req.path, status: err.status, code: err.code }, err.detail);
+      log(err.status >= 500 ? "error" : "warn", { code: err.code, detail: err.detail }, err.detail);
       sendProblem(res, err.status, err.code, err.detail, err.extras);
       return;
     }
     const e = err as { type?: string; status?: number; statusCode?: number; message?: string; limit?: number };
     const status = e.status ?? e.statusCode;
     if (e.type === "entity.too.large") {
-      logger.warn({ method: req.method, path: req.path, status: 413 }, "body too large");
-      sendProblem(res, 413, "payload-too-large", `The request body exceeds the limit of ${e.limit ?? "?"} bytes.`, { limit: e.limit });
+      const detail = `The request body exceeds the limit of ${e.limit ?? "?"} bytes.`;
+      log("warn", { code: "payload-too-large", detail }, "body too large");
+      sendProblem(res, 413, "payload-too-large", detail, { limit: e.limit });
       return;
     }
     if (e.type === "entity.parse.failed") {
-      logger.warn({ method: req.method, path: req.path, status: 400 }, "malformed JSON");
-      sendProblem(res, 400, "malformed-json", `The request body is not valid JSON: ${e.message ?? ""}`.trim());
+      const detail = `The request body is not valid JSON: ${e.message ?? ""}`.trim();
+      log("warn", { code: "malformed-json", detail }, "malformed JSON");
+      sendProblem(res, 400, "malformed-json", detail);
       return;
     }
     if (e.type === "charset.unsupported" || e.type === "encoding.unsupported") {
-      sendProblem(res, 415, "unsupported-encoding", e.message ?? "Unsupported content encoding or charset.");
+      const detail = e.message ?? "Unsupported content encoding or charset.";
+      log("warn", { code: "unsupported-encoding", detail }, detail);
+      sendProblem(res, 415, "unsupported-encoding", detail);
       return;
     }
     if (e.type === "request.aborted") {
-      logger.info({ method: req.method, path: req.path }, "client aborted the request");
+      log("info", { code: "aborted" }, "client aborted the request");
       return;
     }
     if (typeof status === "number" && status >= 400 && status < 500) {
-      sendProblem(res, status, "bad-request", e.message ?? "Bad request.");
+      const detail = e.message ?? "Bad request.";
+      log("warn", { code: "bad-request", detail }, detail);
+      sendProblem(res, status, "bad-request", detail);
       return;
     }
     const errorId = randomUUID();
     if (isDependencyUnavailable(err)) {
-      logger.error({ err, errorId, method: req.method, path: req.path }, "dependency unavailable");
+      log("error", { code: "dependency-unavailable", errorId, err }, "dependency unavailable");
       sendProblem(res, 503, "dependency-unavailable", "A storage dependency did not answer; retry shortly.", {
         errorId,
         headers: { "Retry-After": "2" },
       });
       return;
     }
-    logger.error({ err, errorId, method: req.method, path: req.path }, "unexpected error");
+    log("error", { code: "internal", errorId, err }, "unexpected error");
     sendProblem(res, 500, "internal", "An unexpected error occurred; quote the errorId when reporting it.", { errorId });
   };
 }
@@ -103,22 +117,33 @@ export const notFoundHandler: RequestHandler = (req, res) => {
   sendProblem(res, 404, "not-found", `No route for ${req.method} ${req.path}.`);
 };
 
-/** A named readiness check: resolves when the dependency answers, rejects otherwise. */
-export type ReadinessCheck = { name: string; check: () => Promise<unknown> };
+/**
+ * A named readiness check: resolves when the dependency answers, rejects otherwise. `dependency`
+ * names it in outage log lines (`postgresql`, `redis`; `name` when absent).
+ */
+export type ReadinessCheck = { name: string; dependency?: string; check: () => Promise<unknown> };
 
-/** `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). */
-export function healthRouter(checks: ReadinessCheck[]): express.Router {
+/**
+ * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). With a
+ * `logger`, each check's outcome feeds the process's status of that dependency, so an outage
+ * that only readiness probes see (nothing else talks to it meanwhile) still gets its one
+ * `unreachable` line and its one `reachable again` line.
+ */
+export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express.Router {
   const router = express.Router();
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
     const results = await Promise.all(
-      checks.map(async ({ name, check }) => {
+      checks.map(async ({ name, dependency, check }) => {
+        const status = logger ? dependencyStatus(logger, dependency ?? name) : undefined;
         try {
           await withTimeout(check(), 2000, `${name} did not answer within 2000 ms`);
+          status?.up();
           return { name, ok: true as const };
         } catch (err) {
+          status?.down(err, { check: "readiness" });
           return { name, ok: false as const, error: (err as Error).message };
         }
       }),
@@ -138,32 +163,33 @@ export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Prom
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-/** Logs one line per request at debug level (info for errors) with status and duration. */
-export function requestLogger(logger: Logger): RequestHandler {
-  return (req, res, next) => {
-    const start = process.hrtime.bigint();
-    res.on("finish", () => {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      const level = res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "info" : "debug";
-      logger[level]({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
-    });
-    next();
-  };
-}
-
-/** Base express app: no `x-powered-by`, no ETag generation (services set their own), trust no proxy. */
-export function createApp(): Express {
+/**
+ * Base express app: no `x-powered-by`, no ETag generation (services set their own), trust no
+ * proxy. With a `logger`, its first middlewares are the request log (request id, `X-Request-Id`,
+ * one line per request) and the {@link requestTextGuard} (NUL or lone surrogates in the path or
+ * query: 400), so they apply to every route.
+ */
+export function createApp(logger?: Logger): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  if (logger) {
+    app.use(requestLogger(logger));
+    app.use(requestTextGuard);
+  }
   return app;
 }
 
-/** Starts listening; resolves with the server once bound. */
-export function listen(app: Express, port: number, host = "0.0.0.0"): Promise<Server> {
+/**
+ * Starts listening; resolves with the server once bound. What Node's HTTP parser refuses before
+ * express runs (431, 417, malformed requests) is answered with a problem document too, and logged
+ * to `logger` when given.
+ */
+export function listen(app: Express, port: number, host = "0.0.0.0", logger?: Logger): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    answerNodeHttpErrors(server, logger);
     server.once("listening", () => resolve(server));
     server.once("error", reject);
     // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first.

@@ -12,3 +12,5 @@ export * from "./prometheus.js";
 export * from "./redis-keys.js";
 export * from "./registered-routes.js";
 export * from "./openapi-conformance.js";
+export * from "./fuzz.js";
+export * from "./tcp-proxy.js";

@@ -22,6 +22,8 @@ export interface ServiceProcess {
   url: string;
   child: ChildProcess;
   stderr(): string;
+  /** Everything the process wrote to stdout so far (its JSON log lines). */
+  stdout(): string;
   /** SIGTERM, then resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL (kill -9): no shutdown code runs. Resolves once the process is gone. */
@@ -43,10 +45,12 @@ export async function spawnService(
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
     cwd: serviceDir,
     env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
+  let stdout = "";
   child.stderr!.on("data", (chunk) => (stderr += chunk));
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`${serviceDir} exited with ${code}: ${stderr}`))));
   exited.catch(() => undefined);
@@ -69,6 +73,7 @@ export async function spawnService(
     url,
     child,
     stderr: () => stderr,
+    stdout: () => stdout,
     stop: async () => {
       const code = new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (c) => resolve(c))));
       child.kill("SIGTERM");

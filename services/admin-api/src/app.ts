@@ -9,7 +9,6 @@ import {
   httpMetrics,
   metricsRouter,
   notFoundHandler,
-  requestLogger,
   type Logger,
   type ServiceMetrics,
 } from "@vw/service-kit";
@@ -158,15 +157,14 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   dashboard.use(dashboardPageRouter(deps.dashboardAssetsDir));
 
   const metrics = deps.metrics ?? createServiceMetrics("admin-api");
-  const app = createApp();
+  const app = createApp(deps.logger);
   app.use(httpMetrics(metrics));
-  app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
       { name: "redis", check: () => deps.deliveryQueue.getJobCounts("wait") },
-    ]),
+    ], deps.logger),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

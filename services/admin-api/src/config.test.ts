@@ -29,6 +29,7 @@ describe("loadConfig", () => {
       port: 3003,
       host: "0.0.0.0",
       logLevel: "info",
+      logFormat: "json",
       databaseUrl: valid.DATABASE_URL,
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",

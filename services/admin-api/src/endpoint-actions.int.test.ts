@@ -328,11 +328,21 @@ describe("robustness", () => {
       }
     }
     // (No "%2e%2e": fetch itself resolves it as "..", so the request would not reach this route.)
-    for (const weird of ["%00", "%2F", "..%2F", "a".repeat(500), "3F1C9A5E-8A0B-4C55-9C61-5D2B8F0E7A11", "00000000-0000-0000-0000-000000000000"]) {
-      for (const [method, suffix] of [["GET", ""], ["PATCH", ""], ["DELETE", ""], ["POST", "/disable"], ["POST", "/rotate-secret"]] as const) {
+    const actions = [["GET", ""], ["PATCH", ""], ["DELETE", ""], ["POST", "/disable"], ["POST", "/rotate-secret"]] as const;
+    for (const weird of ["%2F", "..%2F", "a".repeat(500), "3F1C9A5E-8A0B-4C55-9C61-5D2B8F0E7A11", "00000000-0000-0000-0000-000000000000"]) {
+      for (const [method, suffix] of actions) {
         const res = await api.request(method, `${endpoints}/${weird}${suffix}`, method === "PATCH" ? { body: {} } : {});
         expect(res.status).toBe(404);
       }
+    }
+    // A NUL is not platform text: refused before any lookup, naming the path segment.
+    for (const [method, suffix] of actions) {
+      const res = await api.request(method, `${endpoints}/a%00b${suffix}`, method === "PATCH" ? { body: {} } : {});
+      expect({ status: res.status, type: res.body.type, parameter: res.body.parameter }).toEqual({
+        status: 400,
+        type: "/problems/invalid-path",
+        parameter: "path segment 7",
+      });
     }
     expect(api.logs.filter((l) => l.level === "error")).toEqual([]);
   });

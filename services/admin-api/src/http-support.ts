@@ -1,26 +1,17 @@
-import express, { type Request, type RequestHandler } from "express";
-import { AppError, badRequest } from "@vw/service-kit";
+import type { Request, RequestHandler } from "express";
+import { AppError, badRequest, jsonBody as readJsonBody } from "@vw/service-kit";
 import type { ValidationResult } from "@vw/contracts";
 
-const JSON_TYPES = ["application/json", "application/*+json"];
-const METHODS_WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
-
 /**
- * JSON request bodies: a body in another media type is 415, malformed JSON 400 (through the
- * service-kit error middleware). A request without a body leaves `req.body` undefined.
+ * JSON request bodies of POST, PUT and PATCH under the platform's rules (service-kit `jsonBody`:
+ * UTF-8 only, nesting limit, platform text); a body in another media type is 415. A request
+ * without a body leaves `req.body` undefined.
  */
 export function jsonBody(limit = "64kb"): RequestHandler[] {
-  const requireJson: RequestHandler = (req, _res, next) => {
-    // An empty body (`Content-Length: 0`, what fetch sends for a bodyless POST) is no body.
-    const hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] ?? "0") !== "0";
-    if (METHODS_WITH_BODY.has(req.method) && hasBody && !req.is(JSON_TYPES)) {
-      throw new AppError(415, "unsupported-media-type", `Send the request body as application/json, not ${req.headers["content-type"] ?? "an untyped body"}.`, {
-        headers: { "Accept-Post": "application/json", "Accept-Patch": "application/json, application/merge-patch+json" },
-      });
-    }
-    next();
-  };
-  return [requireJson, express.json({ limit, type: JSON_TYPES, strict: true })];
+  return readJsonBody({
+    limit,
+    acceptHeaders: { "Accept-Post": "application/json", "Accept-Patch": "application/json, application/merge-patch+json" },
+  });
 }
 
 /** Returns the validated body, or throws a 400 listing every invalid member as a JSON pointer. */

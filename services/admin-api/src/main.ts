@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
@@ -9,17 +9,18 @@ import { loadConfig } from "./config.js";
 
 const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 
-const logger = createLogger("admin-api", config.logLevel);
+const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redisUrl, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
-// The queue listens to its connection and re-emits its errors: one JSON line per reconnect attempt.
-deliveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (delivery queue)"));
+// Connection errors (the queues re-emit their connection's) are one line per outage, not per retry.
+watchRedisConnection(redis, logger);
+deliveryQueue.on("error", redisClientErrorListener(logger, "delivery queue error"));
 const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
-recoveryQueue.on("error", (err) => logger.warn({ err: err.message }, "redis error (recovery queue)"));
+recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
 // The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
 const membersPool = createPgPool(config.databaseUrl, {
@@ -46,7 +47,7 @@ const app = createAdminApp({
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
 });
-const server = await listen(app, config.port, config.host);
+const server = await listen(app, config.port, config.host, logger);
 logger.info(
   {
     port: config.port,

@@ -6,6 +6,7 @@
  */
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import { JOB_NAMES, QUEUE_NAMES, assertPayload, bullPrefix, validateAnalyticsFlushJob } from "@vw/queues";
+import { redisClientErrorListener } from "@vw/service-kit";
 import { flushAnalytics, type AnalyticsFlushDeps } from "./analytics-flush.js";
 
 /** Id of the flush schedule in the analytics queue. */
@@ -31,6 +32,6 @@ export function createAnalyticsWorker(options: { keyPrefix: string; deps: Analyt
     { connection: deps.redis, prefix: bullPrefix(options.keyPrefix), concurrency: 1 },
   );
   worker.on("failed", (job, err) => deps.logger.error({ jobId: job?.id, err }, "analytics flush failed"));
-  worker.on("error", (err) => deps.logger.error({ err }, "analytics worker error"));
+  worker.on("error", redisClientErrorListener(deps.logger, "analytics worker error"));
   return worker;
 }

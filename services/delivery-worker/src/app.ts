@@ -7,13 +7,13 @@ import type { DeliveryWorker } from "./compose.js";
 
 /** Builds the health and metrics app. */
 export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; worker: DeliveryWorker; logger: Logger }): Express {
-  const app = createApp();
+  const app = createApp(deps.logger);
   app.use(httpMetrics(deps.worker.serviceMetrics));
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ]),
+    ], deps.logger),
   );
   app.use(metricsRouter(deps.worker.serviceMetrics));
   app.use(notFoundHandler);

@@ -8,7 +8,7 @@ import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
-import { createServiceMetrics, type Logger, type ServiceMetrics } from "@vw/service-kit";
+import { createServiceMetrics, redisClientErrorListener, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
@@ -92,6 +92,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
     recoveries: openQueue(QUEUE_NAMES.recoveries, options.connection, options.keyPrefix),
   };
+  // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
+  for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
   const agents = createDeliveryAgents(options.endpointUrlPolicy);
   const scheduler = await EndpointScheduler.forQueue(queues.deliveries, {
     maxWindow: options.endpointConcurrency,

@@ -18,7 +18,7 @@ import {
   validateDeliverJob,
   type DeliverJobData,
 } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import { deliver, type DeliverDeps } from "./deliver.js";
 
 /** Options of {@link createDeliveriesWorker}. */
@@ -74,6 +74,6 @@ export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker
   worker.on("failed", (job, err) => {
     options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err as Error }, "delivery job failed");
   });
-  worker.on("error", (err) => options.logger.error({ err }, "deliveries worker error"));
+  worker.on("error", redisClientErrorListener(options.logger, "deliveries worker error"));
   return worker;
 }

@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
 import { startDeliveryWorker } from "./compose.js";
@@ -8,7 +8,7 @@ import { loadConfig } from "./config.js";
 import { smtpTransport } from "./mailer.js";
 
 const config = loadConfigOrExit("delivery-worker", () => loadConfig(process.env));
-const logger = createLogger("delivery-worker", config.logLevel);
+const logger = createLogger("delivery-worker", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 if (config.endpointUrlPolicy === "any") {
@@ -22,9 +22,12 @@ const prisma = createPrismaClient(config.databaseUrl, { max: 10 });
 // The per-attempt statements (delivery-store.ts); at most 2 loads and 3 group commits run at once.
 const pool = createPgPool(config.databaseUrl, {
   max: 6,
-  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
 });
+pool.on("connect", () => dependencyStatus(logger, "postgresql").up());
 const redis = createRedisConnection(config.redisUrl, "worker");
+// Without it ioredis prints each reconnect attempt's stack trace to stderr; now one line per outage.
+watchRedisConnection(redis, logger);
 const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
 
 const worker = await startDeliveryWorker({
@@ -51,7 +54,7 @@ const worker = await startDeliveryWorker({
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
-const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, config.host);
+const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, config.host, logger);
 logger.info(
   {
     port: config.port,

@@ -7,7 +7,7 @@ import { Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PgPool } from "@vw/db";
 import { JOB_NAMES, QUEUE_NAMES, assertPayload, bullPrefix, validateRetentionJob } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import type { WorkerMetrics } from "./metrics.js";
 import { runRetention } from "./retention.js";
 
@@ -55,6 +55,6 @@ export function createMaintenanceWorker(options: {
     { connection: options.connection, prefix: bullPrefix(options.keyPrefix), concurrency: 1 },
   );
   worker.on("failed", (job, err) => options.logger.error({ jobId: job?.id, err }, "maintenance job failed"));
-  worker.on("error", (err) => options.logger.error({ err }, "maintenance worker error"));
+  worker.on("error", redisClientErrorListener(options.logger, "maintenance worker error"));
   return worker;
 }

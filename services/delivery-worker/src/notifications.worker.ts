@@ -11,7 +11,7 @@ import {
   infraBackoffDelay,
   validateEndpointDisabledMail,
 } from "@vw/queues";
-import type { Logger } from "@vw/service-kit";
+import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import type { EndpointDisabledMailer } from "./mailer.js";
 import type { WorkerMetrics } from "./metrics.js";
 
@@ -46,6 +46,6 @@ export function createNotificationsWorker(options: {
     },
   );
   worker.on("failed", (job, err: Error) => options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "notification job failed"));
-  worker.on("error", (err) => options.logger.error({ err }, "notifications worker error"));
+  worker.on("error", redisClientErrorListener(options.logger, "notifications worker error"));
   return worker;
 }

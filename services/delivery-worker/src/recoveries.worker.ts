@@ -16,6 +16,7 @@ import {
   infraBackoffDelay,
   validateRecoverJob,
 } from "@vw/queues";
+import { redisClientErrorListener } from "@vw/service-kit";
 import { runRecovery, type RecoverDeps } from "./recover.js";
 
 /** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
@@ -50,6 +51,6 @@ export function createRecoveriesWorker(options: { connection: Redis; keyPrefix: 
         .catch((e: unknown) => deps.logger.error({ err: e, jobId: job.id }, "could not mark the recovery failed"));
     }
   });
-  worker.on("error", (err) => deps.logger.error({ err }, "recoveries worker error"));
+  worker.on("error", redisClientErrorListener(deps.logger, "recoveries worker error"));
   return worker;
 }

@@ -12,7 +12,6 @@ import {
   metricsRouter,
   notFoundHandler,
   openApiRouter,
-  requestLogger,
   type Logger,
   type ServiceMetrics,
 } from "@vw/service-kit";
@@ -80,14 +79,13 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
   const metrics = deps.metrics ?? createServiceMetrics("event-ingest");
-  const app = createApp();
+  const app = createApp(deps.logger);
   app.use(httpMetrics(metrics));
-  app.use(requestLogger(deps.logger));
   app.use(
     healthRouter([
-      { name: "database", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ]),
+    ], deps.logger),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

@@ -25,6 +25,7 @@ describe("loadConfig", () => {
       port: 3002,
       host: "0.0.0.0",
       logLevel: "info",
+      logFormat: "json",
       databaseUrl: valid.DATABASE_URL,
       redisUrl: "redis://127.0.0.1:6379",
       redisKeyPrefix: "vw",

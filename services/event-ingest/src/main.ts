@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { pseudonymKey } from "./analytics-privacy.js";
 import { AnalyticsIntake } from "./analytics.service.js";
@@ -11,15 +11,16 @@ import { WorldSettingsCache, WorldSettingsListener } from "./world-settings-cach
 
 const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
 
-const logger = createLogger("event-ingest", config.logLevel);
+const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 const redis = createRedisConnection(config.redisUrl, "producer");
-// Without a listener, an `error` event (Redis restarting) would crash the process; requests see the failure as a 503.
-redis.on("error", (err: Error) => logger.warn({ err: err.message }, "redis connection error"));
+// Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
+// failure as a 503, and the log gets one line when Redis goes and one when it is back.
+watchRedisConnection(redis, logger);
 const queue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
-queue.on("error", (err: Error) => logger.warn({ err: err.message }, "deliveries queue error"));
+queue.on("error", redisClientErrorListener(logger, "deliveries queue error"));
 
 // The auth hook's HTTP agents enforce ENDPOINT_URL_POLICY at connect time, like the worker's.
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
@@ -32,8 +33,9 @@ if (config.endpointUrlPolicy === "any") {
 // The auth hook's two statements (world and endpoints, history) run as prepared statements on their own small pool.
 const hookPool = createPgPool(config.databaseUrl, {
   max: 4,
-  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "auth hook pool" }),
 });
+hookPool.on("connect", () => dependencyStatus(logger, "postgresql").up());
 // Worlds and their auth endpoints, cached while a LISTEN connection reports every change.
 const hookCache = new WorldSettingsCache<HookTarget>();
 const hookCacheListener = new WorldSettingsListener(config.databaseUrl, hookCache, logger);
@@ -63,7 +65,7 @@ const app = createIngestApp({
     bufferMax: config.analyticsBufferMax,
   }),
 });
-const server = await listen(app, config.port, config.host);
+const server = await listen(app, config.port, config.host, logger);
 logger.info(
   { port: config.port, playUrl: config.playUrl, redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
   "event-ingest listening",

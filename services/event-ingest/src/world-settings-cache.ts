@@ -17,7 +17,7 @@
  * and the hook simply reads the database each time.
  */
 import { createPgClient, type PgClient, type PgNotification } from "@vw/db";
-import type { Logger } from "@vw/service-kit";
+import { dependencyStatus, type Logger } from "@vw/service-kit";
 
 /** The notification channel the migration's triggers send on. */
 export const WORLD_SETTINGS_CHANNEL = "vw_world_settings";
@@ -158,7 +158,11 @@ export class WorldSettingsListener {
       this.backendPid = null;
       if (this.client === client) this.client = null;
       void client.end().catch(() => undefined);
-      this.logger.warn({ err: err?.message ?? "connection closed", retryInMs: this.retryMs }, "world settings listener down: the auth hook reads the database on every call until it is back");
+      // One line per outage (shared with the process's other PostgreSQL clients), not one per retry.
+      dependencyStatus(this.logger, "postgresql").down(err ?? new Error("connection closed"), {
+        client: "world settings listener",
+        effect: "the auth hook reads the database on every call until it is back",
+      });
       this.retryTimer = setTimeout(() => {
         this.retryTimer = null;
         void this.connect();
@@ -178,6 +182,7 @@ export class WorldSettingsListener {
       this.client = client;
       this.backendPid = rows[0]?.pid ?? null;
       this.retryMs = this.retryBaseMs;
+      dependencyStatus(this.logger, "postgresql").up({ client: "world settings listener" });
       // Only now: a change committed before LISTEN took effect was never notified, and the cache is empty.
       this.cache.setActive(true);
     } catch (err) {

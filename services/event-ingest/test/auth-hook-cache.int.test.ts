@@ -150,6 +150,11 @@ describe("auth hook world-settings cache", () => {
 
     await until("the listener to reconnect", () => h.cache!.isActive && h.listener!.backendPid !== pid);
     expect(await callsUntilHit(world.ref, [id])).toBeLessThan(MAX_CALLS);
-    expect(h.logs.some((l) => l.level === "warn" && String(l.msg).includes("world settings listener down"))).toBe(true);
+    // One line when it went, one when it came back (not one per retry), both structured.
+    const outage = h.logs.filter((l) => /^postgresql (unreachable|reachable again)$/.test(String(l.msg)));
+    expect(outage.map((l) => [l.level, l.msg, (l.fields as { client?: string }).client])).toEqual([
+      ["error", "postgresql unreachable", "world settings listener"],
+      ["info", "postgresql reachable again", "world settings listener"],
+    ]);
   });
 });

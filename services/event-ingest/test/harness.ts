@@ -14,6 +14,7 @@ import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
+import type { Express } from "express";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
 
@@ -68,6 +69,8 @@ export interface EndpointOptions {
 }
 
 export interface IngestHarness {
+  /** The express app (route enumeration: `registeredRoutes`). */
+  app: Express;
   baseUrl: string;
   token: string;
   prisma: PrismaClient;
@@ -161,6 +164,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   };
 
   return {
+    app,
     baseUrl,
     token,
     prisma,

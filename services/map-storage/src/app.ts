@@ -10,7 +10,6 @@ import {
   metricsRouter,
   notFoundHandler,
   openApiRouter,
-  requestLogger,
   type ApiKeyAuthenticator,
   type Logger,
   type ReadinessCheck,
@@ -35,10 +34,9 @@ export interface MapStorageAppDeps {
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const metrics = deps.metrics ?? createServiceMetrics("map-storage");
-  const app = createApp();
+  const app = createApp(deps.logger);
   app.use(httpMetrics(metrics));
-  app.use(requestLogger(deps.logger));
-  app.use(healthRouter(deps.readiness));
+  app.use(healthRouter(deps.readiness, deps.logger));
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).
   app.use(metricsRouter(metrics));
   app.use(cors);

@@ -53,7 +53,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     playUrl: config.playUrl,
     readiness: [
       { name: "s3", check: () => store.ping() },
-      { name: "database", check: () => clients.prisma.$queryRaw`SELECT 1` },
+      { name: "database", dependency: "postgresql", check: () => clients.prisma.$queryRaw`SELECT 1` },
       { name: "redis", check: () => clients.redis.ping() },
     ],
   });

@@ -1,5 +1,5 @@
 import { createPrismaClient } from "@vw/db";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown } from "@vw/service-kit";
+import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
@@ -7,17 +7,17 @@ import { createS3Client } from "./storage/s3-object-store.js";
 
 const config = loadConfigOrExit("map-storage", () => loadConfig(process.env));
 
-const logger = createLogger("map-storage", config.logLevel);
+const logger = createLogger("map-storage", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // Requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
 const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
-redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+watchRedisConnection(redis, logger);
 const s3 = createS3Client(config.s3);
 
 const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
-const server = await listen(app, config.port, config.host);
+const server = await listen(app, config.port, config.host, logger);
 logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl }, "map-storage listening");
 
 registerShutdown(logger, [

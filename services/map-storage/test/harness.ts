@@ -40,11 +40,13 @@ export async function createTestWorld(prisma: PrismaClient, customDomain: string
 /** Counts calls that reach the object store, to prove a refused request never touched it. */
 export class CountingStore implements ObjectStore {
   calls = 0;
-  constructor(private readonly inner: ObjectStore) {}
+  /** Calls that change the bucket (put, delete). */
+  writes = 0;
+  constructor(readonly inner: ObjectStore) {}
   get(key: string) { this.calls++; return this.inner.get(key); }
   head(key: string) { this.calls++; return this.inner.head(key); }
-  put(...a: Parameters<ObjectStore["put"]>) { this.calls++; return this.inner.put(...a); }
-  delete(key: string) { this.calls++; return this.inner.delete(key); }
+  put(...a: Parameters<ObjectStore["put"]>) { this.calls++; this.writes++; return this.inner.put(...a); }
+  delete(key: string) { this.calls++; this.writes++; return this.inner.delete(key); }
   ping() { return this.inner.ping(); }
 }
 

@@ -16,6 +16,10 @@ export const DASHBOARD_SESSION_SCHEME = "dashboardSession";
  * is over, reaches outside its world or lacks the capability or the dashboard's `Origin` is refused.
  */
 export const ADMIN_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
+  // Every /admin/v1 route reads a body sent with POST, PUT or PATCH, even one it ignores.
+  400: ["invalid-request", "malformed-json", "too-deeply-nested"],
+  413: ["payload-too-large"],
+  415: ["unsupported-media-type", "unsupported-encoding"],
   401: ["missing-token", "invalid-token", "dashboard-session-expired"],
   403: ["forbidden", "missing-capability", "cross-origin-request"],
   503: ["dependency-unavailable"],
@@ -23,7 +27,7 @@ export const ADMIN_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
 
 /** Problems of every admin route that reads a JSON body. */
 export const ADMIN_BODY_PROBLEMS: ProblemMap = {
-  400: ["invalid-request", "malformed-json", "bad-request"],
+  400: ["invalid-request", "malformed-json", "too-deeply-nested", "bad-request"],
   413: ["payload-too-large"],
   415: ["unsupported-media-type", "unsupported-encoding"],
 };

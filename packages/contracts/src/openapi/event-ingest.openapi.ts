@@ -35,7 +35,7 @@ export const INGEST_TOKEN_SCHEME = "ingestToken";
 
 /** Problems of every authenticated intake route (all of them read a JSON body). */
 export const INGEST_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
-  400: ["invalid-request", "malformed-json", "bad-request"],
+  400: ["invalid-request", "malformed-json", "too-deeply-nested", "bad-request"],
   401: ["missing-token", "invalid-token"],
   413: ["payload-too-large"],
   415: ["unsupported-media-type", "unsupported-encoding"],

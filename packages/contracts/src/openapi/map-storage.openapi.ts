@@ -35,6 +35,11 @@ const FILE_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
 });
 
 const WRITE_PROBLEMS: ProblemMap = mergeProblems(FILE_PROBLEMS, {
+  // JSON bodies and files: platform text, UTF-8 only, at most 64 levels (a patch result 422, a stored file too deep to patch 409).
+  400: ["invalid-request", "too-deeply-nested"],
+  409: ["too-deeply-nested"],
+  415: ["unsupported-media-type"],
+  422: ["too-deeply-nested"],
   401: ["missing-token", "invalid-token"],
   403: ["wrong-world"],
   412: ["precondition-failed"],

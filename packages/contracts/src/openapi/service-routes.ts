@@ -2,8 +2,12 @@
 import { HEALTH_SCHEMA, READINESS_SCHEMA } from "../service.schema.js";
 import { ComponentSchemas, jsonResponse, operation, schemaRef, type JsonObject, type ProblemMap } from "./document-kit.js";
 
-/** Problems any route can answer (an unexpected error). */
-export const ALWAYS_PROBLEMS: ProblemMap = { 500: ["internal"] };
+/**
+ * Problems any route can answer: a path segment or query parameter that is not platform text (a
+ * NUL, invalid percent-encoding; service-kit's request guard runs before every route), and an
+ * unexpected error.
+ */
+export const ALWAYS_PROBLEMS: ProblemMap = { 400: ["invalid-path", "invalid-parameter"], 500: ["internal"] };
 
 /** The tag of the service routes. */
 export const OPERATIONS_TAG = { name: "operations", description: "Liveness, readiness and this document." };

@@ -1,7 +1,8 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { ApiKeyPrincipal } from "@vw/db";
-import { AppError, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
+import { AppError, assertUtf8Charset, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
 import type { FilesService, WriteResult } from "./files.service.js";
+import { isJsonExtension } from "./content-type.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
 import { parseEtagList, type WriteConditions } from "./preconditions.js";
@@ -91,6 +92,8 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
       }
       case "PUT": {
         const principal = await authorize(req, fp);
+        // JSON files are UTF-8 (RFC 8259): a body declared in another charset is refused, never stored.
+        if (isJsonExtension(fp.extension)) assertUtf8Charset(req.headers["content-type"]);
         const cond = conditions(req);
         const result = await files.put(fp, await body(req, res), cond);
         written(res, fp, principal, result, result.created ? 201 : 200);
@@ -104,6 +107,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
             headers: { "Accept-Patch": JSON_PATCH },
           });
         }
+        assertUtf8Charset(req.headers["content-type"], { "Accept-Patch": JSON_PATCH });
         const cond = conditions(req);
         const ops = parsePatch(await body(req, res));
         const result = await files.patch(fp, ops, cond);

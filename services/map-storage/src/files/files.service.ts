@@ -1,5 +1,5 @@
-import { validateWam } from "@vw/contracts";
-import { AppError } from "@vw/service-kit";
+import { MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, validateWam } from "@vw/contracts";
+import { AppError, parseJsonBytes } from "@vw/service-kit";
 import type { Operation } from "fast-json-patch";
 import type { FileCache, CachedFile } from "../storage/file-cache.js";
 import type { ObjectStore, WriteCondition } from "../storage/object-store.js";
@@ -83,6 +83,7 @@ export class FilesService {
   async put(fp: FilePath, body: Buffer, conditions: WriteConditions): Promise<WriteResult> {
     this.checkSize(body.length);
     if (fp.extension === "wam") validateWamBytes(body);
+    else if (isJsonExtension(fp.extension)) checkStoredDepth(body, fp, 400);
     const contentType = contentTypeFor(fp.extension);
     const key = fp.objectKey;
     return this.locks.withLock(key, async () => {
@@ -149,6 +150,9 @@ export class FilesService {
     let pending = group;
     for (let attempt = 0; pending.length > 0; attempt++) {
       const current = await this.readForWrite(fp);
+      // A file stored before the nesting limit existed may be deeper than the patch machinery
+      // (structuredClone, the patch library, ajv, JSON.stringify) can recurse: refuse, do not crash.
+      checkStoredDepth(current.body, fp, 409);
       let doc: unknown;
       try {
         doc = JSON.parse(current.body.toString("utf8"));
@@ -160,6 +164,7 @@ export class FilesService {
         try {
           checkWriteConditions(current.etag, item.conditions);
           const next = applyPatchAtomically(doc, item.ops);
+          assertWithinJsonRules(next);
           if (fp.extension === "wam") assertValidWam(next, "The patched file would not be a valid WAM file; nothing was changed.");
           doc = next;
           applied.push(item);
@@ -241,14 +246,34 @@ export class FilesService {
   }
 }
 
+/** A .wam body: UTF-8 JSON within the platform's rules (400), then a valid WAM document (422). */
 function validateWamBytes(body: Buffer): void {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString("utf8"));
-  } catch (err) {
-    throw new AppError(400, "malformed-json", `A .wam file must be JSON: ${(err as Error).message}`);
-  }
+  const doc = parseJsonBytes(body, "A .wam file", true);
   assertValidWam(doc, "The body is not a valid WAM file.");
+}
+
+/**
+ * JSON files nest at most `MAX_JSON_DEPTH` levels: a PUT of a deeper one is refused (400), and a
+ * deeper file already stored cannot be patched (409: replace it with PUT).
+ */
+function checkStoredDepth(body: Buffer, fp: FilePath, status: 400 | 409): void {
+  if (jsonTextDepth(body) <= MAX_JSON_DEPTH) return;
+  const detail =
+    status === 400
+      ? `'${fp.path}' nests objects and arrays deeper than the limit of ${MAX_JSON_DEPTH} levels.`
+      : `The stored '${fp.path}' nests deeper than the limit of ${MAX_JSON_DEPTH} levels, so it cannot be patched; replace it with PUT.`;
+  throw new AppError(status, "too-deeply-nested", detail, { limit: MAX_JSON_DEPTH });
+}
+
+/** The patched document must still be acceptable platform JSON (the patch may add depth). */
+function assertWithinJsonRules(doc: unknown): void {
+  const errors = checkJsonValue(doc);
+  if (errors.length > 0) {
+    throw new AppError(422, "too-deeply-nested", `The patched file would break the platform's JSON rules (at most ${MAX_JSON_DEPTH} levels); nothing was changed.`, {
+      errors,
+      limit: MAX_JSON_DEPTH,
+    });
+  }
 }
 
 function assertValidWam(doc: unknown, detail: string): void {

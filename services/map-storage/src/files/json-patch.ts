@@ -1,6 +1,6 @@
 import jsonpatch from "fast-json-patch";
 import type { Operation } from "fast-json-patch";
-import { AppError, type FieldError } from "@vw/service-kit";
+import { AppError, parseJsonBytes, type FieldError } from "@vw/service-kit";
 
 // fast-json-patch error names, split by what they mean for the client: the patch document itself is
 // malformed (400), or it is well formed but cannot apply to the file as it is now (409).
@@ -29,15 +29,18 @@ function firstLine(message: string): string {
 }
 
 /**
- * Parses and structurally checks a JSON Patch document (RFC 6902). Throws 400 naming the operation
- * (`/<index>` into the patch) that is malformed.
+ * Parses and structurally checks a JSON Patch document (RFC 6902) under the platform's JSON rules
+ * (UTF-8, nesting limit, no NUL or lone surrogate: service-kit `parseJsonBytes`). Throws 400 naming
+ * the operation (`/<index>` into the patch) that is malformed.
  */
 export function parsePatch(raw: Buffer): Operation[] {
   let ops: unknown;
   try {
-    ops = JSON.parse(raw.toString("utf8"));
+    ops = parseJsonBytes(raw, "The patch", true);
   } catch (err) {
-    throw new AppError(400, "malformed-patch", `The patch is not valid JSON: ${(err as Error).message}`);
+    // Unparseable JSON is a malformed patch; the other refusals keep their own type.
+    if (err instanceof AppError && err.code === "malformed-json") throw new AppError(400, "malformed-patch", err.detail);
+    throw err;
   }
   if (!Array.isArray(ops)) {
     throw new AppError(400, "malformed-patch", "A JSON Patch is an array of operations.", { errors: [{ pointer: "", detail: "must be an array" }] });

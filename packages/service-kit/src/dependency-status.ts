@@ -1,0 +1,89 @@
+import type { EventEmitter } from "node:events";
+import type { Logger } from "./logger.js";
+import { isDependencyUnavailable } from "./http.js";
+
+/**
+ * Up/down state of one backing service (Redis, PostgreSQL) as seen by one process, logged once per
+ * change: the first failure logs `<name> unreachable` (error, with the error's code and message,
+ * no stack: the client retries on its own, so each retry would otherwise add a multi-line trace),
+ * failures while down are only counted, and the first success after that logs `<name> reachable
+ * again` (info) with how long it was down and how many failures were absorbed.
+ */
+export class DependencyStatus {
+  private downSince: number | null = null;
+  private failures = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    /** `redis`, `postgresql`: the `dependency` field of the lines. */
+    readonly dependency: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** True while the last report was a failure. */
+  get isDown(): boolean {
+    return this.downSince !== null;
+  }
+
+  /** A client error: logged if the dependency was up, counted otherwise. */
+  down(err: unknown, context: Record<string, unknown> = {}): void {
+    this.failures++;
+    if (this.downSince !== null) return;
+    this.downSince = this.now();
+    this.logger.error({ dependency: this.dependency, error: describeError(err), ...context }, `${this.dependency} unreachable`);
+  }
+
+  /** A success (connection ready, query answered): logged if the dependency was down. */
+  up(context: Record<string, unknown> = {}): void {
+    if (this.downSince === null) return;
+    const downForMs = this.now() - this.downSince;
+    const failures = this.failures;
+    this.downSince = null;
+    this.failures = 0;
+    this.logger.info({ dependency: this.dependency, downForMs, failures, ...context }, `${this.dependency} reachable again`);
+  }
+}
+
+/** `{code, message}` of an error, first line only: enough to tell ECONNREFUSED from an auth failure. */
+export function describeError(err: unknown): { code?: string; message: string } {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const message = typeof e?.message === "string" ? (e.message.split("\n")[0] ?? "") : String(err);
+  return typeof e?.code === "string" ? { code: e.code, message } : { message };
+}
+
+const shared = new WeakMap<Logger, Map<string, DependencyStatus>>();
+
+/**
+ * The process-wide status of `dependency` for `logger`: every client of one dependency in a process
+ * (several Redis connections, BullMQ workers' own connections) reports to the same one, so an
+ * outage is one `unreachable` line and one `reachable again` line, not one per client and retry.
+ */
+export function dependencyStatus(logger: Logger, dependency: string): DependencyStatus {
+  let byName = shared.get(logger);
+  if (!byName) shared.set(logger, (byName = new Map()));
+  let status = byName.get(dependency);
+  if (!status) byName.set(dependency, (status = new DependencyStatus(logger, dependency)));
+  return status;
+}
+
+/**
+ * Reports an ioredis connection's `error` and `ready` events to the process's `redis` status.
+ * Also the listener without which ioredis prints every retry's stack trace to stderr.
+ */
+export function watchRedisConnection(redis: EventEmitter, logger: Logger): void {
+  const status = dependencyStatus(logger, "redis");
+  redis.on("error", (err: unknown) => status.down(err));
+  redis.on("ready", () => status.up());
+}
+
+/**
+ * An `error` listener for a BullMQ worker or queue: connection failures go to the `redis` status
+ * (one line per outage), anything else is logged as an error with `msg`.
+ */
+export function redisClientErrorListener(logger: Logger, msg: string): (err: unknown) => void {
+  const status = dependencyStatus(logger, "redis");
+  return (err) => {
+    if (isDependencyUnavailable(err)) status.down(err);
+    else logger.error({ err }, msg);
+  };
+}
