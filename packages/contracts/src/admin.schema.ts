@@ -120,8 +120,10 @@ export interface WorldResource {
   customDomain: string | null;
   /** `{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>`: base address of the world's files. */
   mapStorageUrl: string;
-  /** Address a room path is appended to (`<playUrl><path>.wam`): on the custom domain when set. */
+  /** The world's address, the webhook envelope's `world.url`: `https://<customDomain>/`, else `{PLAY_URL}/@/<organization>/<world>`. */
   playUrl: string;
+  /** What a room's path is appended to (`<roomUrlBase><path>.wam`): `{PLAY_URL}/@/<organization>/<world>/`, or `https://<customDomain>/@/`. */
+  roomUrlBase: string;
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
   createdAt: string;
@@ -321,6 +323,7 @@ export const WORLD_SCHEMA = {
     "customDomain",
     "mapStorageUrl",
     "playUrl",
+    "roomUrlBase",
     "analytics",
     "identityProviders",
     "createdAt",
@@ -334,7 +337,19 @@ export const WORLD_SCHEMA = {
     adminEmails: { type: "array", items: { type: "string" } },
     customDomain: customDomainSchema,
     mapStorageUrl: { type: "string", format: "uri", description: "`{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>`" },
-    playUrl: { type: "string", format: "uri", description: "Room URLs are `<playUrl><path>.wam`." },
+    playUrl: {
+      type: "string",
+      format: "uri",
+      description:
+        "The world's address, the same string as `world.url` in its webhooks: `https://<customDomain>/`, else " +
+        "`{PLAY_URL}/@/<organization>/<world>`. Rooms are at `{PLAY_URL}/@/<organization>/<world>/<path>.wam` " +
+        "(`https://<customDomain>/@/<path>.wam`).",
+    },
+    roomUrlBase: {
+      type: "string",
+      format: "uri",
+      description: "Room URLs are `<roomUrlBase><path>.wam`: `{PLAY_URL}/@/<organization>/<world>/`, or `https://<customDomain>/@/`.",
+    },
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
     createdAt: dateTime,

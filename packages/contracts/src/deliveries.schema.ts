@@ -1,7 +1,10 @@
 /**
  * Delivery history as the admin API shows it (DESIGN: deliveries list, one delivery with every
- * attempt, Test answer). Types only: the history is written by the services, never posted.
+ * attempt, Test answer): types and the JSON Schemas of the answers (the history is written by the
+ * services, never posted), and the Test action's request.
  */
+import { WEBHOOK_SUBSCRIPTIONS, type WebhookSubscription } from "./endpoints.schema.js";
+import { compileValidator, type ValidationResult } from "./validation.js";
 
 /**
  * State of one delivery (the spec names none; these are this project's):
@@ -107,3 +110,195 @@ export interface TestDeliveryResource {
   verdict: string;
   error: string | null;
 }
+
+// ---- JSON Schemas (answers of the admin API; the OpenAPI document references them) -----------
+
+const SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema";
+const dateTime = { type: "string", format: "date-time" } as const;
+const nullableDateTime = { type: ["string", "null"], format: "date-time" } as const;
+const httpStatus = { type: ["integer", "null"], minimum: 100, maximum: 599 } as const;
+
+const deliverySummaryProperties = {
+  deliveryId: { type: "string", format: "uuid", description: "The `webhook-id` header and the body's `deliveryId`; the same on every retry and replay." },
+  endpointId: { type: "string", format: "uuid" },
+  type: { type: "string", description: "The delivered type (`recording.completed`, ..., `ping`)." },
+  test: { type: "boolean", description: "Sent by the Test action." },
+  status: { enum: [...DELIVERY_STATUSES] },
+  attemptCount: { type: "integer", minimum: 0 },
+  lastStatus: { ...httpStatus, description: "HTTP status of the latest attempt, null when it got none." },
+  nextAttemptAt: { ...nullableDateTime, description: "When the next retry is due, while one is scheduled." },
+  createdAt: dateTime,
+  updatedAt: dateTime,
+  eventId: { type: "string", description: "The producer's `id` of the event it carries; present only for deliveries of an event." },
+} as const;
+
+const deliverySummaryRequired = [
+  "deliveryId",
+  "endpointId",
+  "type",
+  "test",
+  "status",
+  "attemptCount",
+  "lastStatus",
+  "nextAttemptAt",
+  "createdAt",
+  "updatedAt",
+] as const;
+
+/** Schema of {@link DeliverySummaryResource}. */
+export const DELIVERY_SUMMARY_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:delivery-summary",
+  title: "Delivery (listed)",
+  type: "object",
+  additionalProperties: false,
+  required: [...deliverySummaryRequired],
+  properties: deliverySummaryProperties,
+} as const;
+
+const headerMap = { type: "object", additionalProperties: { type: "string" } } as const;
+
+/** Schema of {@link AttemptResource}. */
+export const ATTEMPT_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:attempt",
+  title: "Delivery attempt",
+  type: "object",
+  additionalProperties: false,
+  required: [
+    "attemptId",
+    "attemptNumber",
+    "trigger",
+    "startedAt",
+    "requestHeaders",
+    "requestBody",
+    "responseStatus",
+    "responseHeaders",
+    "responseBody",
+    "responseBodyTruncated",
+    "durationMs",
+    "errorKind",
+    "error",
+    "verdict",
+  ],
+  properties: {
+    attemptId: { type: "string" },
+    attemptNumber: { type: "integer", minimum: 1 },
+    trigger: { type: "string", description: "`initial`, `retry`, `replay`, `test` or `hook`." },
+    startedAt: dateTime,
+    requestHeaders: headerMap,
+    requestBody: { type: "string", description: "The delivery's body, the same bytes on every attempt." },
+    responseStatus: httpStatus,
+    responseHeaders: { anyOf: [headerMap, { type: "null" }] },
+    responseBody: { type: ["string", "null"], description: "The first 4 KiB of the answer." },
+    responseBodyTruncated: { type: "boolean" },
+    durationMs: { type: "number", minimum: 0 },
+    errorKind: { type: ["string", "null"], description: "`timeout`, `connection`, `refused-by-policy` or `redirect`; null when an HTTP status came back." },
+    error: { type: ["string", "null"] },
+    verdict: { type: "string", description: "`delivered`, `retry`, `gone` or `rejected`." },
+  },
+} as const;
+
+/** Schema of {@link DeliveryResource}: a delivery with its body and every attempt (oldest first). */
+export const DELIVERY_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:delivery",
+  title: "Delivery with its attempts",
+  type: "object",
+  additionalProperties: false,
+  required: [...deliverySummaryRequired, "body", "attempts"],
+  properties: {
+    ...deliverySummaryProperties,
+    body: { type: "string", description: "The request body exactly as sent (UTF-8 JSON text)." },
+    attempts: { type: "array", items: { $ref: ATTEMPT_SCHEMA.$id } },
+  },
+} as const;
+
+/** Schema of {@link TestDeliveryResource}: what the Test action answers. */
+export const TEST_DELIVERY_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:test-delivery",
+  title: "Test delivery result",
+  type: "object",
+  additionalProperties: false,
+  required: ["deliveryId", "type", "status", "durationMs", "responseBody", "verdict", "error"],
+  properties: {
+    deliveryId: { type: "string", format: "uuid" },
+    type: { type: "string" },
+    status: { ...httpStatus, description: "HTTP status of the answer; null when there was none (timeout, connection error, refused address)." },
+    durationMs: { type: "number", minimum: 0 },
+    responseBody: { type: ["string", "null"], description: "The first 4 KiB of the answer." },
+    verdict: { type: "string" },
+    error: { type: ["string", "null"] },
+  },
+} as const;
+
+const count = { type: "integer", minimum: 0 } as const;
+
+/** Schema of {@link EndpointStatsResource}. */
+export const ENDPOINT_STATS_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:endpoint-stats",
+  title: "Endpoint figures over the last 24 h",
+  type: "object",
+  additionalProperties: false,
+  required: ["since", "until", "deliveries", "attempts", "successRate", "latencyMs", "lastAttempt"],
+  properties: {
+    since: { ...dateTime, description: "Start of the window (aligned on 5 minutes)." },
+    until: { ...dateTime, description: "Now." },
+    deliveries: {
+      type: "object",
+      additionalProperties: false,
+      required: ["total", "delivered", "failed", "pending", "skipped"],
+      properties: { total: count, delivered: count, failed: count, pending: count, skipped: count },
+      description: "Deliveries created in the window, by their current status.",
+    },
+    attempts: {
+      type: "object",
+      additionalProperties: false,
+      required: ["total", "succeeded", "failed"],
+      properties: { total: count, succeeded: count, failed: count },
+      description: "Attempts started in the window.",
+    },
+    successRate: { type: ["number", "null"], minimum: 0, maximum: 1, description: "Succeeded / total attempts; null without attempts." },
+    latencyMs: {
+      anyOf: [
+        { type: "object", additionalProperties: false, required: ["p50", "p99"], properties: { p50: { type: "number" }, p99: { type: "number" } } },
+        { type: "null" },
+      ],
+      description: "Attempt durations' p50 and p99 (fixed-bucket histogram); null without attempts.",
+    },
+    lastAttempt: {
+      anyOf: [
+        {
+          type: "object",
+          additionalProperties: false,
+          required: ["at", "status", "outcome"],
+          properties: { at: dateTime, status: httpStatus, outcome: { type: "string" } },
+        },
+        { type: "null" },
+      ],
+    },
+  },
+} as const;
+
+/** Body of `POST .../endpoints/{id}/test`; no body at all means `{}`. */
+export interface TestDeliveryRequest {
+  /** One of the endpoint's subscriptions; absent: a `ping`. */
+  subscription?: WebhookSubscription;
+}
+
+/** JSON Schema of {@link TestDeliveryRequest}. */
+export const TEST_DELIVERY_REQUEST_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:admin:v1:test-delivery-request",
+  title: "Send a test delivery",
+  description: "No body, or `{}`, sends a `ping`; a subscription sends a realistic sample of its type.",
+  type: "object",
+  additionalProperties: false,
+  properties: { subscription: { enum: [...WEBHOOK_SUBSCRIPTIONS], description: "One of the endpoint's subscriptions." } },
+} as const;
+
+/** Validates a Test request body. */
+export const validateTestDeliveryRequest: (data: unknown) => ValidationResult<TestDeliveryRequest> =
+  compileValidator<TestDeliveryRequest>(TEST_DELIVERY_REQUEST_SCHEMA);

@@ -9,6 +9,7 @@
 export {
   compileValidator,
   createAjv,
+  DATE_TIME_DETAIL,
   escapePointerToken,
   toFieldErrors,
   type Ajv2020,
@@ -31,4 +32,9 @@ export * from "./admin.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";
+export * from "./ingest.schema.js";
+export * from "./problems.js";
+export * from "./service.schema.js";
+export * from "./map-storage.schema.js";
+export * from "./openapi/index.js";
 export * from "./dashboard.schema.js";

@@ -63,6 +63,9 @@ export function escapePointerToken(token: string): string {
   return token.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
+/** What a refused `date-time` is told: RFC 3339 requires the offset, which is what is usually missing. */
+export const DATE_TIME_DETAIL = "must be an RFC 3339 date-time with a time-zone offset or Z, such as 2026-11-22T09:15:30Z or 2026-11-22T10:15:30+01:00";
+
 const WRAPPER_KEYWORDS = new Set(["if", "anyOf", "oneOf"]);
 
 /**
@@ -152,6 +155,8 @@ function detailOf(error: ErrorObject): string {
       case "const":
         return `must be ${JSON.stringify(p["allowedValue"])}`;
       case "format":
+        // ajv-formats' date-time needs the offset, the part a producer most often leaves out.
+        if (p["format"] === "date-time") return DATE_TIME_DETAIL;
         return `must be a valid ${String(p["format"])}`;
       case "pattern":
         return `must match the pattern ${String(p["pattern"])}`;

@@ -29,9 +29,11 @@ export function bearerAuth({ token, realm, variable, label }: BearerAuthOptions)
     const header = req.headers.authorization;
     const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
     if (!match?.[1]) {
+      // The same codes as map-storage's API keys: no header is `missing-token`, a header that is not
+      // `Bearer <token>` is `invalid-token` (with RFC 6750's `invalid_request`).
       throw new AppError(
         401,
-        "unauthorized",
+        header === undefined ? "missing-token" : "invalid-token",
         header === undefined
           ? `This endpoint needs 'Authorization: Bearer <${variable}>'.`
           : `The Authorization header must have the form 'Bearer <${variable}>'.`,

@@ -1,3 +1,5 @@
+import type { ProblemCode } from "@vw/contracts";
+
 /** One invalid field of a request: a JSON pointer into the request and what is wrong there. */
 export interface FieldError {
   pointer: string;
@@ -6,12 +8,13 @@ export interface FieldError {
 
 /**
  * An expected failure with its HTTP status. The error middleware renders it as
- * `application/problem+json` (RFC 9457) with `type` `/problems/<code>`.
+ * `application/problem+json` (RFC 9457) with `type` `/problems/<code>`; `code` is one of the
+ * catalogue of problem types in `@vw/contracts` (add a new one there, with its summary).
  */
 export class AppError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ProblemCode,
     readonly detail: string,
     readonly extras: { errors?: FieldError[]; headers?: Record<string, string>; [k: string]: unknown } = {},
   ) {
@@ -20,11 +23,11 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (code: string, detail: string, errors?: FieldError[]) =>
+export const badRequest = (code: ProblemCode, detail: string, errors?: FieldError[]) =>
   new AppError(400, code, detail, errors ? { errors } : {});
 export const notFound = (detail: string) => new AppError(404, "not-found", detail);
-export const conflict = (code: string, detail: string) => new AppError(409, code, detail);
-export const unprocessable = (code: string, detail: string, errors?: FieldError[]) =>
+export const conflict = (code: ProblemCode, detail: string) => new AppError(409, code, detail);
+export const unprocessable = (code: ProblemCode, detail: string, errors?: FieldError[]) =>
   new AppError(422, code, detail, errors ? { errors } : {});
 
 /** Titles for the statuses this project emits; RFC 9457 says `title` is the same for every occurrence. */
@@ -36,6 +39,7 @@ export const STATUS_TITLES: Record<number, string> = {
   405: "Method Not Allowed",
   406: "Not Acceptable",
   409: "Conflict",
+  410: "Gone",
   412: "Precondition Failed",
   413: "Content Too Large",
   415: "Unsupported Media Type",

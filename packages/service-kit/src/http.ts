@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
+import type { ProblemCode } from "@vw/contracts";
 import { AppError, STATUS_TITLES } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -10,7 +11,7 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 export function sendProblem(
   res: express.Response,
   status: number,
-  code: string,
+  code: ProblemCode,
   detail: string,
   extras: Record<string, unknown> = {},
 ): void {

@@ -8,3 +8,4 @@ export * from "./http.js";
 export * from "./logger.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
+export * from "./openapi-route.js";

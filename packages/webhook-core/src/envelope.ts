@@ -54,7 +54,8 @@ export function buildLegacyAuthBody(input: LegacyAuthBodyInput): Buffer {
 
 /**
  * The world as receivers see it: its slug and its public address, `https://<customDomain>/` when
- * it has a custom domain, else `{PLAY_URL}/@/<organization>/<world>` (the prefix of its room URLs).
+ * it has a custom domain, else `{PLAY_URL}/@/<organization>/<world>`. The one rule for a world's
+ * address: the admin API's `playUrl` is this `url` too.
  */
 export function worldReference(playUrl: string, organizationSlug: string, worldSlug: string, customDomain: string | null): WorldReference {
   const url = customDomain ? `https://${customDomain}/` : `${playUrl.replace(/\/+$/, "")}/@/${organizationSlug}/${worldSlug}`;

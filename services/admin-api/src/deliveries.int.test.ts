@@ -5,6 +5,7 @@ import { JOB_NAMES, QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/qu
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
 import { createDeliveryAgents, destroyDeliveryAgents } from "@vw/webhook-core";
+import { conformance } from "../test/conformance.js";
 import { createAdminApp } from "./app.js";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 import { expectProblem } from "../test/endpoint-fixtures.js";
@@ -309,6 +310,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
       enqueueTimeoutMs: 300,
     });
     const server = await listen(app, 0, "127.0.0.1");
+    conformance.attach(server);
     try {
       const port = (server.address() as AddressInfo).port;
       const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { authorization: `Bearer ${api.adminToken}` } });

@@ -1,8 +1,8 @@
 import { Router, type Request } from "express";
 import { AppError } from "@vw/service-kit";
-import { DELIVERY_STATUSES, type DeliveryStatus } from "@vw/contracts";
+import { DELIVERY_STATUSES, validateTestDeliveryRequest, type DeliveryStatus } from "@vw/contracts";
 import type { DeliveriesService, DeliveryPageRequest } from "./deliveries.service.js";
-import { validateTestDeliveryRequest, type EndpointTestService } from "./endpoint-test.service.js";
+import type { EndpointTestService } from "./endpoint-test.service.js";
 import { methodNotAllowed, pageRequest, validBody } from "./http-support.js";
 
 const BASE = "/worlds/:org/:world/endpoints/:id";

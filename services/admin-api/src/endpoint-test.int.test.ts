@@ -70,6 +70,8 @@ describe("POST .../endpoints/{id}/test on a current endpoint", () => {
       data: {},
       test: true,
     });
+    // The world's playUrl is the envelope's world.url, character for character.
+    expect((await api.request("GET", `/admin/v1/worlds/${w.org}/${w.world}`)).body.playUrl).toBe(`${PLAY_URL}/@/${w.org}/${w.world}`);
     const timestamp = Date.parse((got!.verified as { timestamp: string }).timestamp);
     expect(timestamp).toBeGreaterThanOrEqual(before - 1000);
     expect(timestamp).toBeLessThanOrEqual(Date.now());

@@ -1,12 +1,10 @@
 import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { badRequest } from "@vw/service-kit";
 import {
-  compileValidator,
   EVENT_SAMPLES,
   sampleFor,
-  WEBHOOK_SUBSCRIPTIONS,
+  type TestDeliveryRequest,
   type TestDeliveryResource,
-  type ValidationResult,
   type WebhookSubscription,
 } from "@vw/contracts";
 import {
@@ -20,23 +18,6 @@ import {
 } from "@vw/webhook-core";
 import type { EndpointRow, EndpointsService } from "./endpoints.service.js";
 import type { WorldWithOrganization } from "./worlds.service.js";
-
-/** Body of `POST .../endpoints/{id}/test`; no body at all means `{}`. */
-export interface TestDeliveryRequest {
-  /** One of the endpoint's subscriptions; absent: a `ping`. */
-  subscription?: WebhookSubscription;
-}
-
-/** JSON Schema of {@link TestDeliveryRequest}. */
-export const TEST_DELIVERY_REQUEST_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  properties: { subscription: { enum: [...WEBHOOK_SUBSCRIPTIONS] } },
-} as const;
-
-/** Validates a Test request body. */
-export const validateTestDeliveryRequest: (data: unknown) => ValidationResult<TestDeliveryRequest> =
-  compileValidator<TestDeliveryRequest>(TEST_DELIVERY_REQUEST_SCHEMA);
 
 /** What the Test action is built from besides the database and the endpoints. */
 export interface EndpointTestOptions {

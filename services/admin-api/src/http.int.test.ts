@@ -5,6 +5,7 @@ import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
+import { conformance } from "../test/conformance.js";
 import { createAdminApp } from "./app.js";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
@@ -26,7 +27,7 @@ function expectProblem(res: { status: number; headers: Headers; body: any }, sta
 describe("authentication", () => {
   it("answers 401 with WWW-Authenticate: Bearer when the Authorization header is missing", async () => {
     const res = await api.request("GET", "/admin/v1/organizations", { token: null });
-    expectProblem(res, 401, "unauthorized");
+    expectProblem(res, 401, "missing-token");
     expect(res.headers.get("www-authenticate")).toBe('Bearer realm="admin-api"');
   });
 
@@ -101,6 +102,7 @@ describe("health", () => {
       deliveryTimeoutMs: 1000,
     });
     const server = await listen(app, 0, "127.0.0.1");
+    conformance.attach(server);
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const ready = await fetch(`${base}/readyz`);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { DELIVERED_EVENT_TYPES, LEGACY_AUTH_WEBHOOK } from "@vw/contracts";
+import { ADMIN_MIDDLEWARE_PATHS, DELIVERED_EVENT_TYPES, LEGACY_AUTH_WEBHOOK } from "@vw/contracts";
+import { compareRoutes, registeredRoutes } from "@vw/testing";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
 let api: AdminApiHarness;
@@ -33,6 +34,27 @@ describe("GET /openapi.json", () => {
     const result = await new Validator().validate(body);
     expect(result.errors).toBeUndefined();
     expect(result.valid).toBe(true);
+  });
+
+  it("describes every route admin-api registers, and only those", async () => {
+    const { body } = await api.request("GET", "/openapi.json", { token: null });
+    const routes = registeredRoutes(api.app);
+    expect(routes.length).toBeGreaterThan(20);
+    expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(["post /dashboard/api/session", "post /admin/v1/worlds/{org}/{world}/dashboard-sessions"]));
+    expect(compareRoutes(routes, body, { middlewarePaths: ADMIN_MIDDLEWARE_PATHS })).toEqual({ undocumented: [], unregistered: [] });
+  });
+
+  it("requires the admin token on every /admin/v1 operation, or a session cookie on those of a world except minting", async () => {
+    const { body } = await api.request("GET", "/openapi.json", { token: null });
+    const admin = [{ adminToken: [] }];
+    for (const [path, item] of Object.entries(body.paths as Record<string, Record<string, { security: unknown[] }>>)) {
+      for (const op of Object.values(item)) {
+        if (!path.startsWith("/admin/v1/")) continue;
+        const sessionToo = path.startsWith("/admin/v1/worlds/") && !path.endsWith("/dashboard-sessions");
+        expect({ path, security: op.security }).toEqual({ path, security: sessionToo ? [...admin, { dashboardSession: [] }] : admin });
+      }
+    }
+    expect(body.paths["/healthz"].get.security).toEqual([]);
   });
 
   it("answers other methods with 405 and Allow", async () => {

@@ -50,7 +50,8 @@ describe("POST /admin/v1/organizations/{org}/worlds", () => {
       adminEmails: ["a@example.com", "b@example.org"],
       customDomain: null,
       mapStorageUrl: `${PUBLIC_MAP_STORAGE_URL}/${org}/office`,
-      playUrl: `${PLAY_URL}/@/${org}/office/`,
+      playUrl: `${PLAY_URL}/@/${org}/office`,
+      roomUrlBase: `${PLAY_URL}/@/${org}/office/`,
       analytics: ALL_ON,
       identityProviders: [],
       createdAt: expect.any(String),
@@ -67,7 +68,8 @@ describe("POST /admin/v1/organizations/{org}/worlds", () => {
       identityProviders: [{ id: "okta", kind: "openid-connect", exposeAccessToken: true }, { id: "google", kind: "google" }],
     });
     expect(world.customDomain).toBe(customDomain);
-    expect(world.playUrl).toBe(`https://${customDomain}/@/`);
+    expect(world.playUrl).toBe(`https://${customDomain}/`);
+    expect(world.roomUrlBase).toBe(`https://${customDomain}/@/`);
     expect(world.analytics).toEqual({ ...ALL_ON, userLevelActivity: false });
     expect(world.identityProviders).toEqual([
       { id: "okta", kind: "openid-connect", exposeAccessToken: true },
@@ -221,7 +223,8 @@ describe("PATCH /admin/v1/worlds/{org}/{world}", () => {
     const cleared = await api.request("PATCH", path, { body: { customDomain: null } });
     expect(cleared.status).toBe(200);
     expect(cleared.body.customDomain).toBeNull();
-    expect(cleared.body.playUrl).toBe(`${PLAY_URL}/@/${org}/${world.slug}/`);
+    expect(cleared.body.playUrl).toBe(`${PLAY_URL}/@/${org}/${world.slug}`);
+    expect(cleared.body.roomUrlBase).toBe(`${PLAY_URL}/@/${org}/${world.slug}/`);
     const row = await api.prisma.world.findUniqueOrThrow({ where: { id: world.id } });
     expect(row.customDomain).toBeNull();
     // A cleared domain is free for another world.

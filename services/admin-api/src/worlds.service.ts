@@ -1,5 +1,6 @@
 import { Prisma, uniqueViolationFields, type Organization, type PrismaClient, type World } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
+import { worldReference } from "@vw/webhook-core";
 import {
   DEFAULT_WORLD_ANALYTICS,
   type CreateWorldRequest,
@@ -116,7 +117,8 @@ export class WorldsService {
       adminEmails: w.adminEmails,
       customDomain: w.customDomain,
       mapStorageUrl: this.mapStorageUrl(org, w.slug),
-      playUrl: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
+      playUrl: worldReference(this.urls.playUrl, org, w.slug, w.customDomain).url,
+      roomUrlBase: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
       analytics: readAnalytics(w.analytics),
       identityProviders: readIdentityProviders(w.identityProviders),
       createdAt: w.createdAt.toISOString(),

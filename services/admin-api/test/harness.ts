@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
+import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
@@ -24,6 +25,7 @@ import {
   type SecretBox,
 } from "@vw/webhook-core";
 import { createAdminApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 
 export interface LogLine {
   level: string;
@@ -72,6 +74,8 @@ export interface AdminApiOptions {
 
 export interface AdminApiHarness {
   baseUrl: string;
+  /** The app under test (for `registeredRoutes`). */
+  app: Express;
   adminToken: string;
   prisma: PrismaClient;
   /** The box sealing this app's endpoint secrets (to open what the database holds). */
@@ -165,11 +169,13 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
 
   return {
     baseUrl,
+    app,
     adminToken,
     prisma,
     secretBox,

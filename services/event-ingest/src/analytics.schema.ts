@@ -4,7 +4,7 @@
  * accepted; a tabulated property of a known name with the wrong type is refused); every problem
  * is reported at once as a JSON pointer into the request (`/events/3/data/properties/durationSeconds`).
  */
-import { SLUG_PATTERN, escapePointerToken, validateAnalyticsEvent, type AnalyticsEvent, type FieldError, type ValidationResult } from "@vw/contracts";
+import { WORLD_REFERENCE_PATTERN, escapePointerToken, validateAnalyticsEvent, type AnalyticsEvent, type FieldError, type ValidationResult } from "@vw/contracts";
 
 /** A validated analytics request. */
 export interface AnalyticsIntakeRequest {
@@ -15,8 +15,7 @@ export interface AnalyticsIntakeRequest {
   events: AnalyticsEvent[];
 }
 
-const SLUG_BODY = SLUG_PATTERN.replace(/^\^/, "").replace(/\$$/, "");
-const WORLD_REF_RE = new RegExp(`^(${SLUG_BODY})/(${SLUG_BODY})$`);
+const WORLD_REF_RE = new RegExp(WORLD_REFERENCE_PATTERN);
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 

@@ -2,7 +2,8 @@ import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { pingDatabase, type PrismaClient } from "@vw/db";
-import { createApp, errorMiddleware, healthRouter, notFoundHandler, requestLogger, type Logger } from "@vw/service-kit";
+import { buildEventIngestDocument } from "@vw/contracts";
+import { createApp, errorMiddleware, healthRouter, notFoundHandler, openApiRouter, requestLogger, type Logger } from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
@@ -44,8 +45,8 @@ export interface IngestAppDeps {
 export const INGEST_API_PREFIX = "/v1";
 
 /**
- * The event-ingest HTTP app: `/healthz`, `/readyz` (database and Redis) and the authenticated
- * `/v1` routes; every error is an RFC 9457 problem document.
+ * The event-ingest HTTP app: `/healthz`, `/readyz` (database and Redis), `/openapi.json` and the
+ * authenticated `/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
   const ingest = new IngestService(deps.prisma, deps.queue, {
@@ -68,6 +69,8 @@ export function createIngestApp(deps: IngestAppDeps): Express {
       { name: "redis", check: () => deps.redis.ping() },
     ]),
   );
+  // Public, so mounted before (and outside) the authenticated router.
+  app.use(openApiRouter(buildEventIngestDocument()));
   app.use(INGEST_API_PREFIX, api);
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

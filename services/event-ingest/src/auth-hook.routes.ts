@@ -1,6 +1,6 @@
 import { Router } from "express";
+import { validateAuthHookRequest } from "@vw/contracts";
 import { badRequest } from "@vw/service-kit";
-import { parseAuthHookRequest } from "./auth-hook.schema.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { methodNotAllowed } from "./http-support.js";
 
@@ -13,9 +13,9 @@ export function authHookRouter(hook: AuthHookService): Router {
   const router = Router({ caseSensitive: true });
   router.post("/auth-hook", async (req, res) => {
     if (req.body === undefined) {
-      throw badRequest("invalid-request", "The request needs a JSON body: {world, roomUrl, uuid, accessTokens}.", [{ pointer: "", detail: "is required" }]);
+      throw badRequest("invalid-request", "The request needs a JSON body: {world, roomUrl, uuid, accessTokens?}.", [{ pointer: "", detail: "is required" }]);
     }
-    const parsed = parseAuthHookRequest(req.body);
+    const parsed = validateAuthHookRequest(req.body);
     if (!parsed.ok) {
       throw badRequest("invalid-request", "The request is not valid and no endpoint was called; see `errors` for each invalid member.", parsed.errors);
     }

@@ -33,7 +33,7 @@ import {
   type DeliveryAgents,
   type SecretBox,
 } from "@vw/webhook-core";
-import type { AuthHookRequest } from "./auth-hook.schema.js";
+import type { ValidAuthHookRequest as AuthHookRequest } from "@vw/contracts";
 import type { WorldSettingsCache } from "./world-settings-cache.js";
 
 /** The event type of the hook. */

@@ -67,6 +67,11 @@ describe("parseIntakeRequest", () => {
     expect(pointers(errors)).toEqual(["/data/email", "/data/extra", "/data/via", "/id", "/more", "/timestamp", "/world"]);
   });
 
+  it("tells a timestamp without an offset that an offset or Z is needed", () => {
+    const errors = refused(event({ timestamp: "2026-11-22T10:00:00" }));
+    expect(errors).toEqual([{ pointer: "/timestamp", detail: expect.stringContaining("with a time-zone offset or Z") }]);
+  });
+
   it("lists every bad member of every event of a batch, with the event's index", () => {
     const errors = refused({
       events: [

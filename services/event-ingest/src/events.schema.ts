@@ -5,7 +5,8 @@
  */
 import {
   EVENT_TYPES,
-  SLUG_PATTERN,
+  INTAKE_EVENT_SHAPE_SCHEMA,
+  WORLD_REFERENCE_PATTERN,
   compileValidator,
   escapePointerToken,
   validateEventData,
@@ -15,9 +16,6 @@ import {
 
 /** A type accepted at intake (the asynchronous domain events). */
 export type IntakeEventType = (typeof EVENT_TYPES)[number];
-
-/** Longest accepted producer `id`, in characters. */
-export const MAX_EVENT_ID_LENGTH = 200;
 
 /** Earliest and latest accepted `timestamp` (RFC 3339 needs a four-digit year after normalisation to UTC). */
 export const MIN_EVENT_TIME = Date.UTC(1970, 0, 1);
@@ -53,25 +51,15 @@ const NOT_INTAKE_TYPES: Readonly<Record<string, string>> = {
   ping: "ping is sent only by the dashboard's Test action",
 };
 
-const SLUG_BODY = SLUG_PATTERN.replace(/^\^/, "").replace(/\$$/, "");
-const WORLD_REF_RE = new RegExp(`^(${SLUG_BODY})/(${SLUG_BODY})$`);
+const WORLD_REF_RE = new RegExp(WORLD_REFERENCE_PATTERN);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The member types of one event; the rules JSON Schema words badly are checked in {@link checkEvent}. */
-const validateEventShape = compileValidator<{ id: string; world: string; type: string; timestamp: string; data: Record<string, unknown> }>({
-  type: "object",
-  additionalProperties: false,
-  required: ["id", "world", "type", "timestamp", "data"],
-  properties: {
-    id: { type: "string", minLength: 1, maxLength: MAX_EVENT_ID_LENGTH },
-    world: { type: "string" },
-    type: { type: "string" },
-    timestamp: { type: "string", format: "date-time" },
-    data: { type: "object" },
-  },
-});
+const validateEventShape = compileValidator<{ id: string; world: string; type: string; timestamp: string; data: Record<string, unknown> }>(
+  INTAKE_EVENT_SHAPE_SCHEMA,
+);
 
 /**
  * Validates a request body against the intake rules and the event catalogue. Nothing about the

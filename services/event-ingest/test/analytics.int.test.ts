@@ -13,6 +13,7 @@ import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { PSEUDONYM_LENGTH, pseudonymKey } from "../src/analytics-privacy.js";
 import { AnalyticsIntake } from "../src/analytics.service.js";
 import { createIngestApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 import { PLAY_URL, startIngest, type IngestHarness, type TestWorld } from "./harness.js";
 
 const BUFFER_MAX = 50;
@@ -37,6 +38,7 @@ beforeAll(async () => {
   });
   const app = createIngestApp({ prisma: h.prisma, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics });
   server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {

@@ -13,6 +13,7 @@ import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
 import { createIngestApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 import { AuthHookService, type HookTarget } from "../src/auth-hook.service.js";
 import { WorldSettingsCache, WorldSettingsListener } from "../src/world-settings-cache.js";
 
@@ -78,6 +79,7 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `h${randomBytes(3).toString("hex")}-`;
   const slug = (label: string) => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`;

@@ -63,6 +63,20 @@ describe("POST /v1/auth-hook: requests", () => {
 });
 
 describe("POST /v1/auth-hook: delivery", () => {
+  it("takes an anonymous member without accessTokens as one with [] (the receiver gets accessTokens: [])", async () => {
+    const secret = generateSecret();
+    const r = await receiver({ secret });
+    const world = await h.createWorld();
+    await h.createEndpoint(world, { url: r.url, secret });
+    const { accessTokens: _omitted, ...anonymous } = hookBody(world.ref);
+    const res = await h.post(anonymous);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(1);
+    const [got] = await r.waitFor(1);
+    expect((got!.verified as { data: { accessTokens: unknown } }).data.accessTokens).toEqual([]);
+    expect((await h.post({ ...anonymous, accessTokens: null })).status).toBe(400);
+  });
+
   it("calls the endpoints one after another in creation order; a hung one costs one timeout, the next still run", async () => {
     const secrets = [generateSecret(), generateSecret(), generateSecret()];
     const hung = await receiver({ secret: secrets[0]!, answer: "hang" });

@@ -15,6 +15,7 @@ import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createIngestApp } from "../src/app.js";
+import { conformance } from "./conformance.js";
 
 export const PLAY_URL = "https://play.example.test";
 
@@ -132,6 +133,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
   });
   const server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugPrefix = `t${randomBytes(3).toString("hex")}-`;
   const slug = (label: string) => `${slugPrefix}${label}-${randomBytes(3).toString("hex")}`;

@@ -17,7 +17,7 @@ describe("authentication", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect(res.headers.get("www-authenticate")).toBe('Bearer realm="event-ingest"');
-    expect(res.body).toMatchObject({ type: "/problems/unauthorized", status: 401 });
+    expect(res.body).toMatchObject({ type: "/problems/missing-token", status: 401 });
   });
 
   it("refuses a wrong token with 401 invalid_token and never logs it", async () => {

@@ -1,7 +1,17 @@
 import type { Express } from "express";
-import { createApp, errorMiddleware, healthRouter, requestLogger, type Logger, type ReadinessCheck } from "@vw/service-kit";
+import { buildMapStorageDocument } from "@vw/contracts";
+import {
+  createApp,
+  errorMiddleware,
+  healthRouter,
+  notFoundHandler,
+  openApiRouter,
+  requestLogger,
+  type Logger,
+  type ReadinessCheck,
+} from "@vw/service-kit";
 import type { ApiKeyAuthenticator } from "./auth/api-key-auth.js";
-import { cors, filesHandler } from "./files/files.routes.js";
+import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
 
@@ -21,8 +31,10 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   app.use(requestLogger(deps.logger));
   app.use(healthRouter(deps.readiness));
   app.use(cors);
+  app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));
-  app.use(filesHandler(deps.files, deps.auth, deps));
+  app.use(filesRouter(deps.files, deps.auth, deps));
+  app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));
   return app;
 }

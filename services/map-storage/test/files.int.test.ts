@@ -181,8 +181,12 @@ describe("refused writes leave the stored file byte-for-byte intact", () => {
       await patch(path, [{ op: "replace", path: "/metadata/name", value: "half" }, { op: "test", path: "/metadata/name", value: "other" }]),
       409,
     );
+    // Both places: the operation in the patch, and the path in the file it failed on.
     expect(problem.errors![0]!.pointer).toBe("/1");
-    await expectProblem(await patch(path, [{ op: "remove", path: "/entities/missing" }]), 409);
+    expect(problem.errors![0]!.detail).toContain("test at /metadata/name");
+    expect(problem.detail).toMatch(/^Operation 1 \(test at \/metadata\/name\) cannot apply/);
+    const missing = await expectProblem(await patch(path, [{ op: "remove", path: "/entities/missing" }]), 409);
+    expect(missing.errors![0]!.detail).toContain("remove at /entities/missing");
     await intact();
   });
 

@@ -4,8 +4,10 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
+import type { Express } from "express";
 import { Redis } from "ioredis";
 import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
+import { conformance } from "./conformance.js";
 import { loadConfig } from "../src/config.js";
 import { createS3Client } from "../src/storage/s3-object-store.js";
 import type { ObjectStore } from "../src/storage/object-store.js";
@@ -48,6 +50,8 @@ export class CountingStore implements ObjectStore {
 
 export interface RunningMapStorage {
   baseUrl: string;
+  /** The app under test (for `registeredRoutes`). */
+  app: Express;
   store: CountingStore;
   redisPrefix: string;
   close(): Promise<void>;
@@ -70,9 +74,11 @@ export async function startMapStorage(
     { ...overrides, wrapStore: (s) => (store = new CountingStore(s)) },
   );
   const server: Server = await listen(app, 0, "127.0.0.1");
+  conformance.attach(server);
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}`,
+    app,
     store,
     redisPrefix,
     async close() {

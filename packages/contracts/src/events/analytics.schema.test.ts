@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { LISTED_ANALYTICS_EVENT_NAMES } from "./analytics-names.js";
+import { DATE_TIME_DETAIL } from "../validation.js";
 import { ANALYTICS_EVENT_SCHEMA, ANALYTICS_PROPERTIES_SCHEMAS } from "./analytics.schema.js";
 import { validateAnalyticsEvent } from "./validators.js";
 
@@ -110,7 +111,7 @@ describe("validateAnalyticsEvent", () => {
     expect(errorsOf(bad)).toEqual(
       expect.arrayContaining([
         { pointer: "/id", detail: "must be string" },
-        { pointer: "/timestamp", detail: "must be a valid date-time" },
+        { pointer: "/timestamp", detail: DATE_TIME_DETAIL },
         { pointer: "/data/eventTime", detail: "is required" },
         { pointer: "/data/source", detail: "must be one of: front, pusher, media" },
         { pointer: "/data/user/uuid", detail: "is required" },

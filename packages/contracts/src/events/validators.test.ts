@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { WEBHOOK_SUBSCRIPTIONS } from "../endpoints.schema.js";
+import { DATE_TIME_DETAIL } from "../validation.js";
 import type { DeliveredEventType } from "./event-types.js";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES, SUBSCRIPTION_OF_TYPE, eventTypesOfSubscription, isEventType } from "./event-types.js";
 import { EVENT_SAMPLES, sampleDelivery } from "./samples.js";
@@ -76,7 +77,7 @@ describe("validateEventData", () => {
         { pointer: "/durationSeconds", detail: "must be integer" },
         { pointer: "/sizeBytes", detail: "must be >= 0" },
         { pointer: "/downloadUrl", detail: "must be a valid uri" },
-        { pointer: "/expiresAt", detail: "must be a valid date-time" },
+        { pointer: "/expiresAt", detail: DATE_TIME_DETAIL },
       ]),
     );
     expect(errorsOf(validateEventData("recording.completed", data))).toHaveLength(8);
@@ -149,7 +150,7 @@ describe("validateEnvelope", () => {
         { pointer: "/deliveryId", detail: "must be a valid uuid" },
         { pointer: "/apiVersion", detail: "must match the pattern ^\\d{4}-\\d{2}-\\d{2}$" },
         { pointer: "/type", detail: "must be at least 1 characters long" },
-        { pointer: "/timestamp", detail: "must be a valid date-time" },
+        { pointer: "/timestamp", detail: DATE_TIME_DETAIL },
         { pointer: "/world/url", detail: "is required" },
         { pointer: "/world/slug", detail: expect.stringContaining("pattern") },
         { pointer: "/data", detail: "must be object" },

@@ -9,8 +9,8 @@ export function OverviewScreen() {
   const world = useQuery({ queryKey: ["world"], queryFn: api.world });
   const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: api.endpoints });
 
-  // playUrl is already the world's room prefix (on its custom domain when it has one).
-  const roomBase = world.data?.playUrl ?? null;
+  // roomUrlBase is the world's room prefix (on its custom domain when it has one).
+  const roomBase = world.data?.roomUrlBase ?? null;
   // The world's 24 h figures are the sum of its endpoints' rollups (one cheap read each).
   const stats = useQueries({
     queries: (endpoints.data?.items ?? []).map((e) => ({ queryKey: ["stats", e.id], queryFn: () => api.stats(e.id), refetchInterval: 30_000, staleTime: 0 })),

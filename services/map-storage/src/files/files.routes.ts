@@ -1,5 +1,5 @@
-import express, { type Request, type RequestHandler, type Response } from "express";
-import { AppError, sendProblem } from "@vw/service-kit";
+import express, { type Request, type RequestHandler, type Response, type Router } from "express";
+import { AppError } from "@vw/service-kit";
 import type { ApiKeyAuthenticator, KeyPrincipal } from "../auth/api-key-auth.js";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
@@ -16,10 +16,19 @@ const JSON_PATCH = "application/json-patch+json";
 const ALLOWED = "GET, HEAD, PUT, PATCH, DELETE, OPTIONS";
 
 /**
+ * Request targets that can address a file: at least three segments, `/<organization>/<world>/<path>`,
+ * matched on the raw (still encoded) target. Anything with fewer (`/`, `/metrics`, `/acme/hq`) can
+ * never be a file, so it falls through to the 404 of unknown routes instead of a path-syntax 400;
+ * everything with more is judged by {@link parseFilePath}, empty and dot segments included. No
+ * capture group, so the router decodes nothing before those rules have run.
+ */
+export const FILE_ROUTE = /^\/[^/]*\/[^/]*\/.*$/;
+
+/**
  * `/<organization>/<world>/<path>`: the map storage API. Order of checks, so that a refused request
  * never touches storage: path rules (400), then the key (401/403), then the body (413/415/400/422).
  */
-export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, options: FilesRoutesOptions): RequestHandler {
+export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator, options: FilesRoutesOptions): Router {
   const readBody = express.raw({ type: () => true, limit: options.maxFileBytes });
 
   const body = (req: Request, res: Response): Promise<Buffer> =>
@@ -56,7 +65,7 @@ export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, opt
     res.status(status).json(out);
   };
 
-  return async (req, res) => {
+  const handler: RequestHandler = async (req, res) => {
     const fp = parseFilePath(req.originalUrl);
     switch (req.method) {
       case "GET":
@@ -103,10 +112,22 @@ export function filesHandler(files: FilesService, auth: ApiKeyAuthenticator, opt
         res.status(204).end();
         return;
       }
-      default:
-        sendProblem(res, 405, "method-not-allowed", `${req.method} is not supported on files.`, { headers: { Allow: ALLOWED } });
     }
   };
+
+  const router = express.Router({ caseSensitive: true });
+  router
+    .route(FILE_ROUTE)
+    .get(handler)
+    .head(handler)
+    .put(handler)
+    .patch(handler)
+    .delete(handler)
+    .options(preflight)
+    .all((req) => {
+      throw new AppError(405, "method-not-allowed", `${req.method} is not supported on files.`, { headers: { Allow: ALLOWED } });
+    });
+  return router;
 }
 
 /** Room URL of a `.wam` file (spec: "Room URL shape"). */
@@ -117,18 +138,20 @@ export function roomUrl(playUrl: string, fp: FilePath, customDomain: string | nu
 
 /**
  * CORS: the play client reads rooms from other origins and browser map editors write with a bearer
- * key (no cookies), so any origin may call; preflights are answered here.
+ * key (no cookies), so any origin may call. Preflights are answered by the files route, the only one
+ * a browser sends non-simple requests to.
  */
-export const cors: RequestHandler = (req, res, next) => {
+export const cors: RequestHandler = (_req, res, next) => {
   res.setHeader("Access-Control-Allow-Origin", "*");
   res.setHeader("Access-Control-Expose-Headers", "ETag, Location, WWW-Authenticate, Retry-After");
-  if (req.method === "OPTIONS") {
-    res.setHeader("Access-Control-Allow-Methods", ALLOWED);
-    res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match, If-None-Match");
-    res.setHeader("Access-Control-Max-Age", "600");
-    res.setHeader("Allow", ALLOWED);
-    res.status(204).end();
-    return;
-  }
   next();
+};
+
+/** `OPTIONS` of a file: the CORS preflight. */
+const preflight: RequestHandler = (_req, res) => {
+  res.setHeader("Access-Control-Allow-Methods", ALLOWED);
+  res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match, If-None-Match");
+  res.setHeader("Access-Control-Max-Age", "600");
+  res.setHeader("Allow", ALLOWED);
+  res.status(204).end();
 };

@@ -53,6 +53,14 @@ export function parsePatch(raw: Buffer): Operation[] {
   return ops as Operation[];
 }
 
+/** ` (replace at /metadata/name)`, ` (move from /a to /b)`: the operation and where in the file it acts. */
+function documentPlace(op: Operation | undefined): string {
+  if (!op || typeof op !== "object" || typeof op.path !== "string") return "";
+  const at = (path: string) => (path === "" ? "the document root" : path);
+  const from = (op as { from?: unknown }).from;
+  return typeof from === "string" ? ` (${String(op.op)} from ${at(from)} to ${at(op.path)})` : ` (${String(op.op)} at ${at(op.path)})`;
+}
+
 /**
  * Applies `ops` to a copy of `doc`, all or nothing. An operation that cannot apply (a failed `test`,
  * a missing path) throws 409 naming it. Prototype-polluting paths are refused by the library.
@@ -68,8 +76,10 @@ export function applyPatchAtomically(doc: unknown, ops: Operation[]): unknown {
       const index = err.index ?? 0;
       const status = MALFORMED.has(err.name) ? 400 : 409;
       const code = status === 400 ? "malformed-patch" : err.name === "TEST_OPERATION_FAILED" ? "patch-test-failed" : "patch-conflict";
-      throw new AppError(status, code, `Operation ${index} cannot apply: ${firstLine(err.message)}`, {
-        errors: [{ pointer: `/${index}`, detail: `${err.name}: ${firstLine(err.message)}` }],
+      // `/<index>` points into the patch; the client also needs the place in the file it failed on.
+      const where = documentPlace(ops[index]);
+      throw new AppError(status, code, `Operation ${index}${where} cannot apply: ${firstLine(err.message)}`, {
+        errors: [{ pointer: `/${index}`, detail: `${err.name}${where}: ${firstLine(err.message)}` }],
       });
     }
     // The library throws plain TypeErrors for prototype pollution attempts.
