@@ -3,10 +3,14 @@ import { useQuery } from "@tanstack/react-query";
 import { useSession } from "../session-context.js";
 import { formatRate, formatTime } from "./ui.js";
 
-/** `useQuery` of one endpoint's stats, shared by the list, the overview and the detail. */
-export function useEndpointStats(endpointId: string) {
+/**
+ * `useQuery` of one endpoint's stats, shared by the list, the overview and the detail: always
+ * re-read when a screen shows them (staleTime 0), then every `refreshMs` (30 s on lists, where
+ * one request per endpoint adds up; 5 s on the detail, like its delivery list).
+ */
+export function useEndpointStats(endpointId: string, refreshMs = 30_000) {
   const { api } = useSession();
-  return useQuery({ queryKey: ["stats", endpointId], queryFn: () => api.stats(endpointId), refetchInterval: 5_000, staleTime: 0 });
+  return useQuery({ queryKey: ["stats", endpointId], queryFn: () => api.stats(endpointId), refetchInterval: refreshMs, staleTime: 0 });
 }
 
 /** One line: last attempt and the 24 h success rate, or why there is none. */
@@ -31,7 +35,7 @@ export function EndpointStatsLine({ endpointId }: { endpointId: string }) {
 
 /** The detail's figures: deliveries by outcome, success rate, latency. */
 export function EndpointStatsPanel({ endpointId }: { endpointId: string }) {
-  const stats = useEndpointStats(endpointId);
+  const stats = useEndpointStats(endpointId, 5_000);
   const s = stats.data;
   return (
     <section className="card" aria-labelledby="stats-title">

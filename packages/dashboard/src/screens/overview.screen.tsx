@@ -13,7 +13,7 @@ export function OverviewScreen() {
   const roomBase = world.data?.roomUrlBase ?? null;
   // The world's 24 h figures are the sum of its endpoints' rollups (one cheap read each).
   const stats = useQueries({
-    queries: (endpoints.data?.items ?? []).map((e) => ({ queryKey: ["stats", e.id], queryFn: () => api.stats(e.id), refetchInterval: 5_000, staleTime: 0 })),
+    queries: (endpoints.data?.items ?? []).map((e) => ({ queryKey: ["stats", e.id], queryFn: () => api.stats(e.id), refetchInterval: 30_000, staleTime: 0 })),
   });
   const statsReady = stats.length > 0 && stats.every((q) => q.data !== undefined);
   const deliveries24h = stats.reduce((n, q) => n + (q.data?.deliveries.total ?? 0), 0);
