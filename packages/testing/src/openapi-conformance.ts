@@ -6,7 +6,7 @@
  * for that status, and a request that succeeded validates against the request body's schema.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { createAjv, type Ajv2020, type ErrorObject } from "@vw/contracts";
+import { ALWAYS_PROBLEMS, createAjv, type Ajv2020, type ErrorObject } from "@vw/contracts";
 
 /** One request and its answer, as the server saw them. */
 export interface RecordedExchange {
@@ -172,6 +172,9 @@ export class OpenApiConformance {
         if (exchange.responseHeaders["allow"] === undefined) return `route ${template.path}: 405 without an Allow header`;
         return this.problemBody(exchange, `route ${template.path}, method not allowed (405)`);
       }
+      // The request guard refuses a malformed path or query before routing, whatever the method
+      // (ALWAYS_PROBLEMS): a 400 problem of the catalogue, on an operation or not.
+      if (exchange.status === 400) return this.refusedBeforeRouting(exchange, `route ${template.path}, ${method.toUpperCase()} refused before routing (400)`);
       return `route ${template.path} has no ${method} operation in the document`;
     }
     const where = `route ${method.toUpperCase()} ${template.path}`;
@@ -211,6 +214,15 @@ export class OpenApiConformance {
     // An empty schema takes any bytes (map-storage stores files as sent, whatever their type says).
     if (!media.schema || Object.keys(media.schema).length === 0) return undefined;
     return this.validate(`${where} request ${exchange.requestContentType}`, media.schema, exchange.requestBody, `${where}: the request body of a ${exchange.status}`);
+  }
+
+  /** A 400 outside any operation: only the guard's `invalid-path` or `invalid-parameter`. */
+  private refusedBeforeRouting(exchange: RecordedExchange, what: string): string | undefined {
+    const problem = this.problemBody(exchange, what);
+    if (problem !== undefined) return problem;
+    const type = (JSON.parse(exchange.responseBody.toString("utf8")) as { type?: unknown }).type;
+    const allowed = (ALWAYS_PROBLEMS[400] ?? []).map((code) => `/problems/${code}`);
+    return typeof type === "string" && allowed.some((t) => type.endsWith(t)) ? undefined : `${what}: problem type ${String(type)} is not one the guard answers (${allowed.join(", ")})`;
   }
 
   /** A 404 or 405 outside any operation must still be a problem document of the catalogue. */
