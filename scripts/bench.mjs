@@ -7,7 +7,9 @@
  * postgresql://postgres@127.0.0.1:5432/postgres), and REDIS_URL (default redis://127.0.0.1:6379/0).
  * The benchmark gets DATABASE_URL, REDIS_URL, the S3_* variables and LOG_LEVEL (default `warn`);
  * extra arguments are passed to it. Everything is stopped and dropped afterwards, also on Ctrl+C.
- * Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
+ * A benchmark listed in EXTRA_DATABASES also gets more migrated databases, one per name, as
+ * `DATABASE_URL_<NAME>` (for example `history` compares an empty history with a 10M one, side by
+ * side). Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -54,12 +56,17 @@ if (!script || !existsSync(script)) {
   process.exit(2);
 }
 
+/** Benchmarks that need more databases than the one in DATABASE_URL: their names (see the file comment). */
+const EXTRA_DATABASES = { history: ["empty"] };
+
 const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
 const redisUrl = process.env.REDIS_URL || DEFAULT_REDIS_URL;
 const suffix = randomSuffix();
 const dbName = `vw_bench_${suffix}`;
 let s3 = null;
 let dbCreated = false;
+/** Extra databases created so far (dropped by cleanup). */
+const extraDbs = [];
 let child = null;
 let cleaning = null;
 
@@ -67,6 +74,7 @@ async function cleanup() {
   cleaning ??= (async () => {
     if (s3) await s3.stop().catch((err) => log(`s3rver stop: ${err.message}`));
     if (dbCreated) await dropDatabase(adminUrl, dbName).catch((err) => log(`drop database ${dbName}: ${err.message}`));
+    for (const extra of extraDbs) await dropDatabase(adminUrl, extra).catch((err) => log(`drop database ${extra}: ${err.message}`));
   })();
   return cleaning;
 }
@@ -83,10 +91,18 @@ try {
   const { databaseUrl } = await ensureDatabase(adminUrl, dbName);
   dbCreated = true;
   await migrate(databaseUrl);
+  const extraEnv = {};
+  for (const extra of EXTRA_DATABASES[name] ?? []) {
+    const extraName = `${dbName}_${extra}`;
+    extraDbs.push(extraName);
+    const { databaseUrl: extraUrl } = await ensureDatabase(adminUrl, extraName);
+    await migrate(extraUrl);
+    extraEnv[`DATABASE_URL_${extra.toUpperCase()}`] = extraUrl;
+  }
   s3 = await startS3rver({ bucket: `vw-bench-${suffix}` });
   log(`database ${dbName}, s3rver ${s3.endpoint} bucket ${s3.bucket}, redis ${redisUrl}`);
 
-  const env = childEnv(process.env, { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, ...s3.env });
+  const env = childEnv(process.env, { DATABASE_URL: databaseUrl, ...extraEnv, REDIS_URL: redisUrl, ...s3.env });
   env.LOG_LEVEL ||= "warn";
   log(`running ${relative(ROOT, script)}`);
   child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", script, ...benchArgs], { cwd: ROOT, env, stdio: "inherit" });

@@ -167,15 +167,17 @@ export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Prom
  * Base express app: no `x-powered-by`, no ETag generation (services set their own), trust no
  * proxy. With a `logger`, its first middlewares are the request log (request id, `X-Request-Id`,
  * one line per request) and the {@link requestTextGuard} (NUL or lone surrogates in the path or
- * query: 400), so they apply to every route.
+ * query: 400), so they apply to every route. `requestContext: false` keeps the request line and
+ * `X-Request-Id` but does not enter the request context (see {@link requestLogger}): for an app of
+ * operations routes only (health, metrics) in a process whose real work is not requests.
  */
-export function createApp(logger?: Logger): Express {
+export function createApp(logger?: Logger, options: { requestContext?: boolean } = {}): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
   if (logger) {
-    app.use(requestLogger(logger));
+    app.use(requestLogger(logger, { context: options.requestContext ?? true }));
     app.use(requestTextGuard);
   }
   return app;

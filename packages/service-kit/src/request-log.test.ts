@@ -22,8 +22,8 @@ function memoryLogger(format: LogFormat, level = "debug"): { logger: Logger; lin
   return { logger: createLogger("test-service", level, format, sink), lines };
 }
 
-async function withApp<T>(logger: Logger, run: (base: string) => Promise<T>): Promise<T> {
-  const app = createApp(logger);
+async function withApp<T>(logger: Logger, run: (base: string) => Promise<T>, options: { requestContext?: boolean } = {}): Promise<T> {
+  const app = createApp(logger, options);
   app.get("/work", (_req, res) => {
     logger.info({ step: "inside" }, "doing the work");
     res.json({ ok: true });
@@ -45,6 +45,24 @@ async function withApp<T>(logger: Logger, run: (base: string) => Promise<T>): Pr
 }
 
 describe("request ids and the request log", () => {
+  it("without the request context (operations apps) still logs the request with its id, but lines below the route carry none", async () => {
+    const { logger, lines } = memoryLogger("json");
+    await withApp(
+      logger,
+      async (base) => {
+        const ok = await fetch(`${base}/work`, { headers: { "x-request-id": "ops-1" } });
+        expect(ok.headers.get("x-request-id")).toBe("ops-1");
+      },
+      { requestContext: false },
+    );
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, any>);
+    const inside = parsed.find((l) => l.step === "inside")!;
+    expect(inside).toBeDefined();
+    expect(inside.requestId).toBeUndefined();
+    const request = parsed.find((l) => l.msg === "request")!;
+    expect(request).toMatchObject({ requestId: "ops-1", method: "GET", path: "/work", status: 200 });
+  });
+
   it("tags every line of a request with its id, echoes a sane caller id and writes one line per request", async () => {
     const { logger, lines } = memoryLogger("json");
     await withApp(logger, async (base) => {

@@ -7,7 +7,9 @@ import type { DeliveryWorker } from "./compose.js";
 
 /** Builds the health and metrics app. */
 export function createWorkerApp(deps: { prisma: PrismaClient; redis: Redis; worker: DeliveryWorker; logger: Logger }): Express {
-  const app = createApp(deps.logger);
+  // Health and metrics only: no request context, which on Node 20 would put async hooks on every
+  // promise of the deliveries (see requestLogger).
+  const app = createApp(deps.logger, { requestContext: false });
   app.use(httpMetrics(deps.worker.serviceMetrics));
   app.use(
     healthRouter([

@@ -1,0 +1,75 @@
+/**
+ * The worker's two statements on the log prune to the partitions of the days they touch when
+ * PostgreSQL plans them: with 90 days of partitions, a statement whose rows come from an `unnest`
+ * alone is planned (and locked) against every partition on each call, which made a small batch
+ * ten times dearer (packages/db README, "Sizing"). Checked on the plans PostgreSQL makes for the
+ * statements as they are sent, with the test database's partitions (yesterday to a week ahead).
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import pg from "pg";
+import * as sql from "./log-statements.js";
+import { newDeliveryId } from "./delivery-log.js";
+
+let pool: pg.Pool;
+
+beforeAll(() => {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("DATABASE_URL is not set: run through jest (test/global-setup.js)");
+  pool = new pg.Pool({ connectionString: url, max: 1 });
+});
+afterAll(async () => {
+  await pool.end();
+});
+
+/** The relations a plan reads or writes, from EXPLAIN's JSON. */
+function relations(plan: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(plan)) for (const p of plan) relations(p, out);
+  else if (plan && typeof plan === "object") {
+    for (const [k, v] of Object.entries(plan)) {
+      if (k === "Relation Name" && typeof v === "string") out.add(v);
+      else relations(v, out);
+    }
+  }
+  return out;
+}
+
+async function planned(statement: string, params: unknown[]): Promise<Set<string>> {
+  const { rows } = await pool.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement}`, params);
+  return relations(rows[0]!["QUERY PLAN"]);
+}
+
+const partitionsOf = (rels: Set<string>, table: string): string[] => [...rels].filter((r) => r.startsWith(`${table}_p`)).sort();
+
+describe("partition pruning of the worker's statements", () => {
+  it("has several days of partitions to choose from", async () => {
+    const { rows } = await pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent WHERE c.relname = 'webhook_deliveries'",
+    );
+    expect(rows[0]!.n).toBeGreaterThanOrEqual(8);
+  });
+
+  it("loading deliveries created today plans today's partition only", async () => {
+    const now = new Date();
+    const ids = [newDeliveryId(now), newDeliveryId(now)];
+    const rels = await planned(sql.LOAD_TIMED.text, [ids, [now.toISOString(), now.toISOString()]]);
+    const day = now.toISOString().slice(0, 10).replace(/-/g, "");
+    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${day}`]);
+  });
+
+  it("recording attempts updates only the partitions of the deliveries' days", async () => {
+    const today = new Date();
+    const tomorrow = new Date(today.getTime() + 86_400_000);
+    const ids = [newDeliveryId(today), newDeliveryId(tomorrow)];
+    const times = [today.toISOString(), tomorrow.toISOString()];
+    const two = <T>(v: T): T[] => [v, v];
+    const params: unknown[] = [
+      [], [], [], // counters
+      two(randomUUID()).map(() => randomUUID()), ids, two(1), two("initial"), two(today.toISOString()), two("{}"), two(200), two("{}"), two("ok"), two(false), two(3), two(null), two(null), two("delivered"),
+      times, two(randomUUID()), two("delivered"), two(null),
+    ];
+    const rels = await planned(sql.RECORD_ATTEMPTS.text, params);
+    const day = (d: Date) => d.toISOString().slice(0, 10).replace(/-/g, "");
+    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${day(today)}`, `webhook_deliveries_p${day(tomorrow)}`]);
+  });
+});
