@@ -13,14 +13,19 @@ export function registerShutdown(logger: Logger, tasks: ShutdownTask[], deadline
     if (started) return;
     started = true;
     logger.info({ reason }, "shutting down");
+    let current = "";
     const deadline = setTimeout(() => {
-      logger.error({ deadlineMs }, "shutdown deadline passed; exiting");
+      // Names the task still running, so an operator knows what did not let go.
+      logger.error({ deadlineMs, task: current }, "shutdown deadline passed; exiting");
       process.exit(1);
     }, deadlineMs);
     deadline.unref();
     for (const task of tasks) {
+      current = task.name;
+      const started = Date.now();
       try {
         await task.run();
+        logger.debug({ task: task.name, ms: Date.now() - started }, "shutdown task done");
       } catch (err) {
         logger.warn({ err, task: task.name }, "shutdown task failed");
       }

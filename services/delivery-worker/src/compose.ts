@@ -182,9 +182,29 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     backlog: () => scheduler.stats(),
     async close() {
       clearInterval(sweeper);
-      await Promise.all(workers.map((w) => w.close()));
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      // An attempt in flight ends within its timeout and its log write, so by then every job this
+      // process took is done. BullMQ's close can wait longer than that on a blocking connection
+      // still backing off after a Redis outage (taskforcesh/bullmq#4656); past the bound it is
+      // left behind, named in the log, instead of holding the process until it is killed.
+      const boundMs = options.deliveryTimeoutMs + LEASE_MARGIN_MS;
+      await Promise.all(workers.map((w) => closeWithin(() => w.close(), boundMs, `worker ${w.name}`, options.logger)));
+      await Promise.all(Object.values(queues).map((q) => closeWithin(() => q.close(), LEASE_MARGIN_MS, `queue ${q.name}`, options.logger)));
       destroyDeliveryAgents(agents);
     },
   };
+}
+
+/** Runs `close`; if it has not settled within `ms`, logs a warning naming `what` and resolves anyway. */
+async function closeWithin(close: () => Promise<unknown>, ms: number, what: string, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+    timer.unref();
+  });
+  try {
+    const outcome = await Promise.race([close().then(() => "closed" as const), late]);
+    if (outcome === "late") logger.warn({ closing: what, waitedMs: ms }, "did not close in time (a Redis connection still reconnecting); left behind");
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -193,10 +193,12 @@ export class DeliveryLog {
    */
   async requeue(endpointId: string, deliveryIds: readonly string[], options: { onlyStatus?: LogDeliveryStatus } = {}): Promise<RequeuedDelivery[]> {
     if (deliveryIds.length === 0) return [];
-    const rows = await this.db.query<{ id: string; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(sql.REQUEUE, [
+    const times = deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null);
+    const statement = times.every((t) => t !== null) ? sql.REQUEUE_TIMED : sql.REQUEUE;
+    const rows = await this.db.query<{ id: string; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(statement, [
       endpointId,
       [...deliveryIds],
-      deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null),
+      times,
       options.onlyStatus ?? null,
     ]);
     return rows.map((row) => ({
@@ -211,9 +213,10 @@ export class DeliveryLog {
   async restore(requeued: RequeuedDelivery | readonly RequeuedDelivery[]): Promise<void> {
     const list: readonly RequeuedDelivery[] = Array.isArray(requeued) ? requeued : [requeued as RequeuedDelivery];
     if (list.length === 0) return;
-    await this.db.query(sql.RESTORE, [
+    const times = list.map((r) => uuidV7Time(r.deliveryId)?.toISOString() ?? null);
+    await this.db.query(times.every((t) => t !== null) ? sql.RESTORE_TIMED : sql.RESTORE, [
       list.map((r) => r.deliveryId),
-      list.map((r) => uuidV7Time(r.deliveryId)?.toISOString() ?? null),
+      times,
       list.map((r) => r.requeuedAt.toISOString()),
       list.map((r) => r.previous.status),
       list.map((r) => (r.previous.nextAttemptAt === null ? null : r.previous.nextAttemptAt.toISOString())),

@@ -6,6 +6,16 @@
  */
 import type { Statement } from "./sql-runner.js";
 
+/** `text` with each `[from, to]` replaced once; throws when `from` is missing (a statement edited without its variant). */
+function variantOf(text: string, ...replacements: [string, string][]): string {
+  let out = text;
+  for (const [from, to] of replacements) {
+    if (!out.includes(from)) throw new Error(`log-statements: variant expects ${JSON.stringify(from)}`);
+    out = out.replace(from, to);
+  }
+  return out;
+}
+
 const ATTEMPT_COLUMNS = `id, delivery_id, delivery_created_at, endpoint_id, attempt_number, trigger, started_at, request_headers,
   response_status, response_headers, response_body, response_body_truncated, duration_ms, error_kind, error, verdict`;
 
@@ -35,7 +45,7 @@ export const INSERT_DELIVERIES: Statement = {
 /** {@link INSERT_DELIVERIES}, leaving an id already stored as it is (same id, same day: same partition). */
 export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = {
   name: "dl-insert-deliveries-ignoring",
-  text: INSERT_DELIVERIES.text.replace("RETURNING 1", "ON CONFLICT (id, created_at) DO NOTHING RETURNING 1"),
+  text: variantOf(INSERT_DELIVERIES.text, ["RETURNING 1", "ON CONFLICT (id, created_at) DO NOTHING RETURNING 1"]),
 };
 
 /**
@@ -184,6 +194,20 @@ export const REQUEUE: Statement = {
   RETURNING d.id, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
 };
 
+/**
+ * {@link REQUEUE} when every id is a UUIDv7 (all of them since partitioning): also pruned to the
+ * partitions of those days when planned (see {@link LOAD_TIMED}), instead of planning every day of
+ * the history for each Replay or recover batch.
+ */
+export const REQUEUE_TIMED: Statement = {
+  name: "dl-requeue-timed",
+  text: variantOf(
+    REQUEUE.text,
+    ["JOIN webhook_deliveries d ON d.id = k.id AND (k.at IS NULL OR d.created_at = k.at)", "JOIN webhook_deliveries d ON d.id = k.id AND d.created_at = k.at AND d.created_at = ANY($3::timestamptz[])"],
+    ["WHERE d.id = target.id AND d.created_at = target.created_at", "WHERE d.id = target.id AND d.created_at = target.created_at AND d.created_at = ANY($3::timestamptz[])"],
+  ),
+};
+
 /** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$6 the previous status, next attempt, updated at. */
 export const RESTORE: Statement = {
   name: "dl-restore",
@@ -191,4 +215,10 @@ export const RESTORE: Statement = {
     FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[])
          AS p(id, at, requeued_at, status, next_attempt_at, updated_at)
     WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at) AND d.status = 'pending' AND d.updated_at = p.requeued_at`,
+};
+
+/** {@link RESTORE} when every id is a UUIDv7: pruned to those days' partitions when planned. */
+export const RESTORE_TIMED: Statement = {
+  name: "dl-restore-timed",
+  text: variantOf(RESTORE.text, ["WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at)", "WHERE d.id = p.id AND d.created_at = p.at AND d.created_at = ANY($2::timestamptz[])"]),
 };

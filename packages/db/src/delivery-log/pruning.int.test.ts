@@ -1,8 +1,8 @@
 /**
- * The worker's two statements on the log prune to the partitions of the days they touch when
- * PostgreSQL plans them: with 90 days of partitions, a statement whose rows come from an `unnest`
- * alone is planned (and locked) against every partition on each call, which made a small batch
- * ten times dearer (packages/db README, "Sizing"). Checked on the plans PostgreSQL makes for the
+ * The worker's two statements on the log, and the requeue of Replay and recover, prune to the
+ * partitions of the days they touch when PostgreSQL plans them: with 90 days of partitions, a
+ * statement whose rows come from an `unnest` alone is planned (and locked) against every partition
+ * on each call, which made a small batch ten times dearer (packages/db README, "Sizing"). Checked on the plans PostgreSQL makes for the
  * statements as they are sent, with the test database's partitions (yesterday to a week ahead).
  */
 import { randomUUID } from "node:crypto";
@@ -71,5 +71,14 @@ describe("partition pruning of the worker's statements", () => {
     const rels = await planned(sql.RECORD_ATTEMPTS.text, params);
     const day = (d: Date) => d.toISOString().slice(0, 10).replace(/-/g, "");
     expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${day(today)}`, `webhook_deliveries_p${day(tomorrow)}`]);
+  });
+
+  it("requeueing v7 deliveries (Replay, recover) plans their days' partitions only", async () => {
+    const today = new Date();
+    const ids = [newDeliveryId(today)];
+    const rels = await planned(sql.REQUEUE_TIMED.text, [randomUUID(), ids, [today.toISOString()], "failed"]);
+    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
+    const restore = await planned(sql.RESTORE_TIMED.text, [ids, [today.toISOString()], [today.toISOString()], ["failed"], [null], [today.toISOString()]]);
+    expect(partitionsOf(restore, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
   });
 });
