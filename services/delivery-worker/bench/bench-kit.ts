@@ -48,6 +48,21 @@ export async function receiverReached(origin: string, expected: number): Promise
   return s;
 }
 
+/** Deletes every key under `prefix` on the shared Redis (a benchmark's own keys, at its end). */
+export async function deleteKeysUnder(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl);
+  try {
+    let cursor = "0";
+    do {
+      const [nextCursor, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      cursor = nextCursor;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    await redis.quit();
+  }
+}
+
 /**
  * A Redis of the benchmark's own on a free port (no persistence), so `INFO commandstats` counts
  * only this run's commands: the shared Redis serves other people's tests meanwhile.

@@ -18,7 +18,7 @@ import { createPrismaClient } from "@vw/db";
 import { bullPrefix } from "@vw/queues";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecret, generateSecretBoxKey, sendAttempt } from "@vw/webhook-core";
-import { openLoop, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
+import { deleteKeysUnder, openLoop, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
@@ -204,14 +204,7 @@ async function main(): Promise<void> {
       else await p.kill9();
     }
     receiver.stop();
-    const cleanup = new Redis(redisUrl);
-    let cursor = "0";
-    do {
-      const [nextCursor, keys] = await cleanup.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
-      cursor = nextCursor;
-      if (keys.length > 0) await cleanup.del(...keys);
-    } while (cursor !== "0");
-    await cleanup.quit();
+    await deleteKeysUnder(redisUrl, keyPrefix);
     await prisma.$disconnect();
   }
 }

@@ -17,13 +17,12 @@
  * BENCH_ROUNDS (5).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
 import { createPgPool, createPrismaClient, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LogPartitions, newDeliveryId, pgRunner, utcDay } from "@vw/db";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
+import { deleteKeysUnder, postBurst, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
@@ -46,12 +45,6 @@ const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
 const fmt = (n: number, digits = 0): string => n.toFixed(digits);
-
-async function startReceiver(): Promise<{ origin: string; stop: () => void }> {
-  const child = spawn(process.execPath, [join(here, "receiver.mjs")], { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(JSON.parse(d.toString()).port)));
-  return { origin: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGKILL") };
-}
 
 const median = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)] ?? 0;
 const p99 = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(0.99 * samples.length))] ?? 0;
@@ -122,38 +115,12 @@ async function startStack(dbUrl: string, receiverOrigin: string, prefix: string,
 
   /** Events until `deliveries` deliveries reached the receiver; deliveries per second. */
   const endToEnd = async (deliveries: number): Promise<number> => {
-    await fetch(`${receiverOrigin}/_reset`, { method: "POST" });
+    await resetReceiver(receiverOrigin);
     const events = Math.ceil(deliveries / ENDPOINTS);
     const start = Date.now();
-    let sent = 0;
-    await Promise.all(
-      Array.from({ length: POSTERS }, async () => {
-        while (sent < events) {
-          const n = Math.min(BATCH, events - sent);
-          sent += n;
-          const now = new Date().toISOString();
-          const batch = Array.from({ length: n }, () => ({
-            id: `evt-${randomUUID()}`,
-            world: `${organization.slug}/${world.slug}`,
-            type: "visitor.registered",
-            timestamp: now,
-            data: { uuid: randomUUID(), name: "Bench Visitor", email: "visitor@example.com", via: "email" },
-          }));
-          const res = await fetch(`${ingest.url}/v1/events`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" },
-            body: JSON.stringify({ events: batch }),
-          });
-          if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
-        }
-      }),
-    );
-    const expected = events * ENDPOINTS;
-    for (;;) {
-      const s = (await (await fetch(`${receiverOrigin}/_stats`)).json()) as { count: number; lastAt: number };
-      if (s.count >= expected) return expected / ((s.lastAt - start) / 1000);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await postBurst(ingest.url, INGEST_TOKEN, `${organization.slug}/${world.slug}`, events, BATCH, POSTERS);
+    const reached = await receiverReached(receiverOrigin, events * ENDPOINTS);
+    return (events * ENDPOINTS) / ((reached.lastAt - start) / 1000);
   };
   return { endToEnd, organizationSlug: organization.slug, worldId: world.id, endpointIds, prisma, processes };
 }
@@ -298,14 +265,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of processes) await p.kill9();
     receiver.stop();
-    const cleanup = new Redis(redisUrl);
-    let cursor = "0";
-    do {
-      const [nextCursor, keys] = await cleanup.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
-      cursor = nextCursor;
-      if (keys.length > 0) await cleanup.del(...keys);
-    } while (cursor !== "0");
-    await cleanup.quit();
+    await deleteKeysUnder(redisUrl, keyPrefix);
     await pool.end();
     for (const prisma of prismas) await prisma.$disconnect();
   }

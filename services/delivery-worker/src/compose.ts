@@ -8,7 +8,7 @@ import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
-import { createServiceMetrics, redisClientErrorListener, type Logger, type ServiceMetrics } from "@vw/service-kit";
+import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
@@ -187,24 +187,14 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       // still backing off after a Redis outage (taskforcesh/bullmq#4656); past the bound it is
       // left behind, named in the log, instead of holding the process until it is killed.
       const boundMs = options.deliveryTimeoutMs + LEASE_MARGIN_MS;
-      await Promise.all(workers.map((w) => closeWithin(() => w.close(), boundMs, `worker ${w.name}`, options.logger)));
-      await Promise.all(Object.values(queues).map((q) => closeWithin(() => q.close(), LEASE_MARGIN_MS, `queue ${q.name}`, options.logger)));
+      const within = (closing: Promise<unknown>, ms: number, what: string) =>
+        withTimeout(closing, ms, what).catch((err: unknown) => {
+          if (!(err instanceof Error && err.message === what)) throw err; // the close itself failed
+          options.logger.warn({ closing: what, waitedMs: ms }, "did not close in time (a Redis connection still reconnecting); left behind");
+        });
+      await Promise.all(workers.map((w) => within(w.close(), boundMs, `worker ${w.name}`)));
+      await Promise.all(Object.values(queues).map((q) => within(q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
       destroyDeliveryAgents(agents);
     },
   };
-}
-
-/** Runs `close`; if it has not settled within `ms`, logs a warning naming `what` and resolves anyway. */
-async function closeWithin(close: () => Promise<unknown>, ms: number, what: string, logger: Logger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), ms);
-    timer.unref();
-  });
-  try {
-    const outcome = await Promise.race([close().then(() => "closed" as const), late]);
-    if (outcome === "late") logger.warn({ closing: what, waitedMs: ms }, "did not close in time (a Redis connection still reconnecting); left behind");
-  } finally {
-    clearTimeout(timer);
-  }
 }
