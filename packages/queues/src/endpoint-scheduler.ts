@@ -16,7 +16,7 @@
  */
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { ACQUIRE_LUA, PARK_LUA, RELEASE_LUA, ROUTE_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
+import { ACQUIRE_LUA, INITIAL_WINDOW, PARK_LUA, RELEASE_LUA, ROUTE_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
 
 export { INITIAL_WINDOW } from "./endpoint-scheduler.lua.js";
 
@@ -173,7 +173,7 @@ export class EndpointScheduler {
   /** The endpoint's current window (tests, diagnostics). */
   async windowOf(endpointId: string): Promise<number> {
     const win = await (this.redis as unknown as Redis).hget(this.keys(endpointId)[0], "win");
-    return Math.min(win === null ? 2 : Number(win), this.maxWindow);
+    return Math.min(win === null ? INITIAL_WINDOW : Number(win), this.maxWindow);
   }
 
   /** Slots in use (attempts in flight plus reservations) for the endpoint (tests, diagnostics). */

@@ -95,14 +95,18 @@ it("two schedulers on separate connections share one window and one throttle", a
   const endpoint = randomUUID();
   expect((await a.acquire(endpoint, "j1", "t")).granted).toBe(true);
   expect((await b.acquire(endpoint, "j2", "t")).granted).toBe(true);
-  // The window starts at 2 for both together.
-  expect((await a.acquire(endpoint, "j3", "t")).granted).toBe(false);
-  await b.release(endpoint, "j2", "t", "answered");
-  expect(await a.windowOf(endpoint)).toBe(3);
   expect((await a.acquire(endpoint, "j3", "t")).granted).toBe(true);
+  // The window opens at the largest (3), for both together.
+  expect((await b.acquire(endpoint, "j4", "t")).granted).toBe(false);
+  // A 503 seen by one replica halves the window for both: 2 still in flight, so nobody starts.
+  await b.release(endpoint, "j2", "t", "throttled");
+  expect(await a.windowOf(endpoint)).toBe(1);
+  expect((await a.acquire(endpoint, "j4", "t")).granted).toBe(false);
+  await a.release(endpoint, "j1", "t", "answered");
+  expect(await b.windowOf(endpoint)).toBe(2);
   expect((await b.acquire(endpoint, "j4", "t")).granted).toBe(true);
   expect((await a.acquire(endpoint, "j5", "t")).granted).toBe(false);
-  for (const [s, j] of [[a, "j1"], [a, "j3"], [b, "j4"]] as const) await s.release(endpoint, j, "t", "none");
+  for (const [s, j] of [[a, "j3"], [b, "j4"]] as const) await s.release(endpoint, j, "t", "none");
 
   // Throttle at 10/s: each start is reserved 100 ms after the previous one, whichever replica asks.
   const waits: number[] = [];
@@ -123,4 +127,27 @@ it("two schedulers on separate connections share one window and one throttle", a
   // Removing the rate (a PATCH to null) lifts the throttle at once.
   await a.throttle(endpoint, "r7", "t", null);
   expect(await b.acquire(endpoint, "r8", "t")).toMatchObject({ granted: true, waitMs: 0, rate: 0 });
+});
+
+it("an endpoint whose state expired while jobs wait hands on one slot at a time, until an acquire records its window again", async () => {
+  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const endpoint = randomUUID();
+  const hash = `${scheduler.base}ep:${endpoint}`;
+  await scheduler.acquire(endpoint, "gone-1", "t");
+  await scheduler.acquire(endpoint, "gone-2", "t");
+  expect(await h.redis.hget(hash, "win")).toBe("2"); // the opening window, recorded by the first acquire
+  const parked = [await delayedJob(endpoint), await delayedJob(endpoint), await delayedJob(endpoint)];
+  await scheduler.park(endpoint, parked);
+  // A day without a window change: the hash expired. And both holders died (their leases expire).
+  await h.redis.del(hash);
+  await h.redis.zadd(`${hash}:leases`, 0, "gone-1:t", 0, "gone-2:t");
+  // The sweep does not know the largest window: it hands on one slot, not a guess.
+  expect(await scheduler.sweep()).toBe(1);
+  expect(await Promise.all(parked.map((id) => h.deliveries.getJobState(id)))).toEqual(["waiting", "delayed", "delayed"]);
+  // The promoted job's acquire records the window again; the next hand-off fills it.
+  expect(await scheduler.acquire(endpoint, parked[0]!, "t")).toMatchObject({ granted: true });
+  expect(await h.redis.hget(hash, "win")).toBe("2");
+  expect(await scheduler.sweep()).toBe(1);
+  expect(await Promise.all(parked.map((id) => h.deliveries.getJobState(id)))).toEqual(["waiting", "waiting", "delayed"]);
+  expect(await scheduler.inUse(endpoint)).toBe(2);
 });
