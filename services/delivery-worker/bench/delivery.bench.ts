@@ -4,7 +4,10 @@
  * run on the same receiver: the raw ceiling (signed got POSTs at the worker's concurrency, no
  * queue, no log) and the no-op BullMQ job rate. The ceiling and the all-healthy end-to-end run
  * alternate BENCH_ROUNDS (3) times and their medians are compared; each end-to-end run also says
- * how many jobs the worker parked (found their endpoint's window full). Then the end-to-end run
+ * how many jobs the worker parked (found their endpoint's window full) and the CPU time per
+ * delivery of the worker and of ingest (from their `process_cpu_seconds_total`), next to the raw
+ * client's CPU per POST: those move far less with the machine's noise than throughput does, so
+ * they show what a change to the worker costs or saves. Then the end-to-end run
  * with 10% of the endpoints never answering, comparing the healthy endpoints' throughput with the
  * all-healthy run.
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
@@ -43,11 +46,12 @@ const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
 
 /** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
-async function rawCeiling(origin: string, total: number): Promise<number> {
+async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number }> {
   const agents = createDeliveryAgents("any");
   const secret = generateSecret();
   const body = Buffer.from(JSON.stringify({ deliveryId: randomUUID(), type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: "u", name: "n", email: "e@example.com", via: "sso" } }));
   let next = 0;
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -58,8 +62,10 @@ async function rawCeiling(origin: string, total: number): Promise<number> {
       }
     }),
   );
+  const rate = total / ((performance.now() - start) / 1000);
+  const cpu = process.cpuUsage(cpuBefore);
   destroyDeliveryAgents(agents);
-  return total / ((performance.now() - start) / 1000);
+  return { rate, cpuMs: (cpu.user + cpu.system) / 1000 / total };
 }
 
 /** No-op BullMQ job rate: addBulk then a worker with the same concurrency that does nothing. */
@@ -87,6 +93,15 @@ async function noopBullmq(total: number): Promise<number> {
   return rate;
 }
 
+/**
+ * With BENCH_PROFILE_DIR, each service writes CPU profiles under `<dir>/<name>/` when stopped (one
+ * per thread: the largest is the main thread's).
+ */
+function profileArgs(name: string): string[] {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${join(dir, name)}`] : [];
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -98,19 +113,29 @@ async function main(): Promise<void> {
   const processes: ServiceProcess[] = [];
   try {
     const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
-    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
+    const ingest = await spawnService(
+      join(root, "services", "event-ingest"),
+      { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey },
+      { nodeArgs: profileArgs("ingest") },
+    );
     processes.push(ingest);
     const worker = await spawnService(
       join(root, "services", "delivery-worker"),
       { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(CONCURRENCY) },
-      { nodeArgs: process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [] },
+      { nodeArgs: profileArgs("worker") },
     );
     processes.push(worker);
-    /** The worker's count of jobs parked so far (`vw_delivery_parked_total`). */
-    const parkedSoFar = async (): Promise<number> => {
-      const text = await (await fetch(`${worker.url}/metrics`)).text();
-      return Number(/^vw_delivery_parked_total (\S+)$/m.exec(text)?.[1] ?? 0);
+    /** A counter from a service's `/metrics`. */
+    const counter = async (service: ServiceProcess, name: string): Promise<number> => {
+      const text = await (await fetch(`${service.url}/metrics`)).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
     };
+    /** What the services have done so far: jobs the worker parked, CPU seconds of worker and ingest. */
+    const servicesSoFar = async () => ({
+      parked: await counter(worker, "vw_delivery_parked_total"),
+      workerCpu: await counter(worker, "process_cpu_seconds_total"),
+      ingestCpu: await counter(ingest, "process_cpu_seconds_total"),
+    });
 
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
 
@@ -150,7 +175,7 @@ async function main(): Promise<void> {
         );
       }
       const expected = events * healthy;
-      const parkedBefore = await parkedSoFar();
+      const before = await servicesSoFar();
       const start = Date.now();
       let nextBatch = 0;
       await Promise.all(
@@ -171,8 +196,19 @@ async function main(): Promise<void> {
       const ingestSeconds = (Date.now() - start) / 1000;
       const s = await receiverReached(receiver.origin, expected);
       const seconds = (s.lastAt - start) / 1000;
-      const parked = (await parkedSoFar()) - parkedBefore;
-      return { expected, rate: expected / seconds, seconds, ingestRate: expected / ingestSeconds, p50: s.p50, p99: s.p99, parked };
+      const after = await servicesSoFar();
+      return {
+        expected,
+        rate: expected / seconds,
+        seconds,
+        ingestRate: expected / ingestSeconds,
+        p50: s.p50,
+        p99: s.p99,
+        parked: after.parked - before.parked,
+        /** CPU ms per delivery: a machine's noise moves throughput far more than this. */
+        workerCpuMs: ((after.workerCpu - before.workerCpu) * 1000) / expected,
+        ingestCpuMs: ((after.ingestCpu - before.ingestCpu) * 1000) / expected,
+      };
     };
 
     log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters`);
@@ -182,13 +218,13 @@ async function main(): Promise<void> {
 
     // The ceiling and the end-to-end run alternate, ROUNDS times, and their medians are compared:
     // on a shared machine one run of either moves by a fifth from one minute to the next.
-    const raws: number[] = [];
+    const raws: { rate: number; cpuMs: number }[] = [];
     const healthyRuns: Awaited<ReturnType<typeof endToEnd>>[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
       raws.push(await rawCeiling(receiver.origin, DELIVERIES));
       healthyRuns.push(await endToEnd(ENDPOINTS, 0, DELIVERIES));
     }
-    const raw = median(raws);
+    const raw = median(raws.map((r) => r.rate));
     const healthyRun = [...healthyRuns].sort((a, b) => a.rate - b.rate)[Math.floor(ROUNDS / 2)]!;
     const noop = await noopBullmq(DELIVERIES);
     const hungCount = Math.max(1, Math.round(ENDPOINTS / 10));
@@ -212,10 +248,13 @@ async function main(): Promise<void> {
     const fmt = (n: number): string => n.toFixed(0);
     log("");
     const each = (rates: number[]): string => (ROUNDS > 1 ? `  (median of ${ROUNDS} rounds: ${rates.map(fmt).join(", ")})` : "");
-    log(`raw ceiling (signed got POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws)}`);
+    const ms = (values: number[]): string => median(values).toFixed(3);
+    log(`raw ceiling (signed got POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws.map((r) => r.rate))}`);
+    log(`  its client's CPU per POST: ${ms(raws.map((r) => r.cpuMs))} ms (median)`);
     log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop)} jobs/s`);
     log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s${each(healthyRuns.map((r) => r.rate))}`);
     log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
+    log(`  CPU per delivery (median): worker ${ms(healthyRuns.map((r) => r.workerCpuMs))} ms, ingest ${ms(healthyRuns.map((r) => r.ingestCpuMs))} ms`);
     log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop) * 100).toFixed(1)}% of the no-op job rate`);
     log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
     log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
