@@ -4,6 +4,7 @@
  * or at a steady rate (open loop), and quantiles.
  */
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +22,8 @@ export interface ReceiverStats {
   lastAt: number;
   /** Requests answered on `/slow/...` (a second each). */
   slow: number;
+  /** The receiver process's CPU time since it started, in ms. */
+  cpuMs: number;
 }
 
 /** Starts `receiver.mjs` in its own process (its CPU is not the benchmark's). */
@@ -208,4 +211,45 @@ export function spread(values: number[], digits = 0): string {
   const sorted = [...values].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)] as number;
   return `${(sorted[0] as number).toFixed(digits)}-${(sorted[sorted.length - 1] as number).toFixed(digits)} (median ${median.toFixed(digits)})`;
+}
+
+/**
+ * CPU seconds used so far by each live PostgreSQL process of this machine (Linux `/proc`, at
+ * USER_HZ 100), by pid; empty where there is no `/proc` (the figure is then left out). A backend
+ * that exits between two readings is not counted, so a difference is a lower bound.
+ */
+export function postgresCpuSeconds(): Map<number, number> {
+  const byPid = new Map<number, number>();
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return byPid;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
+      const fields = stat.slice(close + 2).split(" ");
+      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return byPid;
+}
+
+/** CPU seconds PostgreSQL used between two {@link postgresCpuSeconds} readings (a process new since `before` counts whole). */
+export function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/** CPU seconds the Redis server has used so far (`INFO cpu`: user + system). */
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info("cpu");
+  const field = (name: string): number => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? 0);
+  return field("used_cpu_user") + field("used_cpu_sys");
 }

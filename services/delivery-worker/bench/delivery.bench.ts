@@ -24,7 +24,17 @@ import { createPrismaClient } from "@vw/db";
 import { bullPrefix } from "@vw/queues";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecret, generateSecretBoxKey, sendAttempt } from "@vw/webhook-core";
-import { deleteKeysUnder, openLoop, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
+import {
+  deleteKeysUnder,
+  openLoop,
+  postgresCpuBetween,
+  postgresCpuSeconds,
+  receiverReached,
+  receiverStats,
+  redisCpuSeconds,
+  resetReceiver,
+  startReceiver,
+} from "./bench-kit.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
@@ -111,6 +121,7 @@ async function main(): Promise<void> {
   const prisma = createPrismaClient(databaseUrl);
   const receiver = await startReceiver();
   const processes: ServiceProcess[] = [];
+  let redis: Redis | undefined;
   try {
     const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
     const ingest = await spawnService(
@@ -130,11 +141,24 @@ async function main(): Promise<void> {
       const text = await (await fetch(`${service.url}/metrics`)).text();
       return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
     };
-    /** What the services have done so far: jobs the worker parked, CPU seconds of worker and ingest. */
-    const servicesSoFar = async () => ({
+    const stats = new Redis(redisUrl);
+    redis = stats;
+    /** What the processes have done so far: jobs the worker parked, CPU seconds of each. */
+    const soFar = async () => ({
       parked: await counter(worker, "vw_delivery_parked_total"),
       workerCpu: await counter(worker, "process_cpu_seconds_total"),
       ingestCpu: await counter(ingest, "process_cpu_seconds_total"),
+      receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
+      redisCpu: await redisCpuSeconds(stats),
+      postgresCpu: postgresCpuSeconds(),
+    });
+    /** CPU ms per item of each process between two readings. */
+    const cpuPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => ({
+      worker: ((after.workerCpu - before.workerCpu) * 1000) / items,
+      ingest: ((after.ingestCpu - before.ingestCpu) * 1000) / items,
+      receiver: ((after.receiverCpu - before.receiverCpu) * 1000) / items,
+      redis: ((after.redisCpu - before.redisCpu) * 1000) / items,
+      postgres: (postgresCpuBetween(before.postgresCpu, after.postgresCpu) * 1000) / items,
     });
 
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
@@ -175,7 +199,7 @@ async function main(): Promise<void> {
         );
       }
       const expected = events * healthy;
-      const before = await servicesSoFar();
+      const before = await soFar();
       const start = Date.now();
       let nextBatch = 0;
       await Promise.all(
@@ -196,7 +220,7 @@ async function main(): Promise<void> {
       const ingestSeconds = (Date.now() - start) / 1000;
       const s = await receiverReached(receiver.origin, expected);
       const seconds = (s.lastAt - start) / 1000;
-      const after = await servicesSoFar();
+      const after = await soFar();
       return {
         expected,
         rate: expected / seconds,
@@ -205,9 +229,8 @@ async function main(): Promise<void> {
         p50: s.p50,
         p99: s.p99,
         parked: after.parked - before.parked,
-        /** CPU ms per delivery: a machine's noise moves throughput far more than this. */
-        workerCpuMs: ((after.workerCpu - before.workerCpu) * 1000) / expected,
-        ingestCpuMs: ((after.ingestCpu - before.ingestCpu) * 1000) / expected,
+        /** CPU ms per delivery of each process: a machine's noise moves throughput far more than this. */
+        cpu: cpuPer(before, after, expected),
       };
     };
 
@@ -220,8 +243,11 @@ async function main(): Promise<void> {
     // on a shared machine one run of either moves by a fifth from one minute to the next.
     const raws: { rate: number; cpuMs: number }[] = [];
     const healthyRuns: Awaited<ReturnType<typeof endToEnd>>[] = [];
+    const rawReceiverCpu: number[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
+      const receiverBefore = (await receiverStats(receiver.origin)).cpuMs;
       raws.push(await rawCeiling(receiver.origin, DELIVERIES));
+      rawReceiverCpu.push(((await receiverStats(receiver.origin)).cpuMs - receiverBefore) / DELIVERIES);
       healthyRuns.push(await endToEnd(ENDPOINTS, 0, DELIVERIES));
     }
     const raw = median(raws.map((r) => r.rate));
@@ -248,13 +274,19 @@ async function main(): Promise<void> {
     const fmt = (n: number): string => n.toFixed(0);
     log("");
     const each = (rates: number[]): string => (ROUNDS > 1 ? `  (median of ${ROUNDS} rounds: ${rates.map(fmt).join(", ")})` : "");
-    const ms = (values: number[]): string => median(values).toFixed(3);
     log(`raw ceiling (signed got POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws.map((r) => r.rate))}`);
-    log(`  its client's CPU per POST: ${ms(raws.map((r) => r.cpuMs))} ms (median)`);
+    const rawClient = median(raws.map((r) => r.cpuMs));
+    const rawReceiver = median(rawReceiverCpu);
+    log(`  CPU per POST (median): client ${rawClient.toFixed(3)} ms, receiver ${rawReceiver.toFixed(3)} ms = ${(rawClient + rawReceiver).toFixed(3)} ms`);
     log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop)} jobs/s`);
     log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s${each(healthyRuns.map((r) => r.rate))}`);
     log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
-    log(`  CPU per delivery (median): worker ${ms(healthyRuns.map((r) => r.workerCpuMs))} ms, ingest ${ms(healthyRuns.map((r) => r.ingestCpuMs))} ms`);
+    const part = (name: keyof (typeof healthyRun)["cpu"]): number => median(healthyRuns.map((r) => r.cpu[name]));
+    const parts = (["worker", "ingest", "postgres", "redis", "receiver"] as const).map((name) => [name, part(name)] as const);
+    log(
+      `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${parts.reduce((sum, [, v]) => sum + v, 0).toFixed(3)} ms` +
+        " (postgres: its processes alive at both ends of the run)",
+    );
     log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop) * 100).toFixed(1)}% of the no-op job rate`);
     log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
     log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
@@ -268,6 +300,7 @@ async function main(): Promise<void> {
       else await p.kill9();
     }
     receiver.stop();
+    await redis?.quit();
     await deleteKeysUnder(redisUrl, keyPrefix);
     await prisma.$disconnect();
   }

@@ -3,7 +3,8 @@
  * `/ok/...` answers 200 at once, `/hang/...` never answers, `/slow/...` answers 200 after a second
  * (counted apart, as `slow`). For every `/ok` request it records the lag from the envelope's
  * `timestamp` (when the event happened) to its arrival. Control:
- * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow}, `POST /_reset`.
+ * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, cpuMs (its own CPU time since it started)},
+ * `POST /_reset`.
  * Prints `{"port": n}` on stdout once listening.
  */
 import http from "node:http";
@@ -19,7 +20,8 @@ const server = http.createServer((req, res) => {
   if (req.url === "/_stats") {
     const sorted = Float64Array.from(lags).sort();
     res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow }));
+    const cpu = process.cpuUsage();
+    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, cpuMs: (cpu.user + cpu.system) / 1000 }));
     return;
   }
   if (req.url === "/_reset") {
