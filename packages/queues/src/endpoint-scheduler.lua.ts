@@ -75,9 +75,11 @@ end
 
 /**
  * KEYS: hash, leases, parked, backlogged. ARGV: lease member, jobId, endpointId, lease ttl ms,
- * largest window. Returns `{granted 0|1, waitMs, rate, ...job ids to promote}`. A job holding a
- * reservation always gets its slot; any other job gets one only if the window has room and no
- * parked job is older (FIFO). The throttle reserves the next start: the caller waits `waitMs`.
+ * largest window. Returns `{granted 0|1, waitMs, rate, backlogged 0|1, ...job ids to promote}`. A
+ * job holding a reservation always gets its slot; any other job gets one only if the window has room
+ * and no parked job is older (FIFO): `backlogged` says a refusal was for parked jobs (the caller must
+ * queue behind them), not only a full window. The throttle reserves the next start: the caller waits
+ * `waitMs`.
  */
 export const ACQUIRE_LUA = `${COMMON}
 local ep, leases, parked = KEYS[1], KEYS[2], KEYS[3]
@@ -95,9 +97,12 @@ if not win then
   rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
 end
 win = math.min(win, maxw)
-if not reserved and (rcall('ZCARD', leases) >= win or rcall('EXISTS', parked) == 1) then
-  handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[4]), false, out)
-  return {0, 0, 0, unpack(out)}
+if not reserved then
+  local backlogged = rcall('EXISTS', parked)
+  if backlogged == 1 or rcall('ZCARD', leases) >= win then
+    handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[4]), false, out)
+    return {0, 0, 0, backlogged, unpack(out)}
+  end
 end
 local wait = 0
 local rate = tonumber(h[2]) or 0
@@ -107,7 +112,7 @@ if rate > 0 then
   rcall('HSET', ep, 'tat', tat + 1000 / rate)
 end
 rcall('ZADD', leases, now + wait + tonumber(ARGV[4]), ARGV[1])
-return {1, math.floor(wait), rate, unpack(out)}
+return {1, math.floor(wait), rate, 0, unpack(out)}
 `;
 
 /**

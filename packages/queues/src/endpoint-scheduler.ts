@@ -42,6 +42,11 @@ export interface Acquired {
   waitMs: number;
   /** The rate the throttle applied (0 = none); compared with the endpoint row after it is read. */
   rate: number;
+  /**
+   * Refused because the endpoint has parked jobs (its backlog): the job must queue behind them.
+   * Otherwise a refusal only means every slot is taken, and one may free within milliseconds.
+   */
+  backlogged: boolean;
 }
 
 /** Backlog figures for the operator. */
@@ -66,6 +71,9 @@ const SCRIPTS: [keyof Commands, number, string][] = [
   ["vwSchedStats", 0, STATS_LUA],
 ];
 
+/** How often {@link EndpointScheduler.acquireWithin} asks again without a local release (other replicas' releases). */
+export const SLOT_POLL_MS = 20;
+
 /** BullMQ's answer when promoting a job that is not in the delayed set. */
 function isNotDelayed(err: unknown): boolean {
   return err instanceof Error && /is not in the delayed state/.test(err.message);
@@ -79,6 +87,8 @@ export class EndpointScheduler {
   private readonly slowWindow: number;
   private readonly leaseTtlMs: number;
   readonly parkTimeoutMs: number;
+  /** This process's jobs waiting in {@link acquireWithin}, oldest first, by endpoint. */
+  private readonly waiters = new Map<string, (() => void)[]>();
 
   private constructor(
     private readonly queue: Queue,
@@ -112,8 +122,50 @@ export class EndpointScheduler {
    */
   async acquire(endpointId: string, jobId: string, token: string): Promise<Acquired> {
     const res = (await this.redis.vwSchedAcquire(...this.keys(endpointId), `${jobId}:${token}`, jobId, endpointId, this.leaseTtlMs, this.maxWindow)) as (number | string)[];
-    await this.promote(endpointId, res.slice(3).map(String));
-    return { granted: Number(res[0]) === 1, waitMs: Number(res[1]), rate: Number(res[2]) };
+    await this.promote(endpointId, res.slice(4).map(String));
+    return { granted: Number(res[0]) === 1, waitMs: Number(res[1]), rate: Number(res[2]), backlogged: Number(res[3]) === 1 };
+  }
+
+  /**
+   * {@link acquire}, and when the endpoint's window is merely full (no backlog), waits up to
+   * `withinMs` for a slot instead of giving up: woken by this process's releases of the endpoint,
+   * and asking again every {@link SLOT_POLL_MS} for other replicas'. A fast endpoint at its window
+   * frees a slot within milliseconds, and parking its job would cost a park, a promotion and a
+   * second fetch; worse, during a burst the promoted job waits behind the whole wait list while it
+   * holds its reservation, so every later job of that endpoint parks too. Refused at the deadline,
+   * or as soon as the endpoint has parked jobs (FIFO: this job queues behind them).
+   */
+  async acquireWithin(endpointId: string, jobId: string, token: string, withinMs: number): Promise<Acquired> {
+    const deadline = Date.now() + withinMs;
+    let slot = await this.acquire(endpointId, jobId, token);
+    while (!slot.granted && !slot.backlogged) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await this.slotFreed(endpointId, Math.min(SLOT_POLL_MS, left));
+      slot = await this.acquire(endpointId, jobId, token);
+    }
+    return slot;
+  }
+
+  /** Resolves when this process releases a slot of the endpoint, or after `ms`. */
+  private slotFreed(endpointId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.waiters.get(endpointId);
+      if (!waiters) {
+        waiters = [];
+        this.waiters.set(endpointId, waiters);
+      }
+      const list = waiters;
+      const wake = () => {
+        clearTimeout(timer);
+        const at = list.indexOf(wake);
+        if (at >= 0) list.splice(at, 1);
+        if (list.length === 0 && this.waiters.get(endpointId) === list) this.waiters.delete(endpointId);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      list.push(wake);
+    });
   }
 
   /**
@@ -128,7 +180,12 @@ export class EndpointScheduler {
 
   /** Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed slots. */
   async release(endpointId: string, jobId: string, token: string, signal: WindowSignal): Promise<void> {
-    await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal);
+    try {
+      await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal);
+    } finally {
+      // The oldest job of this process waiting for a slot of the endpoint asks again now.
+      this.waiters.get(endpointId)?.[0]?.();
+    }
   }
 
   /**

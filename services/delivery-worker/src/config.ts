@@ -71,6 +71,12 @@ export function loadConfig(env: Env) {
        * bounds the wait if that promotion were lost (a crash at the wrong moment).
        */
       parkTimeoutMs: r.int("SCHEDULER_PARK_TIMEOUT_MS", 3_600_000, { min: 10_000, max: 7 * 86_400_000 }),
+      /**
+       * How long a job whose endpoint has every slot taken (and nothing parked) waits in the worker
+       * for one before it is parked: a fast endpoint frees a slot within milliseconds, and a park
+       * costs a promotion and a second fetch. 0 parks at once.
+       */
+      slotWaitMs: r.int("SCHEDULER_SLOT_WAIT_MS", 200, { min: 0, max: 10_000 }),
       /** How often each worker takes back expired slots (dead workers') and hands them to parked jobs. */
       sweepIntervalMs: r.int("SCHEDULER_SWEEP_MS", 2000, { min: 100, max: 60_000 }),
       /**

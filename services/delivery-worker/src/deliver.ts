@@ -35,6 +35,11 @@ export interface DeliverDeps {
   /** A slot release that failed (Redis down): logged; the lease expires by itself. */
   onSchedulerError?: (err: unknown) => void;
   timeoutMs: number;
+  /**
+   * SCHEDULER_SLOT_WAIT_MS: how long a job whose endpoint has every slot taken (and no backlog)
+   * waits in process for one before it is parked; 0 parks at once.
+   */
+  slotWaitMs?: number;
   retryDelays: readonly number[];
   disableAfterFailures: number;
   random?: () => number;
@@ -52,7 +57,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
   // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
   // congested endpoint are parked by their producer without being fetched.
   const loading = deps.store.load(data.deliveryId);
-  const slot = await deps.scheduler.acquire(data.endpointId, run.jobId, run.token).catch(async (err: unknown) => {
+  const slot = await deps.scheduler.acquireWithin(data.endpointId, run.jobId, run.token, deps.slotWaitMs ?? 0).catch(async (err: unknown) => {
     await loading.catch(() => undefined);
     throw err;
   });

@@ -45,6 +45,7 @@ const worker = await startDeliveryWorker({
   deliveryConcurrency: config.deliveryConcurrency,
   endpointConcurrency: config.endpointConcurrency,
   parkTimeoutMs: config.parkTimeoutMs,
+  slotWaitMs: config.slotWaitMs,
   sweepIntervalMs: config.sweepIntervalMs,
   retentionDays: config.deliveryRetentionDays,
   partitionsAheadDays: config.partitionsAheadDays,

@@ -151,3 +151,31 @@ it("an endpoint whose state expired while jobs wait hands on one slot at a time,
   expect(await Promise.all(parked.map((id) => h.deliveries.getJobState(id)))).toEqual(["waiting", "waiting", "delayed"]);
   expect(await scheduler.inUse(endpoint)).toBe(2);
 });
+
+it("a job finding a busy endpoint's window full waits for the next slot instead of parking, unless jobs are parked there", async () => {
+  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const b = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 2 });
+  const endpoint = randomUUID();
+  await a.acquire(endpoint, "h1", "t");
+  await a.acquire(endpoint, "h2", "t");
+  // A deadline far beyond jest's 5 s test timeout: only a freed slot can end these waits in time.
+  let granted = false;
+  const waiting = a.acquireWithin(endpoint, "w1", "t", 600_000).then((slot) => ((granted = slot.granted), slot));
+  await new Promise((r) => setTimeout(r, 100));
+  expect(granted).toBe(false);
+  await a.release(endpoint, "h1", "t", "answered"); // this process's release wakes the waiter
+  expect(await waiting).toMatchObject({ granted: true, backlogged: false });
+
+  // Another replica's release is seen too (the waiter asks again every few ms).
+  const waitingForOther = a.acquireWithin(endpoint, "w2", "t", 600_000);
+  await new Promise((r) => setTimeout(r, 100));
+  await b.release(endpoint, "h2", "t", "answered");
+  expect(await waitingForOther).toMatchObject({ granted: true });
+
+  // With jobs parked, a newcomer queues behind them at once (FIFO): no wait, refused as backlogged.
+  const parked = await delayedJob(endpoint);
+  await a.park(endpoint, [parked]);
+  expect(await a.acquireWithin(endpoint, "w3", "t", 600_000)).toMatchObject({ granted: false, backlogged: true });
+  // And a zero wait is the plain acquire.
+  expect(await a.acquireWithin(endpoint, "w4", "t", 0)).toMatchObject({ granted: false });
+});

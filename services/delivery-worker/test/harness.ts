@@ -30,6 +30,8 @@ export interface HarnessOptions {
   endpointUrlPolicy?: EndpointUrlPolicy;
   endpointConcurrency?: number;
   deliveryConcurrency?: number;
+  /** SCHEDULER_SLOT_WAIT_MS; the service's default (200) unless given. */
+  slotWaitMs?: number;
   random?: () => number;
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
@@ -100,6 +102,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     deliveryConcurrency: options.deliveryConcurrency ?? 50,
     endpointConcurrency: options.endpointConcurrency ?? 10,
     parkTimeoutMs: 3_600_000,
+    slotWaitMs: options.slotWaitMs ?? 200,
     sweepIntervalMs: 500,
     // The retention job runs at start-up; the database is shared by every test file, so the
     // in-process workers keep a century of history and only retention tests delete anything.
