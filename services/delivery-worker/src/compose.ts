@@ -40,8 +40,8 @@ export interface DeliveryWorkerOptions {
   endpointConcurrency: number;
   /** SCHEDULER_PARK_TIMEOUT_MS: safety-net delay of a parked job (its promotion is normally exact). */
   parkTimeoutMs: number;
-  /** SCHEDULER_SLOT_WAIT_MS: how long a job waits in process for a slot of a busy endpoint before it parks (default 0). */
-  slotWaitMs?: number;
+  /** SCHEDULER_SLOT_WAIT_MS: how long a job waits in process for a slot of a busy endpoint before it parks (0: at once). */
+  slotWaitMs: number;
   /** SCHEDULER_SWEEP_MS: how often this process takes back expired slots and hands them to parked jobs. */
   sweepIntervalMs: number;
   retentionDays: number;
@@ -113,7 +113,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     agents,
     metrics,
     timeoutMs: options.deliveryTimeoutMs,
-    slotWaitMs: options.slotWaitMs ?? 0,
+    slotWaitMs: options.slotWaitMs,
     retryDelays: options.retryDelays,
     disableAfterFailures: options.disableAfterFailures,
     random: options.random,
