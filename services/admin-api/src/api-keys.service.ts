@@ -1,7 +1,7 @@
 import { generateApiKey, type ApiKey, type PrismaClient } from "@vw/db";
 import { notFound } from "@vw/service-kit";
 import type { ApiKeyResource, CreateApiKeyRequest, CreatedApiKeyResource, ListResource } from "@vw/contracts";
-import { isUuid, pageArgs, toPage, type PageRequest } from "./http-support.js";
+import { isUuid, newestPage, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService } from "./worlds.service.js";
 
 /** Map-storage API keys of a world: issue (token shown once, hash stored), list, revoke. */
@@ -31,12 +31,9 @@ export class ApiKeysService {
   /** Keys of a world, newest first, revoked ones included. */
   async list(organizationSlug: string, worldSlug: string, page: PageRequest): Promise<ListResource<ApiKeyResource>> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const rows = await this.prisma.apiKey.findMany({
-      where: { worldId: world.id },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      ...pageArgs(page),
-    });
-    return toPage(rows, page, toApiKeyResource);
+    const { take, where } = newestPage(page);
+    const rows = await this.prisma.apiKey.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
+    return toPage(rows, page, "t", toApiKeyResource);
   }
 
   /** One key of the world; 404 for an unknown id or a key of another world. */

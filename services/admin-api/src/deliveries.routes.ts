@@ -3,7 +3,7 @@ import { AppError } from "@vw/service-kit";
 import { DELIVERY_STATUSES, validateTestDeliveryRequest, type DeliveryStatus } from "@vw/contracts";
 import type { DeliveriesService, DeliveryPageRequest } from "./deliveries.service.js";
 import type { EndpointTestService } from "./endpoint-test.service.js";
-import { methodNotAllowed, pageRequest, validBody } from "./http-support.js";
+import { idPageRequest, methodNotAllowed, validBody } from "./http-support.js";
 
 const BASE = "/worlds/:org/:world/endpoints/:id";
 
@@ -50,7 +50,7 @@ function deliveryPageRequest(req: Request): DeliveryPageRequest {
   const type = text(req, "type");
   const eventId = text(req, "eventId");
   return {
-    ...pageRequest(req),
+    ...idPageRequest(req),
     filter: {
       ...(status === undefined ? {} : { status: status as DeliveryStatus }),
       ...(type === undefined ? {} : { type }),

@@ -242,7 +242,19 @@ describe("GET .../endpoints and .../endpoints/{id}", () => {
     const second = await api.request("GET", `${endpoints}?limit=2&cursor=${first.body.nextCursor}`);
     expect(second.body.items.map((e: { url: string }) => e.url.split("/").pop())).toEqual(["e1"]);
     expect(second.body.nextCursor).toBeNull();
-    for (const query of ["limit=0", "limit=101", "cursor=nope"]) expectProblem(await api.request("GET", `${endpoints}?${query}`), 400, "invalid-parameter");
+    for (const query of ["limit=0", "limit=101", "cursor=nope", `cursor=${first.body.items[0].id}`]) {
+      expectProblem(await api.request("GET", `${endpoints}?${query}`), 400, "invalid-parameter");
+    }
+  });
+
+  it("keeps paging when the endpoint that ended the previous page is deleted meanwhile", async () => {
+    const { endpoints } = await worldWithEndpoints(api);
+    for (const path of ["e1", "e2", "e3", "e4", "e5"]) await createEndpoint(api, endpoints, { url: `https://hooks.example.com/${path}`, subscriptions: ["auth"] });
+    const first = await api.request("GET", `${endpoints}?limit=2`);
+    expect(first.body.items.map((e: { url: string }) => e.url.split("/").pop())).toEqual(["e5", "e4"]);
+    expect((await api.request("DELETE", `${endpoints}/${first.body.items[1].id}`)).status).toBe(204);
+    const second = await api.request("GET", `${endpoints}?limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items.map((e: { url: string }) => e.url.split("/").pop())).toEqual(["e3", "e2"]);
   });
 
   it("reads one endpoint without its secret; another world's, a malformed or an unknown id is 404", async () => {

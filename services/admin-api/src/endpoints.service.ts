@@ -13,7 +13,7 @@ import {
   type WebhookSubscription,
 } from "@vw/contracts";
 import { generateSecret, type SecretBox } from "@vw/webhook-core";
-import { isUuid, pageArgs, toPage, type PageRequest } from "./http-support.js";
+import { isUuid, newestPage, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
 /** A stored endpoint row. */
@@ -88,12 +88,9 @@ export class EndpointsService {
   /** Endpoints of a world, newest first. */
   async list(organizationSlug: string, worldSlug: string, page: PageRequest): Promise<ListResource<EndpointResource>> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const rows = await this.prisma.webhookEndpoint.findMany({
-      where: { worldId: world.id },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      ...pageArgs(page),
-    });
-    return toPage(rows, page, toEndpointResource);
+    const { take, where } = newestPage(page);
+    const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
+    return toPage(rows, page, "t", toEndpointResource);
   }
 
   /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */

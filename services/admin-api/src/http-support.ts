@@ -45,32 +45,106 @@ export const isUuid = (value: string) => UUID_RE.test(value);
 export interface PageRequest {
   limit: number;
   cursor: string | undefined;
+  /** The decoded cursor: the sort key and id of the previous page's last row. */
+  after: PageCursor | undefined;
 }
 
-/** Reads `limit` and `cursor` from the query string; 400 names the bad parameter. */
+/**
+ * Where the previous page ended: the last row's sort key (`s`: a slug; `t`: a creation time) and
+ * id. Keyset pagination on the sort key itself, so a page still follows when that row has been
+ * deleted meanwhile (a cursor naming only the row's id would end the listing early).
+ */
+export interface PageCursor {
+  kind: "s" | "t";
+  key: string;
+  id: string;
+}
+
+const CURSOR_RE = /^[A-Za-z0-9_-]{1,512}$/;
+
+/** The opaque `nextCursor` text of a cursor: base64url of `[kind, key, id]`. */
+export function encodeCursor(cursor: PageCursor): string {
+  return Buffer.from(JSON.stringify([cursor.kind, cursor.key, cursor.id])).toString("base64url");
+}
+
+function decodeCursor(text: string): PageCursor | null {
+  if (!CURSOR_RE.test(text)) return null;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+    if (!Array.isArray(value) || value.length !== 3) return null;
+    const [kind, key, id] = value as unknown[];
+    if ((kind !== "s" && kind !== "t") || typeof key !== "string" || key.length > 200 || typeof id !== "string" || !isUuid(id)) return null;
+    if (kind === "t" && Number.isNaN(Date.parse(key))) return null;
+    return { kind, key, id };
+  } catch {
+    return null;
+  }
+}
+
+const badCursor = () => new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
+
+/** `?limit=`: 1..100, 50 by default; 400 otherwise. */
+function limitOf(req: Request): number {
+  const rawLimit = req.query.limit;
+  if (rawLimit === undefined) return DEFAULT_PAGE_SIZE;
+  if (typeof rawLimit !== "string" || !/^\d{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > MAX_PAGE_SIZE) {
+    throw new AppError(400, "invalid-parameter", `The query parameter limit must be an integer from 1 to ${MAX_PAGE_SIZE}.`, { parameter: "limit" });
+  }
+  return Number(rawLimit);
+}
+
+/** Reads `limit` and `cursor` (an opaque {@link PageCursor}) from the query string; 400 names the bad parameter. */
 export function pageRequest(req: Request): PageRequest {
-  const { limit: rawLimit, cursor } = req.query;
-  let limit = DEFAULT_PAGE_SIZE;
-  if (rawLimit !== undefined) {
-    if (typeof rawLimit !== "string" || !/^\d{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > MAX_PAGE_SIZE) {
-      throw new AppError(400, "invalid-parameter", `The query parameter limit must be an integer from 1 to ${MAX_PAGE_SIZE}.`, { parameter: "limit" });
-    }
-    limit = Number(rawLimit);
-  }
-  if (cursor !== undefined && (typeof cursor !== "string" || !isUuid(cursor))) {
-    throw new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page.", { parameter: "cursor" });
-  }
-  return { limit, cursor };
+  const limit = limitOf(req);
+  const { cursor } = req.query;
+  if (cursor === undefined) return { limit, cursor: undefined, after: undefined };
+  const after = typeof cursor === "string" ? decodeCursor(cursor) : null;
+  if (after === null) throw badCursor();
+  return { limit, cursor: cursor as string, after };
 }
 
-/** Prisma arguments of one keyset page: one extra row tells whether another page follows. */
-export function pageArgs(page: PageRequest): { take: number; skip?: number; cursor?: { id: string } } {
-  return page.cursor === undefined ? { take: page.limit + 1 } : { take: page.limit + 1, cursor: { id: page.cursor }, skip: 1 };
+/**
+ * {@link pageRequest} of a list whose cursor is the last row's id, a UUIDv7 (time-ordered, and
+ * removed only by retention): the delivery history, which reads the cursor row's time itself.
+ */
+export function idPageRequest(req: Request): PageRequest {
+  const limit = limitOf(req);
+  const { cursor } = req.query;
+  if (cursor !== undefined && (typeof cursor !== "string" || !isUuid(cursor))) throw badCursor();
+  return { limit, cursor: cursor as string | undefined, after: undefined };
 }
 
-/** Cuts the extra row fetched by {@link pageArgs} and derives `nextCursor`. */
-export function toPage<T extends { id: string }, R>(rows: T[], page: PageRequest, map: (row: T) => R) {
+/** The page's cursor, which must be of `kind` (a cursor of a list ordered otherwise is a 400). */
+function afterOf(page: PageRequest, kind: PageCursor["kind"]): PageCursor | undefined {
+  if (page.after !== undefined && page.after.kind !== kind) throw badCursor();
+  return page.after;
+}
+
+/**
+ * Prisma arguments of a page of a list ordered by slug (unique within the list): the rows after
+ * the cursor's slug, and one extra row that tells whether another page follows. Merge `where`
+ * with the list's own filter.
+ */
+export function slugPage(page: PageRequest): { take: number; where: { slug?: { gt: string } } } {
+  const after = afterOf(page, "s");
+  return { take: page.limit + 1, where: after ? { slug: { gt: after.key } } : {} };
+}
+
+/** {@link slugPage} for a list ordered newest first by `(createdAt, id)`. */
+export function newestPage(page: PageRequest): {
+  take: number;
+  where: { OR?: [{ createdAt: { lt: Date } }, { createdAt: Date; id: { lt: string } }] };
+} {
+  const after = afterOf(page, "t");
+  if (!after) return { take: page.limit + 1, where: {} };
+  const at = new Date(after.key);
+  return { take: page.limit + 1, where: { OR: [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: after.id } }] } };
+}
+
+/** Cuts the extra row fetched by {@link slugPage} or {@link newestPage} and derives `nextCursor`. */
+export function toPage<T extends { id: string; slug?: string; createdAt?: Date }, R>(rows: T[], page: PageRequest, kind: PageCursor["kind"], map: (row: T) => R) {
   const items = rows.slice(0, page.limit);
   const last = items.at(-1);
-  return { items: items.map(map), nextCursor: rows.length > page.limit && last ? last.id : null };
+  const next = rows.length > page.limit && last ? encodeCursor({ kind, key: kind === "s" ? String(last.slug) : (last.createdAt as Date).toISOString(), id: last.id }) : null;
+  return { items: items.map(map), nextCursor: next };
 }

@@ -1,7 +1,7 @@
 import { uniqueViolationFields, type Organization, type PrismaClient } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import type { CreateOrganizationRequest, ListResource, OrganizationResource } from "@vw/contracts";
-import { pageArgs, toPage, type PageRequest } from "./http-support.js";
+import { slugPage, toPage, type PageRequest } from "./http-support.js";
 
 /** Organizations: create, read, list. */
 export class OrganizationsService {
@@ -29,8 +29,9 @@ export class OrganizationsService {
 
   /** Organizations ordered by slug, one page at a time. */
   async list(page: PageRequest): Promise<ListResource<OrganizationResource>> {
-    const rows = await this.prisma.organization.findMany({ orderBy: { slug: "asc" }, ...pageArgs(page) });
-    return toPage(rows, page, toOrganizationResource);
+    const { take, where } = slugPage(page);
+    const rows = await this.prisma.organization.findMany({ where, orderBy: { slug: "asc" }, take });
+    return toPage(rows, page, "s", toOrganizationResource);
   }
 
   /** The stored organization; 404 when there is none. */

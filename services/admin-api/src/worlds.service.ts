@@ -8,7 +8,7 @@ import {
   type UpdateWorldRequest,
   type WorldResource,
 } from "@vw/contracts";
-import { pageArgs, toPage, type PageRequest } from "./http-support.js";
+import { slugPage, toPage, type PageRequest } from "./http-support.js";
 import type { OrganizationsService } from "./organizations.service.js";
 import { mergeAnalytics, normalizeIdentityProviders, readAnalytics, readIdentityProviders } from "./world-settings.js";
 
@@ -53,12 +53,9 @@ export class WorldsService {
   /** Worlds of an organization ordered by slug; 404 for an unknown organization. */
   async list(organizationSlug: string, page: PageRequest): Promise<ListResource<WorldResource>> {
     const organization = await this.organizations.find(organizationSlug);
-    const rows = await this.prisma.world.findMany({
-      where: { organizationId: organization.id },
-      orderBy: { slug: "asc" },
-      ...pageArgs(page),
-    });
-    return toPage(rows, page, (w) => this.toResource({ ...w, organization }));
+    const { take, where } = slugPage(page);
+    const rows = await this.prisma.world.findMany({ where: { organizationId: organization.id, ...where }, orderBy: { slug: "asc" }, take });
+    return toPage(rows, page, "s", (w) => this.toResource({ ...w, organization }));
   }
 
   /** One world; 404 when the organization or the world does not exist. */

@@ -187,8 +187,8 @@ export const PAGE_PARAMETERS: Record<string, JsonObject> = {
     name: "cursor",
     in: "query",
     required: false,
-    description: "The `nextCursor` of the previous page.",
-    schema: { type: "string", format: "uuid" },
+    description: "The `nextCursor` of the previous page, as given (an opaque token).",
+    schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,512}$" },
   },
 };
 
