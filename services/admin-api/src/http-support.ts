@@ -73,7 +73,8 @@ function decodeCursor(text: string): PageCursor | null {
     const value: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
     if (!Array.isArray(value) || value.length !== 3) return null;
     const [kind, key, id] = value as unknown[];
-    if ((kind !== "s" && kind !== "t") || typeof key !== "string" || key.length > 200 || typeof id !== "string" || !isUuid(id)) return null;
+    // Slugs and ISO times are printable ASCII: nothing else (a NUL, say) ever reaches a query.
+    if ((kind !== "s" && kind !== "t") || typeof key !== "string" || !/^[\x20-\x7e]{1,200}$/.test(key) || typeof id !== "string" || !isUuid(id)) return null;
     if (kind === "t" && Number.isNaN(Date.parse(key))) return null;
     return { kind, key, id };
   } catch {

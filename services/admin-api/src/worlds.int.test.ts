@@ -184,6 +184,9 @@ describe("GET /admin/v1/organizations/{org}/worlds", () => {
     // A cursor of a list ordered otherwise (newest first) is refused, not misread.
     const endpointsCursor = Buffer.from(JSON.stringify(["t", new Date().toISOString(), first.body.items[0].id])).toString("base64url");
     expectProblem(await api.request("GET", `/admin/v1/organizations/${org}/worlds?cursor=${endpointsCursor}`), 400, "invalid-parameter");
+    // A forged cursor carrying what no slug holds (a NUL) is a 400 too, never a query.
+    const forged = Buffer.from(JSON.stringify(["s", "a\u0000", first.body.items[0].id])).toString("base64url");
+    expectProblem(await api.request("GET", `/admin/v1/organizations/${org}/worlds?cursor=${forged}`), 400, "invalid-parameter");
   });
 
   it("answers 404 for an unknown organization", async () => {
