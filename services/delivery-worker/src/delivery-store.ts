@@ -75,8 +75,12 @@ export class DeliveryStore {
 
   constructor(pool: PgPool) {
     this.log = new DeliveryLog(pgRunner(pool));
-    this.loads = new Coalescer((ids) => this.log.loadForAttempt(ids), 500, 2);
-    this.writes = new Coalescer((results) => this.writeMany(results), 500, 3);
+    // One statement of each kind at a time: what arrives meanwhile waits for the next one, so the
+    // batches grow with the load. With 2 reads and 3 writes in flight, `pnpm bench delivery`
+    // measured PostgreSQL at 0.20-0.23 ms of CPU per delivery; with one of each, 0.17-0.18 (bigger
+    // group commits), at the same throughput.
+    this.loads = new Coalescer((ids) => this.log.loadForAttempt(ids), 500, 1);
+    this.writes = new Coalescer((results) => this.writeMany(results), 500, 1);
   }
 
   /** The delivery with its endpoint's current state, or null when either no longer exists. */
