@@ -35,7 +35,17 @@ afterAll(async () => {
 function spawnWorker(): Promise<ServiceProcess> {
   return spawnService(
     serviceDir,
-    h.processEnv({ RETRY_DELAYS: "100ms,200ms", DELIVERY_TIMEOUT_MS: "5000", JOB_LOCK_MS: "1500", DELIVERY_CONCURRENCY: "20" }),
+    // A kill between a job's move to the delayed set and its park leaves it delayed until the park
+    // timeout, the safety net of that window (delivery-worker README, "Failure cases"): at its
+    // smallest here, so such a job comes back within the test's patience, as it would within the
+    // configured timeout in production.
+    h.processEnv({
+      RETRY_DELAYS: "100ms,200ms",
+      DELIVERY_TIMEOUT_MS: "5000",
+      JOB_LOCK_MS: "1500",
+      DELIVERY_CONCURRENCY: "20",
+      SCHEDULER_PARK_TIMEOUT_MS: "10000",
+    }),
   ).then((p) => {
     processes.push(p);
     return p;
