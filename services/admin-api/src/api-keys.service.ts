@@ -1,7 +1,7 @@
 import { generateApiKey, type ApiKey, type PrismaClient } from "@vw/db";
 import { notFound } from "@vw/service-kit";
 import type { ApiKeyResource, CreateApiKeyRequest, CreatedApiKeyResource, ListResource } from "@vw/contracts";
-import { isUuid, newestPage, toPage, type PageRequest } from "./http-support.js";
+import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService } from "./worlds.service.js";
 
 /** Map-storage API keys of a world: issue (token shown once, hash stored), list, revoke. */
@@ -33,7 +33,7 @@ export class ApiKeysService {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     const { take, where } = newestPage(page);
     const rows = await this.prisma.apiKey.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
-    return toPage(rows, page, "t", toApiKeyResource);
+    return toPage(rows, page, newestCursor, toApiKeyResource);
   }
 
   /** One key of the world; 404 for an unknown id or a key of another world. */

@@ -4,7 +4,7 @@ import type { AttemptResource, DeliveryResource, DeliverySummaryResource, Endpoi
 import { enqueueDeliveries } from "@vw/queues";
 import type { Queue } from "bullmq";
 import type { EndpointsService } from "./endpoints.service.js";
-import { isUuid, type PageRequest } from "./http-support.js";
+import { badCursor, isUuid, type PageRequest } from "./http-support.js";
 
 /** A page request of the delivery list, with its optional filters. */
 export interface DeliveryPageRequest extends PageRequest {
@@ -43,7 +43,7 @@ export class DeliveriesService {
     const rows = await this.history.list(endpoint.id, page.filter, { limit: page.limit + 1, ...(page.cursor === undefined ? {} : { after: page.cursor }) });
     if (rows === null) {
       // A cursor of another endpoint, or of a delivery removed by retention since.
-      throw new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
+      throw badCursor();
     }
     const items = rows.slice(0, page.limit);
     const last = items.at(-1);

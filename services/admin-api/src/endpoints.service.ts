@@ -13,7 +13,7 @@ import {
   type WebhookSubscription,
 } from "@vw/contracts";
 import { generateSecret, type SecretBox } from "@vw/webhook-core";
-import { isUuid, newestPage, toPage, type PageRequest } from "./http-support.js";
+import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
 /** A stored endpoint row. */
@@ -90,7 +90,7 @@ export class EndpointsService {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     const { take, where } = newestPage(page);
     const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
-    return toPage(rows, page, "t", toEndpointResource);
+    return toPage(rows, page, newestCursor, toEndpointResource);
   }
 
   /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */

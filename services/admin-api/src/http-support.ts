@@ -82,7 +82,8 @@ function decodeCursor(text: string): PageCursor | null {
   }
 }
 
-const badCursor = () => new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
+/** The 400 of a cursor that is not a `nextCursor` of the list asked for. */
+export const badCursor = () => new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
 
 /** `?limit=`: 1..100, 50 by default; 400 otherwise. */
 function limitOf(req: Request): number {
@@ -142,10 +143,15 @@ export function newestPage(page: PageRequest): {
   return { take: page.limit + 1, where: { OR: [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: after.id } }] } };
 }
 
-/** Cuts the extra row fetched by {@link slugPage} or {@link newestPage} and derives `nextCursor`. */
-export function toPage<T extends { id: string; slug?: string; createdAt?: Date }, R>(rows: T[], page: PageRequest, kind: PageCursor["kind"], map: (row: T) => R) {
+/** Where a page of a list ordered by slug ends (see {@link slugPage}). */
+export const slugCursor = (row: { slug: string; id: string }): PageCursor => ({ kind: "s", key: row.slug, id: row.id });
+
+/** Where a page of a list ordered newest first ends (see {@link newestPage}). */
+export const newestCursor = (row: { createdAt: Date; id: string }): PageCursor => ({ kind: "t", key: row.createdAt.toISOString(), id: row.id });
+
+/** Cuts the extra row fetched by {@link slugPage} or {@link newestPage} and derives `nextCursor` from the last row kept. */
+export function toPage<T, R>(rows: T[], page: PageRequest, cursorOf: (row: T) => PageCursor, map: (row: T) => R) {
   const items = rows.slice(0, page.limit);
   const last = items.at(-1);
-  const next = rows.length > page.limit && last ? encodeCursor({ kind, key: kind === "s" ? String(last.slug) : (last.createdAt as Date).toISOString(), id: last.id }) : null;
-  return { items: items.map(map), nextCursor: next };
+  return { items: items.map(map), nextCursor: rows.length > page.limit && last !== undefined ? encodeCursor(cursorOf(last)) : null };
 }

@@ -1,7 +1,7 @@
 import { uniqueViolationFields, type Organization, type PrismaClient } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import type { CreateOrganizationRequest, ListResource, OrganizationResource } from "@vw/contracts";
-import { slugPage, toPage, type PageRequest } from "./http-support.js";
+import { slugPage, slugCursor, toPage, type PageRequest } from "./http-support.js";
 
 /** Organizations: create, read, list. */
 export class OrganizationsService {
@@ -31,7 +31,7 @@ export class OrganizationsService {
   async list(page: PageRequest): Promise<ListResource<OrganizationResource>> {
     const { take, where } = slugPage(page);
     const rows = await this.prisma.organization.findMany({ where, orderBy: { slug: "asc" }, take });
-    return toPage(rows, page, "s", toOrganizationResource);
+    return toPage(rows, page, slugCursor, toOrganizationResource);
   }
 
   /** The stored organization; 404 when there is none. */

@@ -8,7 +8,7 @@ import {
   type UpdateWorldRequest,
   type WorldResource,
 } from "@vw/contracts";
-import { slugPage, toPage, type PageRequest } from "./http-support.js";
+import { slugPage, slugCursor, toPage, type PageRequest } from "./http-support.js";
 import type { OrganizationsService } from "./organizations.service.js";
 import { mergeAnalytics, normalizeIdentityProviders, readAnalytics, readIdentityProviders } from "./world-settings.js";
 
@@ -55,7 +55,7 @@ export class WorldsService {
     const organization = await this.organizations.find(organizationSlug);
     const { take, where } = slugPage(page);
     const rows = await this.prisma.world.findMany({ where: { organizationId: organization.id, ...where }, orderBy: { slug: "asc" }, take });
-    return toPage(rows, page, "s", (w) => this.toResource({ ...w, organization }));
+    return toPage(rows, page, slugCursor, (w) => this.toResource({ ...w, organization }));
   }
 
   /** One world; 404 when the organization or the world does not exist. */

@@ -102,10 +102,11 @@ describe("retention", () => {
     // The database is shared: another test file's worker may be running its own retention (a
     // century kept) at this very moment. It holds the lock and this run then does nothing, as a
     // second replica's would; ask again until this one has run.
-    let result = await runRetention(pool, { retentionDays: 90, partitionsAheadDays: 7, now });
+    const retention = { retentionDays: 90, partitionsAheadDays: 7, now };
+    let result = await runRetention(pool, retention);
     for (let tries = 1; tries < 100 && !result.dropped.some((d) => d.partition.endsWith(`_p${oldDay}`)); tries += 1) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      result = await runRetention(pool, { retentionDays: 90, partitionsAheadDays: 7, now });
+      result = await runRetention(pool, retention);
     }
     const writtenBefore = written.length;
     while (written.length < writtenBefore + 20) await new Promise((resolve) => setImmediate(resolve));
