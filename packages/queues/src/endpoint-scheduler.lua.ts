@@ -74,45 +74,92 @@ end
 `;
 
 /**
- * KEYS: hash, leases, parked, backlogged. ARGV: lease member, jobId, endpointId, lease ttl ms,
- * largest window. Returns `{granted 0|1, waitMs, rate, backlogged 0|1, ...job ids to promote}`. A
- * job holding a reservation always gets its slot; any other job gets one only if the window has room
- * and no parked job is older (FIFO): `backlogged` says a refusal was for parked jobs (the caller must
- * queue behind them), not only a full window. The throttle reserves the next start: the caller waits
- * `waitMs`.
+ * One acquire: takes a slot for the run `member` of job `jobId`, or refuses. Returns `{granted 0|1,
+ * waitMs, rate, backlogged 0|1, ...job ids to promote}`. A job holding a reservation always gets its
+ * slot; any other job gets one only if the window has room and no parked job is older (FIFO):
+ * `backlogged` says a refusal was for parked jobs (the caller must queue behind them), not only a
+ * full window. The throttle reserves the next start: the caller waits `waitMs`.
+ *
+ * One release: frees the slot of `member`, adapts the window to the signal (+1 per answer up to the
+ * largest, back to the slow window on a timeout or connection error, halved on 429/503) and hands
+ * free slots to parked jobs. Returns the job ids to promote.
  */
-export const ACQUIRE_LUA = `${COMMON}
-local ep, leases, parked = KEYS[1], KEYS[2], KEYS[3]
-local now = nowMs()
-local out = {}
-purge(leases, now, out)
-local reserved = rcall('ZREM', leases, 'r:' .. ARGV[2]) == 1
-local h = rcall('HMGET', ep, 'win', 'rate', 'tat')
-local maxw = tonumber(ARGV[5])
-local win = tonumber(h[1])
-if not win then
-  -- First sight (or forgotten): record the opening window, so hand-offs know it.
-  win = math.min(${INITIAL_WINDOW}, maxw)
-  rcall('HSET', ep, 'win', win)
-  rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
+const SLOT_OPS = `
+local function acquireOne(base, epId, member, jobId, ttl, maxw, now)
+  local ep = base .. 'ep:' .. epId
+  local leases, parked = ep .. ':leases', ep .. ':parked'
+  local out = {}
+  purge(leases, now, out)
+  local reserved = rcall('ZREM', leases, 'r:' .. jobId) == 1
+  local h = rcall('HMGET', ep, 'win', 'rate', 'tat')
+  local win = tonumber(h[1])
+  if not win then
+    -- First sight (or forgotten): record the opening window, so hand-offs know it.
+    win = math.min(${INITIAL_WINDOW}, maxw)
+    rcall('HSET', ep, 'win', win)
+    rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
+  end
+  win = math.min(win, maxw)
+  if not reserved then
+    local backlogged = rcall('EXISTS', parked)
+    if backlogged == 1 or rcall('ZCARD', leases) >= win then
+      handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, false, out)
+      return {0, 0, 0, backlogged, unpack(out)}
+    end
+  end
+  local wait = 0
+  local rate = tonumber(h[2]) or 0
+  if rate > 0 then
+    local tat = math.max(tonumber(h[3]) or now, now)
+    wait = tat - now
+    rcall('HSET', ep, 'tat', tat + 1000 / rate)
+  end
+  rcall('ZADD', leases, now + wait + ttl, member)
+  return {1, math.floor(wait), rate, 0, unpack(out)}
 end
-win = math.min(win, maxw)
-if not reserved then
-  local backlogged = rcall('EXISTS', parked)
-  if backlogged == 1 or rcall('ZCARD', leases) >= win then
-    handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[4]), false, out)
-    return {0, 0, 0, backlogged, unpack(out)}
+local function releaseOne(base, epId, member, jobId, signal, ttl, maxw, sloww, now)
+  local ep = base .. 'ep:' .. epId
+  local leases, parked = ep .. ':leases', ep .. ':parked'
+  local out = {}
+  rcall('ZREM', leases, member)
+  local touched = rcall('ZREM', parked, jobId) == 1
+  purge(leases, now, out)
+  local old = tonumber(rcall('HGET', ep, 'win'))
+  local win = math.min(old or ${INITIAL_WINDOW}, maxw)
+  if signal == 'answered' then win = math.min(maxw, win + 1)
+  elseif signal == 'unresponsive' then win = math.min(maxw, sloww)
+  elseif signal == 'throttled' then win = math.max(1, math.floor(win / 2)) end
+  if win ~= old then
+    rcall('HSET', ep, 'win', win)
+    rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
+  end
+  handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, touched, out)
+  return out
+end
+`;
+
+/**
+ * No KEYS (like the sweep, it names endpoints' keys from the base). ARGV: base, lease ttl ms,
+ * largest window, slow window, then operations of five fields each: `a` (acquire) or `r`
+ * (release), endpointId, lease member, jobId, signal (empty for an acquire). Runs them in order,
+ * as one atomic step, and returns one reply per operation (see SLOT_OPS). The worker sends the
+ * acquires and releases of one event-loop turn together: jobs whose log writes commit in one batch
+ * finish together, and their next jobs arrive together, so one round trip serves many of them
+ * instead of one each (two per delivery were a tenth of the worker's CPU).
+ */
+export const SLOTS_LUA = `${COMMON}${SLOT_OPS}
+local base = ARGV[1]
+local ttl, maxw, sloww = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = nowMs()
+local res = {}
+for i = 5, #ARGV, 5 do
+  if ARGV[i] == 'a' then
+    res[#res + 1] = acquireOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ttl, maxw, now)
+  else
+    res[#res + 1] = releaseOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ttl, maxw, sloww, now)
   end
 end
-local wait = 0
-local rate = tonumber(h[2]) or 0
-if rate > 0 then
-  local tat = math.max(tonumber(h[3]) or now, now)
-  wait = tat - now
-  rcall('HSET', ep, 'tat', tat + 1000 / rate)
-end
-rcall('ZADD', leases, now + wait + tonumber(ARGV[4]), ARGV[1])
-return {1, math.floor(wait), rate, 0, unpack(out)}
+return res
 `;
 
 /**
@@ -126,34 +173,6 @@ local out = {}
 purge(KEYS[2], now, out)
 for i = 3, #ARGV do rcall('ZADD', KEYS[3], 'NX', now * 1000 + i, ARGV[i]) end
 handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], now, tonumber(ARGV[2]), true, out)
-return out
-`;
-
-/**
- * KEYS: hash, leases, parked, backlogged. ARGV: lease member, jobId, endpointId, signal
- * (answered | unresponsive | throttled | none), largest window, slow window, reservation ttl ms.
- * Frees the slot, adapts the window (+1 per answer up to the largest, back to the slow window on
- * a timeout or connection error, halved on 429/503) and hands free slots to parked jobs.
- */
-export const RELEASE_LUA = `${COMMON}
-local ep, leases, parked = KEYS[1], KEYS[2], KEYS[3]
-local now = nowMs()
-local out = {}
-rcall('ZREM', leases, ARGV[1])
-local touched = rcall('ZREM', parked, ARGV[2]) == 1
-purge(leases, now, out)
-local maxw = tonumber(ARGV[5])
-local old = tonumber(rcall('HGET', ep, 'win'))
-local win = math.min(old or ${INITIAL_WINDOW}, maxw)
-local signal = ARGV[4]
-if signal == 'answered' then win = math.min(maxw, win + 1)
-elseif signal == 'unresponsive' then win = math.min(maxw, tonumber(ARGV[6]))
-elseif signal == 'throttled' then win = math.max(1, math.floor(win / 2)) end
-if win ~= old then
-  rcall('HSET', ep, 'win', win)
-  rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
-end
-handoff(ep, leases, parked, KEYS[4], ARGV[3], now, tonumber(ARGV[7]), touched, out)
 return out
 `;
 

@@ -16,7 +16,7 @@
  */
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { ACQUIRE_LUA, INITIAL_WINDOW, PARK_LUA, RELEASE_LUA, ROUTE_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
+import { INITIAL_WINDOW, PARK_LUA, ROUTE_LUA, SLOTS_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
 
 export { INITIAL_WINDOW } from "./endpoint-scheduler.lua.js";
 
@@ -59,12 +59,11 @@ export interface BacklogStats {
 }
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
-type Commands = Record<"vwSchedAcquire" | "vwSchedPark" | "vwSchedRelease" | "vwSchedThrottle" | "vwSchedSweep" | "vwSchedRoute" | "vwSchedStats", Script>;
+type Commands = Record<"vwSchedSlots" | "vwSchedPark" | "vwSchedThrottle" | "vwSchedSweep" | "vwSchedRoute" | "vwSchedStats", Script>;
 
 const SCRIPTS: [keyof Commands, number, string][] = [
-  ["vwSchedAcquire", 4, ACQUIRE_LUA],
+  ["vwSchedSlots", 0, SLOTS_LUA],
   ["vwSchedPark", 4, PARK_LUA],
-  ["vwSchedRelease", 4, RELEASE_LUA],
   ["vwSchedThrottle", 2, THROTTLE_LUA],
   ["vwSchedSweep", 0, SWEEP_LUA],
   ["vwSchedRoute", 0, ROUTE_LUA],
@@ -73,6 +72,16 @@ const SCRIPTS: [keyof Commands, number, string][] = [
 
 /** How often {@link EndpointScheduler.acquireWithin} asks again without a local release (other replicas' releases). */
 export const SLOT_POLL_MS = 20;
+
+/** Most acquires and releases sent in one script call; more wait for the next call. */
+const MAX_SLOT_OPS = 200;
+
+/** An acquire or release waiting for this turn's script call: its five ARGV fields and its caller. */
+interface SlotOp {
+  fields: [kind: "a" | "r", endpointId: string, member: string, jobId: string, signal: string];
+  resolve: (reply: unknown) => void;
+  reject: (err: unknown) => void;
+}
 
 /** BullMQ's answer when promoting a job that is not in the delayed set. */
 function isNotDelayed(err: unknown): boolean {
@@ -89,6 +98,9 @@ export class EndpointScheduler {
   readonly parkTimeoutMs: number;
   /** This process's jobs waiting in {@link acquireWithin}, oldest first, by endpoint. */
   private readonly waiters = new Map<string, (() => void)[]>();
+  /** Acquires and releases asked for during this event-loop turn, sent together at its end. */
+  private slotOps: SlotOp[] = [];
+  private slotOpsScheduled = false;
 
   private constructor(
     private readonly queue: Queue,
@@ -121,7 +133,7 @@ export class EndpointScheduler {
    * this run of the job (one lease per run, so a stalled job taken over never shares a lease).
    */
   async acquire(endpointId: string, jobId: string, token: string): Promise<Acquired> {
-    const res = (await this.redis.vwSchedAcquire(...this.keys(endpointId), `${jobId}:${token}`, jobId, endpointId, this.leaseTtlMs, this.maxWindow)) as (number | string)[];
+    const res = (await this.slotOp(["a", endpointId, `${jobId}:${token}`, jobId, ""])) as (number | string)[];
     await this.promote(endpointId, res.slice(4).map(String));
     return { granted: Number(res[0]) === 1, waitMs: Number(res[1]), rate: Number(res[2]), backlogged: Number(res[3]) === 1 };
   }
@@ -239,8 +251,34 @@ export class EndpointScheduler {
   }
 
   private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal): Promise<void> {
-    const ids = (await this.redis.vwSchedRelease(...this.keys(endpointId), member, jobId, endpointId, signal, this.maxWindow, this.slowWindow, this.leaseTtlMs)) as string[];
+    const ids = (await this.slotOp(["r", endpointId, member, jobId, signal])) as string[];
     await this.promote(endpointId, ids);
+  }
+
+  /**
+   * Queues an acquire or release for the script call at the end of this event-loop turn (one round
+   * trip for every slot decision of the turn, applied in the order asked), and resolves with its
+   * own reply.
+   */
+  private slotOp(fields: SlotOp["fields"]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.slotOps.push({ fields, resolve, reject });
+      if (!this.slotOpsScheduled) {
+        this.slotOpsScheduled = true;
+        setImmediate(() => this.sendSlotOps());
+      }
+    });
+  }
+
+  private sendSlotOps(): void {
+    this.slotOpsScheduled = false;
+    while (this.slotOps.length > 0) {
+      const ops = this.slotOps.splice(0, MAX_SLOT_OPS);
+      this.redis.vwSchedSlots(this.base, this.leaseTtlMs, this.maxWindow, this.slowWindow, ...ops.flatMap((op) => op.fields)).then(
+        (replies) => ops.forEach((op, i) => op.resolve((replies as unknown[])[i])),
+        (err: unknown) => ops.forEach((op) => op.reject(err)),
+      );
+    }
   }
 
   /**

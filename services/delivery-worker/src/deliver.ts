@@ -147,9 +147,10 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
     if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay, attempt: attemptsInRun + 1 };
     return { kind: "done", outcome: status === "delivered" ? "delivered" : "failed" };
   } finally {
-    // Not awaited: the job completes without waiting for it. The release is sent first on the same
-    // connection as the job's completion, so Redis frees the slot before this worker fetches its
-    // next job. A failure only leaves the lease to expire (the sweep then frees it).
+    // Not awaited: the job completes without waiting for it. The release goes out with the other
+    // slot decisions of this event-loop turn, on the connection that later carries the acquire of
+    // whatever job this worker fetches next, so Redis frees the slot before that acquire. A failure
+    // only leaves the lease to expire (the sweep then frees it).
     deps.scheduler.release(data.endpointId, run.jobId, run.token, signal).catch((err: unknown) => deps.onSchedulerError?.(err));
   }
 }
