@@ -105,9 +105,13 @@ const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE
 export function isDependencyUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } } | null;
   if (!e || typeof e !== "object") return false;
-  if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$/.test(e.code))) return true;
+  // Network codes; Prisma's P1001/P1002/P1017 (unreachable, timed out, closed); PostgreSQL's
+  // SQLSTATEs (via pg) of a lost connection (class 08), a shutdown or restart (57P01-57P03) and
+  // too many connections (53300).
+  if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$|^08...$|^57P0[1-3]$|^53300$/.test(e.code))) return true;
   if (e.name === "MaxRetriesPerRequestError" || e.name === "TimeoutError") return true;
-  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server/.test(e.message)) return true;
+  // ioredis offline or closed; Prisma unreachable; pg's pool or client losing its connection.
+  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server|Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
   const status = e.$metadata?.httpStatusCode;
   return typeof status === "number" && status >= 500;
 }

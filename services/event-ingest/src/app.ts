@@ -1,7 +1,7 @@
 import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { MemberDirectory, pingDatabase, prismaRunner, type PrismaClient } from "@vw/db";
+import { MemberDirectory, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
   createApp,
@@ -30,6 +30,8 @@ import { membersRouter } from "./members.routes.js";
 /** What event-ingest is built from; `main.ts` passes the live ones, tests their own. */
 export interface IngestAppDeps {
   prisma: PrismaClient;
+  /** The event intake's pool (`POST /v1/events`: its statements run as named prepared statements). */
+  pool: PgPool;
   /** The producer connection (fails fast); `/readyz` pings it. */
   redis: Redis;
   /** The deliveries queue (`QUEUE_NAMES.deliveries`) opened on `redis`. */
@@ -65,7 +67,7 @@ export const INGEST_API_PREFIX = "/v1";
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
   const members = new MemberDirectory(prismaRunner(deps.prisma));
-  const ingest = new IngestService(deps.prisma, deps.queue, members, {
+  const ingest = new IngestService(deps.pool, deps.queue, members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
   });

@@ -50,8 +50,16 @@ const authHook = new AuthHookService(hookPool, {
   logger,
 });
 
+// The event intake's statements (ingest.service.ts), as prepared statements on a pool of their own.
+const intakePool = createPgPool(config.databaseUrl, {
+  max: 10,
+  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "intake pool" }),
+});
+intakePool.on("connect", () => dependencyStatus(logger, "postgresql").up());
+
 const app = createIngestApp({
   prisma,
+  pool: intakePool,
   redis,
   queue,
   logger,
@@ -78,5 +86,5 @@ registerShutdown(logger, [
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
   { name: "redis", run: () => redis.quit() },
-  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), hookPool.end(), hookCacheListener.stop()])) },
+  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), intakePool.end(), hookPool.end(), hookCacheListener.stop()])) },
 ]);

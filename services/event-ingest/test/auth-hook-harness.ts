@@ -77,7 +77,7 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const hook = new AuthHookService(pool, {
     ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
-  const app = createIngestApp({ prisma, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
+  const app = createIngestApp({ prisma, pool, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
-import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import type { Express } from "express";
@@ -74,6 +74,8 @@ export interface IngestHarness {
   baseUrl: string;
   token: string;
   prisma: PrismaClient;
+  /** The intake's pg pool (ended by `close`). */
+  pool: PgPool;
   redis: Redis;
   queue: Queue;
   keyPrefix: string;
@@ -114,6 +116,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest (test/global-setup.js)");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
+  const pool = createPgPool(databaseUrl, { max: 4 });
   const redis = createRedisConnection(redisUrl, "producer");
   const ownsPrefix = options.keyPrefix === undefined;
   const keyPrefix = options.keyPrefix ?? testKeyPrefix("ingest-");
@@ -126,6 +129,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({
     prisma,
+    pool,
     redis,
     queue,
     logger: recordingLogger(logs),
@@ -168,6 +172,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     baseUrl,
     token,
     prisma,
+    pool,
     redis,
     queue,
     keyPrefix,
@@ -218,7 +223,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
         if (redis.status !== "end") redis.disconnect();
         await queue.close();
       }
-      await prisma.$disconnect();
+      await Promise.all([prisma.$disconnect(), pool.end()]);
     },
   };
 }

@@ -49,6 +49,7 @@ beforeAll(async () => {
   agents = createDeliveryAgents("public-https");
   const app = createIngestApp({
     prisma: h.prisma,
+    pool: h.pool,
     redis: h.redis,
     queue: h.queue,
     logger,

@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { AddressInfo } from "node:net";
+import { createPgPool } from "@vw/db";
+import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createIngestApp } from "../src/app.js";
 import { startIngest, type IngestHarness } from "./harness.js";
 
 let api: IngestHarness;
@@ -90,6 +94,37 @@ describe("readiness without Redis", () => {
       expect(res.body.checks).toEqual([{ name: "database", ok: true }, expect.objectContaining({ name: "redis", ok: false })]);
     } finally {
       await down.close();
+    }
+  });
+});
+
+describe("intake without its database", () => {
+  it("answers 503 dependency-unavailable (a problem document, not a 500) when the intake pool cannot connect", async () => {
+    const world = await api.createWorld();
+    // Same app, but the intake's pool points at a port where nothing listens.
+    const pool = createPgPool("postgresql://postgres@127.0.0.1:1/none", { max: 1 });
+    const logs: unknown[] = [];
+    const silent = (() => {
+      const noop = (): void => undefined;
+      const l = { trace: noop, debug: noop, info: noop, warn: noop, error: (f: unknown) => void logs.push(f), fatal: noop, child: () => l };
+      return l as unknown as Logger;
+    })();
+    const app = createIngestApp({ prisma: api.prisma, pool, redis: api.redis, queue: api.queue, logger: silent, ingestToken: api.token, playUrl: "https://play.example.test" });
+    const server = await listen(app, 0, "127.0.0.1");
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/events`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ id: "evt-db-down", world: world.ref, type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: "u-1", name: "N", email: "n@example.test", via: "email" } }),
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect(res.headers.get("retry-after")).toBe("2");
+      expect(await res.json()).toMatchObject({ type: "/problems/dependency-unavailable", status: 503 });
+      expect(JSON.stringify(logs)).toContain("dependency-unavailable");
+    } finally {
+      await closeServer(server);
+      await pool.end();
     }
   });
 });

@@ -41,6 +41,7 @@ describe("GET /openapi.json", () => {
     try {
       const app = createIngestApp({
         prisma: h.prisma,
+        pool: h.pool,
         redis: h.redis,
         queue: h.queue,
         logger: silent,
