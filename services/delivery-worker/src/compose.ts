@@ -12,6 +12,7 @@ import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logge
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
 import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
+import { AttemptSlots, JOBS_PER_ATTEMPT_SLOT } from "./attempt-slots.js";
 import { DeliveryStore } from "./delivery-store.js";
 import type { DeliverDeps } from "./deliver.js";
 import { createDeliveriesWorker } from "./deliveries.worker.js";
@@ -106,6 +107,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   metrics.watchQueues(Object.values(queues), { queue: queues.deliveries, stats: () => scheduler.stats() });
   const deps: DeliverDeps = {
     store: new DeliveryStore(options.pool),
+    attempts: new AttemptSlots(options.deliveryConcurrency),
     scheduler,
     onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
@@ -130,7 +132,9 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     createDeliveriesWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
-      concurrency: options.deliveryConcurrency,
+      // More jobs than attempt slots: a job whose attempt is answered waits for its log write
+      // without keeping the next POST from starting (attempt-slots.ts).
+      concurrency: options.deliveryConcurrency * JOBS_PER_ATTEMPT_SLOT,
       jobLockMs: options.jobLockMs,
       logger: options.logger,
       deps,

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DeliverJobData, EndpointScheduler, WindowSignal } from "@vw/queues";
 import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
+import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
 import type { WorkerMetrics } from "./metrics.js";
@@ -27,6 +28,8 @@ export interface JobRun {
 /** Everything a delivery run needs; `main.ts` builds the live ones, tests their own. */
 export interface DeliverDeps {
   store: DeliveryStore;
+  /** The process's attempts in flight (DELIVERY_CONCURRENCY): held from the window's slot to the POST's answer. */
+  attempts: AttemptSlots;
   scheduler: EndpointScheduler;
   disabler: EndpointDisabler;
   secrets: SecretCache;
@@ -53,6 +56,17 @@ export interface DeliverDeps {
  * @param run the job's id and this run's lock token
  */
 export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDeps): Promise<DeliverResult> {
+  // Taken before the endpoint's window, so a job waiting here holds nothing else; given back when
+  // the POST has its answer (or the run stops before sending), not after the log write.
+  const attemptDone = await deps.attempts.take();
+  try {
+    return await attempt(data, run, deps, attemptDone);
+  } finally {
+    attemptDone();
+  }
+}
+
+async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, attemptDone: () => void): Promise<DeliverResult> {
   // The slot and the row are asked for at once (Redis and PostgreSQL in parallel): one round trip
   // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
   // congested endpoint are parked by their producer without being fetched.
@@ -109,6 +123,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
       timeoutMs: deps.timeoutMs,
       now: deps.now,
     });
+    attemptDone();
     const errorKind = sent.outcome.error?.kind;
     signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);

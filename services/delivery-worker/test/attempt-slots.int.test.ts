@@ -1,0 +1,52 @@
+/**
+ * DELIVERY_CONCURRENCY bounds the POSTs a worker has in flight, although the worker holds twice
+ * as many jobs (the others wait for their log write): receivers never see more at once.
+ */
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+const CONCURRENCY = 3;
+let h: Harness;
+const receivers: WebhookReceiver[] = [];
+let inFlight = 0;
+let most = 0;
+
+beforeAll(async () => {
+  // Windows wider than the process limit, so only DELIVERY_CONCURRENCY can hold the POSTs back.
+  h = await startHarness({ deliveryConcurrency: CONCURRENCY, endpointConcurrency: 10 });
+  for (let i = 0; i < 4; i += 1) {
+    receivers.push(
+      await startWebhookReceiver({
+        answer: (_req, res) => {
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          setTimeout(() => {
+            inFlight -= 1;
+            res.statusCode = 204;
+            res.end();
+          }, 40);
+        },
+      }),
+    );
+  }
+});
+afterAll(async () => {
+  await h.close();
+  for (const r of receivers) await r.close();
+});
+
+it("never has more POSTs in flight than DELIVERY_CONCURRENCY, across all endpoints", async () => {
+  const world = await h.createWorld();
+  const ids: string[] = [];
+  for (const receiver of receivers) {
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
+    for (let i = 0; i < 6; i += 1) ids.push(await h.seedDelivery(endpoint));
+  }
+  const results = await Promise.all(ids.map((id) => h.completion(id)));
+  expect(results).toEqual(ids.map(() => "delivered"));
+  expect(receivers.reduce((n, r) => n + r.received.length, 0)).toBe(ids.length);
+  // The limit is reached (24 deliveries queued at once), and never passed.
+  expect(most).toBe(CONCURRENCY);
+  expect(inFlight).toBe(0);
+});
