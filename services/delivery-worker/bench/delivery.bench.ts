@@ -13,8 +13,13 @@
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
  * BENCH_STEADY_SECONDS (30), printing the lag from intake to receiver a receiver sees at that rate
  * (a burst's lag is only its drain time).
+ * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
+ * ceiling's client, which runs in this process: the benchmark starts itself again with them when
+ * it was started without (the ceiling would otherwise be measured on a slower runtime than the
+ * worker it is compared with).
  * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +27,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createPrismaClient } from "@vw/db";
 import { bullPrefix } from "@vw/queues";
-import { spawnService, type ServiceProcess } from "@vw/testing";
+import { RUNTIME_NODE_FLAGS, spawnService, type ServiceProcess } from "@vw/testing";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecret, generateSecretBoxKey, sendAttempt } from "@vw/webhook-core";
 import {
   deleteKeysUnder,
@@ -35,6 +40,12 @@ import {
   resetReceiver,
   startReceiver,
 } from "./bench-kit.js";
+
+const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
+if (!RUNTIME_NODE_FLAGS.every((flag) => ownFlags.includes(flag))) {
+  const again = spawnSync(process.execPath, [...RUNTIME_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(again.status ?? 1);
+}
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
@@ -234,7 +245,7 @@ async function main(): Promise<void> {
       };
     };
 
-    log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters`);
+    log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters; Node ${process.version} ${RUNTIME_NODE_FLAGS.join(" ")}`);
     // Warm-up: JIT, connection pools, prepared paths.
     await endToEnd(ENDPOINTS, 0, 2000);
     await rawCeiling(receiver.origin, 2000);
