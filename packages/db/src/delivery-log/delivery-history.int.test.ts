@@ -154,4 +154,64 @@ describe("DeliveryHistory", () => {
     expect(stats.lastAttempt).toMatchObject({ status: null, outcome: "retry" });
     expect(stats.until.getTime() - stats.since.getTime()).toBeGreaterThanOrEqual(24 * 3600_000);
   });
+
+  it("rolls a batch of attempts up per endpoint and 5-minute bucket exactly as a scan of them would", async () => {
+    const endpoints = [await endpointFixture(), await endpointFixture(), await endpointFixture()];
+    const log = new DeliveryLog(pgRunner(pool));
+    const now = Date.now();
+    // Durations on and around the histogram's bounds, two buckets, equal start times: the rollup is
+    // checked against a plain computation of the same rows, not against the trigger's own idea.
+    const durations = [0, 4, 5, 6, 10, 24, 25, 49, 50, 99, 100, 2999, 3000, 29_999, 30_000, 45_000];
+    const bounds = [5, 10, 25, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500, 10000, 15000, 30000];
+    const results: AttemptResult[] = [];
+    for (let i = 0; i < 60; i += 1) {
+      const { worldId, endpointId } = endpoints[i % 3]!;
+      const d = { id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") };
+      await log.create([d]);
+      const verdict = ["delivered", "retry", "rejected"][i % 4 === 0 ? 1 : i % 7 === 0 ? 2 : 0]!;
+      const r = result(d, 1 + (i % 3), durations[i % durations.length]!, verdict, verdict === "retry" ? "pending" : verdict === "delivered" ? "delivered" : "failed", verdict === "retry" ? 503 : 200);
+      // A third start six minutes earlier (the previous bucket); pairs share a start time.
+      r.attempt.startedAt = new Date(now - (i % 3 === 2 ? 6 * 60_000 : 0) - Math.floor(i / 6) * 1000);
+      results.push(r);
+    }
+    await log.recordAttempts(results);
+
+    const bucketOf = (t: Date) => Math.floor(t.getTime() / 300_000) * 300_000;
+    type Roll = { attempts: number; succeeded: number; counts: number[]; max: number; last: AttemptResult };
+    const expected = new Map<string, Roll>();
+    for (const r of results) {
+      const key = `${r.endpointId} ${bucketOf(r.attempt.startedAt)}`;
+      const roll = expected.get(key) ?? { attempts: 0, succeeded: 0, counts: Array<number>(21).fill(0), max: 0, last: r };
+      roll.attempts += 1;
+      if (r.attempt.verdict === "delivered") roll.succeeded += 1;
+      roll.counts[bounds.filter((b) => b <= r.attempt.durationMs).length]! += 1;
+      roll.max = Math.max(roll.max, r.attempt.durationMs);
+      const later = (a: AttemptResult, b: AttemptResult) =>
+        a.attempt.startedAt.getTime() - b.attempt.startedAt.getTime() || a.attempt.attemptNumber - b.attempt.attemptNumber;
+      if (later(r, roll.last) > 0) roll.last = r;
+      expected.set(key, roll);
+    }
+    const { rows } = await pool.query<{ endpoint_id: string; bucket: Date; attempts: number; attempts_succeeded: number; latency_counts: number[]; latency_max_ms: number; last_attempt_at: Date; last_attempt_status: number | null; last_attempt_outcome: string }>(
+      "SELECT * FROM endpoint_stats WHERE endpoint_id = ANY($1::uuid[]) AND attempts > 0",
+      [endpoints.map((e) => e.endpointId)],
+    );
+    const actual = new Map(rows.map((row) => [`${row.endpoint_id} ${row.bucket.getTime()}`, row]));
+    expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
+    // Ties on (start, attempt number) have no single latest attempt: compare what is determined.
+    for (const [key, roll] of expected) {
+      const row = actual.get(key)!;
+      expect({ key, attempts: row.attempts, succeeded: row.attempts_succeeded, counts: row.latency_counts, max: row.latency_max_ms, lastAt: row.last_attempt_at.getTime() }).toEqual({
+        key,
+        attempts: roll.attempts,
+        succeeded: roll.succeeded,
+        counts: roll.counts,
+        max: roll.max,
+        lastAt: roll.last.attempt.startedAt.getTime(),
+      });
+      const tied = results.filter(
+        (r) => `${r.endpointId} ${bucketOf(r.attempt.startedAt)}` === key && r.attempt.startedAt.getTime() === roll.last.attempt.startedAt.getTime() && r.attempt.attemptNumber === roll.last.attempt.attemptNumber,
+      );
+      expect(tied.map((r) => `${r.attempt.responseStatus} ${r.attempt.verdict}`)).toContain(`${row.last_attempt_status} ${row.last_attempt_outcome}`);
+    }
+  });
 });
