@@ -66,6 +66,7 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
   }
 }
 
+/** The run of {@link deliver} once it holds an attempt slot; `attemptDone` gives the slot back (idempotent). */
 async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, attemptDone: () => void): Promise<DeliverResult> {
   // The slot and the row are asked for at once (Redis and PostgreSQL in parallel): one round trip
   // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
