@@ -3,33 +3,18 @@
  * as many jobs (the others wait for their log write): receivers never see more at once.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { startHarness, type Harness } from "./harness.js";
+import type { WebhookReceiver } from "@vw/testing";
+import { InFlight, countingReceiver, startHarness, type Harness } from "./harness.js";
 
 const CONCURRENCY = 3;
 let h: Harness;
 const receivers: WebhookReceiver[] = [];
-let inFlight = 0;
-let most = 0;
+const inFlight = new InFlight();
 
 beforeAll(async () => {
   // Windows wider than the process limit, so only DELIVERY_CONCURRENCY can hold the POSTs back.
   h = await startHarness({ deliveryConcurrency: CONCURRENCY, endpointConcurrency: 10 });
-  for (let i = 0; i < 4; i += 1) {
-    receivers.push(
-      await startWebhookReceiver({
-        answer: (_req, res) => {
-          inFlight += 1;
-          most = Math.max(most, inFlight);
-          setTimeout(() => {
-            inFlight -= 1;
-            res.statusCode = 204;
-            res.end();
-          }, 40);
-        },
-      }),
-    );
-  }
+  for (let i = 0; i < 4; i += 1) receivers.push((await countingReceiver(40, inFlight)).receiver);
 });
 afterAll(async () => {
   await h.close();
@@ -47,6 +32,6 @@ it("never has more POSTs in flight than DELIVERY_CONCURRENCY, across all endpoin
   expect(results).toEqual(ids.map(() => "delivered"));
   expect(receivers.reduce((n, r) => n + r.received.length, 0)).toBe(ids.length);
   // The limit is reached (24 deliveries queued at once), and never passed.
-  expect(most).toBe(CONCURRENCY);
-  expect(inFlight).toBe(0);
+  expect(inFlight.most).toBe(CONCURRENCY);
+  expect(inFlight.now).toBe(0);
 });

@@ -10,11 +10,33 @@ import { Queue, type Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { startSmtpSink, testKeyPrefix, type SmtpSink } from "@vw/testing";
+import { startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
 import type { Redis } from "ioredis";
+
+/** Requests held at once, and the most seen: one receiver's, or shared by several. */
+export class InFlight {
+  now = 0;
+  most = 0;
+}
+
+/** A receiver answering 200 after `delayMs`, counting the requests it holds at once in `count`. */
+export async function countingReceiver(delayMs: number, count = new InFlight()): Promise<{ receiver: WebhookReceiver; count: InFlight }> {
+  const receiver = await startWebhookReceiver({
+    answer: (_req, res) => {
+      count.now += 1;
+      count.most = Math.max(count.most, count.now);
+      setTimeout(() => {
+        count.now -= 1;
+        res.statusCode = 200;
+        res.end();
+      }, delayMs);
+    },
+  });
+  return { receiver, count };
+}
 
 /** A logger that keeps nothing (tests assert on rows, requests and mails). */
 export const silentLogger: Logger = (() => {

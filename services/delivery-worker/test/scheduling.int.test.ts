@@ -7,34 +7,21 @@
  *   the kill can reach the receiver twice (at least once);
  * and, in-process, 429/503 halving the endpoint's window while the retry schedule is unchanged.
  */
-import type http from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { spawnService, startWebhookReceiver, type ReceivedDelivery, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
-import { startHarness, type Harness } from "./harness.js";
+import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { countingReceiver, startHarness, type Harness } from "./harness.js";
 
 const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const processes: ServiceProcess[] = [];
 const receivers: WebhookReceiver[] = [];
 
-/** A receiver answering 200 after `delayMs`, counting the requests it holds at once. */
-async function countingReceiver(delayMs: number): Promise<{ receiver: WebhookReceiver; maxInFlight: () => number }> {
-  let inFlight = 0;
-  let max = 0;
-  const receiver = await startWebhookReceiver({
-    answer: (_req: ReceivedDelivery, res: http.ServerResponse) => {
-      inFlight += 1;
-      max = Math.max(max, inFlight);
-      setTimeout(() => {
-        inFlight -= 1;
-        res.statusCode = 200;
-        res.end();
-      }, delayMs);
-    },
-  });
+/** {@link countingReceiver}, closed after the tests. */
+async function receiverCounting(delayMs: number): Promise<{ receiver: WebhookReceiver; maxInFlight: () => number }> {
+  const { receiver, count } = await countingReceiver(delayMs);
   receivers.push(receiver);
-  return { receiver, maxInFlight: () => max };
+  return { receiver, maxInFlight: () => count.most };
 }
 
 /** Waits until the receiver has seen every id (event-driven: each new request wakes it). */
@@ -74,7 +61,7 @@ describe("two worker processes", () => {
     });
 
   it("never exceed an endpoint's window together", async () => {
-    const { receiver, maxInFlight } = await countingReceiver(100);
+    const { receiver, maxInFlight } = await receiverCounting(100);
     const world = await h.createWorld();
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
     receiver.setSecret(endpoint.secret);
@@ -98,7 +85,7 @@ describe("two worker processes", () => {
 
   it("space an endpoint's starts by its rateLimitPerSecond together", async () => {
     const RATE = 5;
-    const { receiver } = await countingReceiver(0);
+    const { receiver } = await receiverCounting(0);
     const world = await h.createWorld();
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url, rateLimitPerSecond: RATE });
     receiver.setSecret(endpoint.secret);
@@ -124,7 +111,7 @@ describe("two worker processes", () => {
   }, 90_000);
 
   it("lose nothing when one is killed with a backlog parked; only what was in flight can arrive twice", async () => {
-    const { receiver } = await countingReceiver(100);
+    const { receiver } = await receiverCounting(100);
     const world = await h.createWorld();
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
     receiver.setSecret(endpoint.secret);
