@@ -8,7 +8,8 @@
  *   - PostgreSQL: DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/vw_dev), created if
  *     missing, migrated; Redis: REDIS_URL (default redis://127.0.0.1:6379/0) under the key prefix
  *     REDIS_KEY_PREFIX (default `vw-dev`), so a dev stack never shares queues with anything else;
- *   - every built service (`services/<name>/dist/main.js`) on its port (SERVICES below; override
+ *   - every built service (`services/<name>/dist/main.js`), run with the image's V8 flags
+ *     (RUNTIME_NODE_FLAGS of packages/testing), on its port (SERVICES below; override
  *     one with <NAME>_PORT, e.g. ADMIN_API_PORT), bound to 127.0.0.1 (DEV_HOST=0.0.0.0 opens them
  *     to the network: mind that dev accepts any webhook URL and its tokens are published), output
  *     prefixed with its name;
@@ -30,6 +31,12 @@ import { ROOT, childEnv, stopRunningChildren } from "./lib/toolchain.mjs";
 // local-infra.mjs needs pg and s3rver, which the set-up installs: loaded once it has run.
 /** @type {typeof import("./lib/local-infra.mjs")} */
 let infra;
+/**
+ * The V8 flags the services are deployed with (the image's CMD), from packages/testing's build,
+ * which the set-up makes: dev runs them the way production and the benchmarks do.
+ * @type {readonly string[]}
+ */
+let runtimeNodeFlags = [];
 
 /** Default port of each known service (the root README); a service not listed gets the next from 3010. */
 const SERVICE_PORTS = { "map-storage": 3001, "event-ingest": 3002, "admin-api": 3003, "delivery-worker": 3004 };
@@ -101,7 +108,7 @@ function startService(service, sharedEnv, width) {
   const palette = ["36", "35", "32", "34", "33", "96", "95", "92"];
   const prefix = paint(palette[services.indexOf(service) % palette.length], `${service.name.padEnd(width)} |`);
   // Own process group: a terminal's Ctrl+C reaches only this supervisor, which sends one SIGTERM.
-  const child = spawn(process.execPath, ["--enable-source-maps", service.main], {
+  const child = spawn(process.execPath, ["--enable-source-maps", ...runtimeNodeFlags, service.main], {
     cwd: ROOT,
     env: { ...sharedEnv, ...service.env, PORT: String(service.port) },
     stdio: ["ignore", "pipe", "pipe"],
@@ -264,6 +271,11 @@ async function main() {
   else await setupWorkspace(env);
   if (stopping) return;
   infra = await import("./lib/local-infra.mjs");
+  try {
+    runtimeNodeFlags = (await import("../packages/testing/dist/processes.js")).RUNTIME_NODE_FLAGS;
+  } catch (err) {
+    warn(`packages/testing is not built (${err.message}): services run without the image's V8 flags; \`npm run setup\` builds it`);
+  }
   services = discoverServices();
   if (services.length === 0) throw new Error("no service is built: run `npm run setup` (or `pnpm build`)");
   for (const s of services) {

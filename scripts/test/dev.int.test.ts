@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
+import { RUNTIME_NODE_FLAGS } from "../../packages/testing/src/processes.js";
 import { databaseUrlFor, dropDatabase, splitDatabaseUrl } from "../lib/local-infra.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -58,6 +59,15 @@ function descendants(pid: number): number[] {
   };
   walk(pid);
   return found;
+}
+
+/** A process's arguments (from /proc), empty when it has exited meanwhile. */
+function commandLine(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 function alive(pid: number): boolean {
@@ -193,6 +203,10 @@ describe("npm run dev", () => {
 async function expectStopsCompletely(npm: ChildProcess, ports: number[], signal: NodeJS.Signals) {
   const tree = descendants(npm.pid!);
   expect(tree.length).toBeGreaterThanOrEqual(5); // dev.mjs and the four services
+  // Each service runs with the V8 flags it is deployed with (the image's CMD).
+  const serviceArgs = tree.map(commandLine).filter((args) => args.some((a) => /\/services\/[^/]+\/dist\/main\.js$/.test(a)));
+  expect(serviceArgs).toHaveLength(SERVICES.length);
+  for (const args of serviceArgs) expect(args).toEqual(expect.arrayContaining([...RUNTIME_NODE_FLAGS]));
   for (const port of ports) expect(await listening(port)).toBe(true);
 
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
