@@ -16,6 +16,18 @@ describe("uuidV7", () => {
     expect(new Set(ids).size).toBe(50);
   });
 
+  it("stays valid and unique across many ids and milliseconds (the random pool refills every 512 ids)", () => {
+    const start = Date.parse("2026-11-23T12:00:00.000Z");
+    const ids = Array.from({ length: 5000 }, (_, i) => uuidV7(start + Math.floor(i / 3)));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(5000);
+    // The 62 random bits are random: no tail repeats, and every hex digit shows up in them.
+    const tails = ids.map((id) => id.slice(19));
+    expect(new Set(tails).size).toBe(5000);
+    expect(new Set(tails.join("").replace(/-/g, "")).size).toBe(16);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it("has no time for other ids (v4 ids of older history)", () => {
     expect(uuidV7Time("3f1c2e4a-9b7d-4c1e-8a2b-1234567890ab")).toBeNull();
     expect(uuidV7Time("not-a-uuid")).toBeNull();
