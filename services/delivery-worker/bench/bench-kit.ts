@@ -253,3 +253,31 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
   const field = (name: string): number => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? 0);
   return field("used_cpu_user") + field("used_cpu_sys");
 }
+
+/** Where a thread's time went so far: seconds on a core, seconds ready to run but waiting for one. */
+export interface ThreadTime {
+  ranS: number;
+  waitedS: number;
+  atS: number;
+}
+
+/**
+ * A process's main thread (its JavaScript) so far, from Linux's `/proc/<pid>/task/<pid>/schedstat`;
+ * null where there is none (the figure is then left out).
+ */
+export function mainThreadTime(pid: number | undefined): ThreadTime | null {
+  if (pid === undefined) return null;
+  try {
+    const [ran, waited] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(/\s+/).map(Number);
+    return { ranS: ran! / 1e9, waitedS: waited! / 1e9, atS: performance.now() / 1000 };
+  } catch {
+    return null;
+  }
+}
+
+/** The shares of the wall time between two readings that the thread ran and waited for a core. */
+export function threadShares(before: ThreadTime | null, after: ThreadTime | null): { ran: number; waited: number } | null {
+  if (before === null || after === null || after.atS <= before.atS) return null;
+  const wall = after.atS - before.atS;
+  return { ran: (after.ranS - before.ranS) / wall, waited: (after.waitedS - before.waitedS) / wall };
+}

@@ -7,7 +7,10 @@
  * how many jobs the worker parked (found their endpoint's window full) and the CPU time per
  * delivery of the worker and of ingest (from their `process_cpu_seconds_total`), next to the raw
  * client's CPU per POST: those move far less with the machine's noise than throughput does, so
- * they show what a change to the worker costs or saves. Then the end-to-end run
+ * they show what a change to the worker costs or saves. Both sides are bound by one JavaScript
+ * thread each, so the run also says how much of it the worker's main thread and the ceiling's
+ * client ran and how much they waited for a core (Linux schedstat), how many cores the
+ * end-to-end run kept busy, and the CPU per job of a no-op BullMQ job. Then the end-to-end run
  * with 10% of the endpoints never answering, comparing the healthy endpoints' throughput with the
  * all-healthy run.
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
@@ -20,6 +23,7 @@
  * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
  */
 import { spawnSync } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +35,7 @@ import { RUNTIME_NODE_FLAGS, spawnService, type ServiceProcess } from "@vw/testi
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecret, generateSecretBoxKey, sendAttempt } from "@vw/webhook-core";
 import {
   deleteKeysUnder,
+  mainThreadTime,
   openLoop,
   postgresCpuBetween,
   postgresCpuSeconds,
@@ -39,6 +44,7 @@ import {
   redisCpuSeconds,
   resetReceiver,
   startReceiver,
+  threadShares,
 } from "./bench-kit.js";
 
 const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
@@ -67,12 +73,13 @@ const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
 
 /** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
-async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number }> {
+async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number; thread: { ran: number; waited: number } | null }> {
   const agents = createDeliveryAgents("any");
   const secret = generateSecret();
   const body = Buffer.from(JSON.stringify({ deliveryId: randomUUID(), type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: "u", name: "n", email: "e@example.com", via: "sso" } }));
   let next = 0;
   const cpuBefore = process.cpuUsage();
+  const threadBefore = mainThreadTime(process.pid);
   const start = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -84,13 +91,18 @@ async function rawCeiling(origin: string, total: number): Promise<{ rate: number
     }),
   );
   const rate = total / ((performance.now() - start) / 1000);
+  const thread = threadShares(threadBefore, mainThreadTime(process.pid));
   const cpu = process.cpuUsage(cpuBefore);
   destroyDeliveryAgents(agents);
-  return { rate, cpuMs: (cpu.user + cpu.system) / 1000 / total };
+  return { rate, cpuMs: (cpu.user + cpu.system) / 1000 / total, thread };
 }
 
-/** No-op BullMQ job rate: addBulk then a worker with the same concurrency that does nothing. */
-async function noopBullmq(total: number): Promise<number> {
+/**
+ * No-op BullMQ job rate: addBulk then a worker with the same concurrency that does nothing; also
+ * the CPU per job of fetching and completing it (this process, which runs the worker, plus Redis):
+ * what every delivery pays for being a BullMQ job before it does anything.
+ */
+async function noopBullmq(total: number): Promise<{ rate: number; cpuMs: number }> {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const prefix = bullPrefix(`${keyPrefix}-noop`);
   const queue = new Queue("noop", { connection, prefix });
@@ -98,6 +110,8 @@ async function noopBullmq(total: number): Promise<number> {
     await queue.addBulk(Array.from({ length: Math.min(1000, total - i) }, () => ({ name: "noop.v1", data: {}, opts: { removeOnComplete: true } })));
   }
   let done = 0;
+  const redisBefore = await redisCpuSeconds(connection);
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   const finished = new Promise<void>((resolve) => {
     const worker = new Worker("noop", async () => undefined, { connection, prefix, concurrency: CONCURRENCY });
@@ -108,10 +122,12 @@ async function noopBullmq(total: number): Promise<number> {
   });
   await finished;
   const rate = total / ((performance.now() - start) / 1000);
+  const cpu = process.cpuUsage(cpuBefore);
+  const redisMs = ((await redisCpuSeconds(connection)) - redisBefore) * 1000;
   await queue.obliterate({ force: true });
   await queue.close();
   await connection.quit();
-  return rate;
+  return { rate, cpuMs: ((cpu.user + cpu.system) / 1000 + redisMs) / total };
 }
 
 /**
@@ -211,6 +227,7 @@ async function main(): Promise<void> {
       }
       const expected = events * healthy;
       const before = await soFar();
+      const threadBefore = mainThreadTime(worker.child.pid);
       const start = Date.now();
       let nextBatch = 0;
       await Promise.all(
@@ -230,6 +247,7 @@ async function main(): Promise<void> {
       );
       const ingestSeconds = (Date.now() - start) / 1000;
       const s = await receiverReached(receiver.origin, expected);
+      const thread = threadShares(threadBefore, mainThreadTime(worker.child.pid));
       const seconds = (s.lastAt - start) / 1000;
       const after = await soFar();
       return {
@@ -242,6 +260,8 @@ async function main(): Promise<void> {
         parked: after.parked - before.parked,
         /** CPU ms per delivery of each process: a machine's noise moves throughput far more than this. */
         cpu: cpuPer(before, after, expected),
+        /** The worker's main thread: the share of the run it ran, and waited for a core. */
+        thread,
       };
     };
 
@@ -252,7 +272,7 @@ async function main(): Promise<void> {
 
     // The ceiling and the end-to-end run alternate, ROUNDS times, and their medians are compared:
     // on a shared machine one run of either moves by a fifth from one minute to the next.
-    const raws: { rate: number; cpuMs: number }[] = [];
+    const raws: Awaited<ReturnType<typeof rawCeiling>>[] = [];
     const healthyRuns: Awaited<ReturnType<typeof endToEnd>>[] = [];
     const rawReceiverCpu: number[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
@@ -289,7 +309,7 @@ async function main(): Promise<void> {
     const rawClient = median(raws.map((r) => r.cpuMs));
     const rawReceiver = median(rawReceiverCpu);
     log(`  CPU per POST (median): client ${rawClient.toFixed(3)} ms, receiver ${rawReceiver.toFixed(3)} ms = ${(rawClient + rawReceiver).toFixed(3)} ms`);
-    log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop)} jobs/s`);
+    log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop.rate)} jobs/s, CPU per job ${noop.cpuMs.toFixed(3)} ms (worker and Redis)`);
     log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s${each(healthyRuns.map((r) => r.rate))}`);
     log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
     const part = (name: keyof (typeof healthyRun)["cpu"]): number => median(healthyRuns.map((r) => r.cpu[name]));
@@ -298,7 +318,26 @@ async function main(): Promise<void> {
       `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${parts.reduce((sum, [, v]) => sum + v, 0).toFixed(3)} ms` +
         " (postgres: its processes alive at both ends of the run)",
     );
-    log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop) * 100).toFixed(1)}% of the no-op job rate`);
+    log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop.rate) * 100).toFixed(1)}% of the no-op job rate`);
+    // Whether the run was bound by CPU: the ceiling's client runs on about one core, end to end
+    // shares every core with PostgreSQL and Redis; below all of them busy, it waited on something.
+    const cores = availableParallelism();
+    const total = parts.reduce((sum, [, v]) => sum + v, 0);
+    log(
+      `  cores busy: ${((healthyRun.rate * total) / 1000).toFixed(2)} of ${cores} (rate x CPU per delivery); ` +
+        `70% of the ceiling on ${cores} cores leaves ${((cores * 1000) / (0.7 * raw)).toFixed(3)} ms of CPU per delivery; this run used ${total.toFixed(3)} ms (${(total / (rawClient + rawReceiver)).toFixed(2)}x a raw POST's)`,
+    );
+    // Both sides are bound by one JavaScript thread: the client's, and the worker's, which shares
+    // the cores with PostgreSQL, Redis, ingest and the receiver (it waits for one when they run).
+    const shares = (list: ({ ran: number; waited: number } | null)[]): string | null => {
+      const known = list.filter((t): t is { ran: number; waited: number } => t !== null);
+      if (known.length === 0) return null;
+      const pct = (v: number) => `${(v * 100).toFixed(0)}%`;
+      return `ran ${pct(median(known.map((t) => t.ran)))}, waited for a core ${pct(median(known.map((t) => t.waited)))}`;
+    };
+    const rawThread = shares(raws.map((r) => r.thread));
+    const workerThread = shares(healthyRuns.map((r) => r.thread));
+    if (rawThread && workerThread) log(`  main JavaScript thread (median): raw-ceiling client ${rawThread}; worker ${workerThread}`);
     log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
     log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
     log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
