@@ -146,4 +146,34 @@ describe("a disabled endpoint", () => {
     expect(await h.completion(deliveryId)).toBe("missing");
     expect(probe.received).toHaveLength(0);
   });
+
+  it("an endpoint deleted while its attempt is in flight: the other attempts answered with it are logged once, not sent again", async () => {
+    const world = await h.createWorld();
+    // The first three requests are held, then answered together, so their three attempts are
+    // logged by one group commit; any later request (a resend) is answered at once.
+    const held: import("node:http").ServerResponse[] = [];
+    const probe = await receiver(204);
+    probe.answerWith((_req, res) => {
+      if (held.length < 3 && held.every((r) => !r.writableEnded)) held.push(res);
+      else res.end();
+    });
+    const kept = [await h.createEndpoint(world.id, { url: probe.url }), await h.createEndpoint(world.id, { url: probe.url })];
+    const gone = await h.createEndpoint(world.id, { url: probe.url });
+    const keptIds = [await h.seedDelivery(kept[0]!), await h.seedDelivery(kept[1]!)];
+    const goneId = await h.seedDelivery(gone);
+    await probe.waitFor(3);
+    await h.prisma.webhookEndpoint.delete({ where: { id: gone.id } });
+    for (const res of held) {
+      res.statusCode = 200;
+      res.end("ok");
+    }
+
+    expect(await Promise.all([...keptIds, goneId].map((id) => h.completion(id)))).toEqual(["delivered", "delivered", "delivered"]);
+    const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: [...keptIds, goneId] } } });
+    expect(rows.map((r) => [r.id, r.status, r.attemptCount]).sort()).toEqual(keptIds.map((id) => [id, "delivered", 1]).sort());
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: [...keptIds, goneId] } } });
+    expect(attempts.map((a) => a.deliveryId).sort()).toEqual([...keptIds].sort());
+    // Each delivery reached the receiver exactly once: the batch was not failed and sent again.
+    expect(probe.received.map((r) => r.headers["webhook-id"]).sort()).toEqual([...keptIds, goneId].sort());
+  });
 });

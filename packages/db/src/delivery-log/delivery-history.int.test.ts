@@ -215,3 +215,29 @@ describe("DeliveryHistory", () => {
     }
   });
 });
+
+describe("DeliveryLog.recordAttempts", () => {
+  it("logs the batch when an endpoint of it was deleted while its attempt was in flight, leaving out only that endpoint's attempt", async () => {
+    const kept = await endpointFixture();
+    const gone = await endpointFixture();
+    const log = new DeliveryLog(pgRunner(pool));
+    const created: NewDelivery[] = [];
+    for (const { worldId, endpointId } of [kept, gone]) {
+      const events = [{ rowId: newEventRowId(), worldId, producerId: `race-${endpointId}`, type: "visitor.registered", occurredAt: new Date().toISOString() }];
+      const intake = await log.intake(events, (fresh, createdAt) =>
+        fresh.map((e): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, worldId, type: e.type, body: Buffer.from("{}"), event: { rowId: e.rowId, producerId: e.producerId } })),
+      );
+      created.push(...intake.created);
+    }
+    const [keptDelivery, goneDelivery] = created as [NewDelivery, NewDelivery];
+    // Both were loaded and sent; then the second endpoint was deleted (its deliveries with it).
+    await prisma.webhookEndpoint.delete({ where: { id: gone.endpointId } });
+    const failures = await log.recordAttempts([result(keptDelivery, 1, 30, "rejected", "failed", 400), result(goneDelivery, 1, 30, "rejected", "failed", 400)]);
+
+    expect(failures).toEqual([1, null]);
+    const attempts = await pool.query<{ delivery_id: string }>("SELECT delivery_id FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])", [[keptDelivery.id, goneDelivery.id]]);
+    expect(attempts.rows.map((r) => r.delivery_id)).toEqual([keptDelivery.id]);
+    const deliveries = await pool.query<{ id: string; status: string }>("SELECT id, status FROM webhook_deliveries WHERE id = ANY($1::uuid[])", [[keptDelivery.id, goneDelivery.id]]);
+    expect(deliveries.rows).toEqual([{ id: keptDelivery.id, status: "failed" }]);
+  });
+});

@@ -127,14 +127,18 @@ export const LOAD_UNTIMED: Statement = {
 
 /**
  * $1..$3 endpoint counters (ids sorted, reset, n), $4..$17 the attempts, $18 their deliveries'
- * creation times, $19 endpoint ids, $20 new statuses, $21 next attempt times. The scalar subquery
- * in `upd` makes the deliveries wait for `counters` (lock order: endpoints first); its
- * `= ANY($18)` prunes the update to the partitions of those days (see {@link LOAD_TIMED}).
+ * creation times, $19 endpoint ids, $20 new statuses, $21 next attempt times. Every endpoint of the
+ * batch is locked first (sorted: the lock order shared with every disable and deletion, endpoints
+ * before deliveries); an attempt whose endpoint is gone (deleted while the attempt was in flight,
+ * its deliveries with it) is left out instead of failing the whole batch on the foreign key, and
+ * a deletion that comes later waits for this commit and then removes what it wrote. The scalar
+ * subquery in `upd` makes the deliveries wait for `counters`; its `= ANY($18)` prunes the update
+ * to the partitions of those days (see {@link LOAD_TIMED}).
  */
 export const RECORD_ATTEMPTS: Statement = {
   name: "dl-record-attempts",
   text: `WITH locked AS (
-    SELECT id FROM webhook_endpoints WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
+    SELECT id FROM webhook_endpoints WHERE id = ANY($19::uuid[]) ORDER BY id FOR NO KEY UPDATE
   ), counters AS (
     UPDATE webhook_endpoints e
     SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
@@ -147,6 +151,7 @@ export const RECORD_ATTEMPTS: Statement = {
            t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
     FROM ${attemptsFrom(4)}
     JOIN unnest($4::uuid[], $18::timestamptz[], $19::uuid[]) AS x(attempt_id, created_at, endpoint_id) ON x.attempt_id = t.id
+    WHERE x.endpoint_id IN (SELECT id FROM locked)
   ), upd AS (
     UPDATE webhook_deliveries d
     SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
