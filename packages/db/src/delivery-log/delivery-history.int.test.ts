@@ -241,3 +241,33 @@ describe("DeliveryLog.recordAttempts", () => {
     expect(deliveries.rows).toEqual([{ id: keptDelivery.id, status: "failed" }]);
   });
 });
+
+describe("DeliveryLog.intake and create", () => {
+  it("leave out the deliveries of an endpoint deleted since the writer read it, instead of failing", async () => {
+    const kept = await endpointFixture();
+    const gone = await endpointFixture();
+    const log = new DeliveryLog(pgRunner(pool));
+    const events = [kept, gone].map(({ worldId }) => ({ rowId: newEventRowId(), worldId, producerId: `gone-${randomUUID()}`, type: "visitor.registered", occurredAt: new Date().toISOString() }));
+    const intake = await log.intake(events, async (fresh, createdAt) => {
+      // The plan was made from endpoints read before; one of them is deleted meanwhile.
+      await prisma.webhookEndpoint.delete({ where: { id: gone.endpointId } });
+      return fresh.map((e): NewDelivery => {
+        const endpointId = e.worldId === kept.worldId ? kept.endpointId : gone.endpointId;
+        return { id: newDeliveryId(createdAt), endpointId, worldId: e.worldId, type: e.type, body: Buffer.from("{}"), event: { rowId: e.rowId, producerId: e.producerId } };
+      });
+    });
+    expect(intake.fresh).toHaveLength(2);
+    expect(intake.created.map((d) => d.endpointId)).toEqual([kept.endpointId]);
+    const stored = await pool.query<{ endpoint_id: string }>("SELECT endpoint_id FROM webhook_deliveries WHERE id = ANY($1::uuid[])", [intake.created.map((d) => d.id)]);
+    expect(stored.rows).toEqual([{ endpoint_id: kept.endpointId }]);
+
+    // The same through Prisma's runner (the analytics flush's writer), with ids stored already.
+    const again = await endpointFixture();
+    await prisma.webhookEndpoint.delete({ where: { id: again.endpointId } });
+    const other = { id: newDeliveryId(), endpointId: kept.endpointId, worldId: kept.worldId, type: "visitor.registered", body: Buffer.from("{}") };
+    const viaPrisma = new DeliveryLog(prismaRunner(prisma));
+    const n = await viaPrisma.create([other, { ...other, id: newDeliveryId(), endpointId: again.endpointId, worldId: again.worldId }], { ignoreExisting: true });
+    expect(n).toBe(1);
+    expect(await viaPrisma.create([other], { ignoreExisting: true })).toBe(0);
+  });
+});

@@ -79,8 +79,10 @@ export class DeliveryLog {
       const ids = new Set(inserted.map((row) => row.id));
       const fresh = events.filter((e) => ids.has(e.rowId));
       const known = events.filter((e) => !ids.has(e.rowId));
-      const created = fresh.length === 0 ? [] : await plan(fresh, createdAt, tx);
-      await insertDeliveries(tx, created, false);
+      const planned = fresh.length === 0 ? [] : await plan(fresh, createdAt, tx);
+      // An endpoint deleted since the plan read it gets nothing (and no job): it is gone.
+      const { gone } = await insertDeliveries(tx, planned, false);
+      const created = gone.size === 0 ? planned : planned.filter((d) => !gone.has(d.endpointId));
       const unattempted =
         known.length === 0
           ? []
@@ -91,10 +93,11 @@ export class DeliveryLog {
 
   /**
    * Creates pending deliveries in one statement; with `ignoreExisting`, an id already stored is
-   * left as it is (a writer retrying the same batch). Resolves with how many rows were inserted.
+   * left as it is (a writer retrying the same batch). Those of an endpoint deleted meanwhile are
+   * left out (their jobs find nothing to send). Resolves with how many rows were inserted.
    */
   async create(deliveries: readonly NewDelivery[], options: { ignoreExisting?: boolean } = {}): Promise<number> {
-    return insertDeliveries(this.db, deliveries, options.ignoreExisting ?? false);
+    return (await insertDeliveries(this.db, deliveries, options.ignoreExisting ?? false)).inserted;
   }
 
   /**
@@ -228,10 +231,11 @@ export class DeliveryLog {
 /** A new event row id (webhook_events.id). */
 export const newEventRowId = (): string => randomUUID();
 
-async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ignoreExisting: boolean): Promise<number> {
-  if (rows.length === 0) return 0;
+/** Inserts pending deliveries; says how many were, and which endpoints were gone (their rows left out). */
+async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ignoreExisting: boolean): Promise<{ inserted: number; gone: Set<string> }> {
+  if (rows.length === 0) return { inserted: 0, gone: new Set() };
   const now = new Date();
-  const inserted = await db.query<{ n: number }>(ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES, [
+  const result = await db.query<{ n: number; gone: string[] }>(ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES, [
     rows.map((r) => r.id),
     rows.map((r) => r.endpointId),
     rows.map((r) => r.worldId),
@@ -243,7 +247,7 @@ async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ign
     rows.map((r) => deliveryCreatedAt(r.id, now).toISOString()),
     rows.map((r) => r.test ?? false),
   ]);
-  return inserted[0]?.n ?? 0;
+  return { inserted: result[0]?.n ?? 0, gone: new Set(result[0]?.gone ?? []) };
 }
 
 /** Ids whose time is known (UUIDv7: one partition) and the others (older v4 ids: every partition). */

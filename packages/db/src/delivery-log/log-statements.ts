@@ -31,15 +31,24 @@ const attemptsFrom = (first: number): string => {
 const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::bool[])
   AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
 
-/** $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted. */
+/**
+ * $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted (`n`) and the
+ * endpoints no longer there (`gone`): their endpoint rows are locked first (key share, sorted), so
+ * one deleted since the writer read it is left out instead of failing the statement on the foreign
+ * key, and a deletion that comes later waits for this commit and then removes what it wrote.
+ */
 export const INSERT_DELIVERIES: Statement = {
   name: "dl-insert-deliveries",
-  text: `WITH ins AS (
+  text: `WITH ep AS (
+    SELECT id FROM webhook_endpoints WHERE id = ANY($2::uuid[]) ORDER BY id FOR KEY SHARE
+  ), ins AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
     SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at
     FROM ${DELIVERY_VALUES}
+    WHERE v.endpoint_id IN (SELECT id FROM ep)
     RETURNING 1)
-  SELECT count(*)::int AS n FROM ins`,
+  SELECT (SELECT count(*) FROM ins)::int AS n,
+         ARRAY(SELECT DISTINCT g FROM unnest($2::uuid[]) AS g WHERE g NOT IN (SELECT id FROM ep)) AS gone`,
 };
 
 /** {@link INSERT_DELIVERIES}, leaving an id already stored as it is (same id, same day: same partition). */
