@@ -270,4 +270,20 @@ describe("DeliveryLog.intake and create", () => {
     expect(n).toBe(1);
     expect(await viaPrisma.create([other], { ignoreExisting: true })).toBe(0);
   });
+
+  it("recordFinished leaves out the delivery and attempt of an endpoint deleted meanwhile, and stores the others", async () => {
+    const kept = await endpointFixture();
+    const gone = await endpointFixture();
+    await prisma.webhookEndpoint.delete({ where: { id: gone.endpointId } });
+    const finished = [kept, gone].map(({ worldId, endpointId }) => {
+      const delivery = { id: newDeliveryId(), endpointId, worldId, type: "member.connecting", body: Buffer.from("{}") };
+      return { delivery, test: false, attempt: result(delivery, 1, 12, "delivered", "delivered", 200).attempt, finishedAt: new Date() };
+    });
+    await new DeliveryLog(pgRunner(pool)).recordFinished(finished);
+    const ids = finished.map((f) => f.delivery.id);
+    const deliveries = await pool.query<{ id: string; status: string }>("SELECT id, status FROM webhook_deliveries WHERE id = ANY($1::uuid[])", [ids]);
+    expect(deliveries.rows).toEqual([{ id: ids[0], status: "delivered" }]);
+    const attempts = await pool.query<{ delivery_id: string }>("SELECT delivery_id FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])", [ids]);
+    expect(attempts.rows).toEqual([{ delivery_id: ids[0] }]);
+  });
 });

@@ -93,15 +93,20 @@ export const UNATTEMPTED_OF_EVENTS: Statement = {
     WHERE d.status = 'pending' AND d.attempt_count = 0 AND d.test = false`,
 };
 
-/** $1..$9 the deliveries (…, status, finished at, created at), $10..$23 their attempts. */
+/**
+ * $1..$9 the deliveries (…, status, finished at, created at), $10..$23 their attempts. The
+ * endpoints are locked first, as in {@link INSERT_DELIVERIES}: one deleted meanwhile gets nothing.
+ */
 export const RECORD_FINISHED: Statement = {
   name: "dl-record-finished",
-  text: `WITH d AS (
+  text: `WITH ep AS (
+    SELECT id FROM webhook_endpoints WHERE id = ANY($2::uuid[]) ORDER BY id FOR KEY SHARE
+  ), d AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
     SELECT v.id, v.endpoint_id, v.world_id, v.type, decode(v.body, 'base64'), v.test, v.status, 1, v.last_status, NULL, v.created_at, v.updated_at
     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
          AS v(id, endpoint_id, world_id, type, body, test, status, last_status, updated_at, created_at)
-    WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.endpoint_id)
+    WHERE v.endpoint_id IN (SELECT id FROM ep)
     RETURNING id, endpoint_id, created_at
   )
   INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
