@@ -28,6 +28,14 @@ const attemptsFrom = (first: number): string => {
               response_body, response_body_truncated, duration_ms, error_kind, error, verdict)`;
 };
 
+/**
+ * The endpoints named by the uuid[] parameter `param`, locked in id order (the order every disable
+ * and deletion locks them in, before any delivery): a writer adding rows for endpoints it read
+ * earlier keeps only those still there, and a deletion after the lock waits for its commit.
+ */
+const lockedEndpoints = (param: string, mode: "KEY SHARE" | "NO KEY UPDATE"): string =>
+  `SELECT id FROM webhook_endpoints WHERE id = ANY(${param}::uuid[]) ORDER BY id FOR ${mode}`;
+
 const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::bool[])
   AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
 
@@ -39,9 +47,7 @@ const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], 
  */
 export const INSERT_DELIVERIES: Statement = {
   name: "dl-insert-deliveries",
-  text: `WITH ep AS (
-    SELECT id FROM webhook_endpoints WHERE id = ANY($2::uuid[]) ORDER BY id FOR KEY SHARE
-  ), ins AS (
+  text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}), ins AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
     SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at
     FROM ${DELIVERY_VALUES}
@@ -99,9 +105,7 @@ export const UNATTEMPTED_OF_EVENTS: Statement = {
  */
 export const RECORD_FINISHED: Statement = {
   name: "dl-record-finished",
-  text: `WITH ep AS (
-    SELECT id FROM webhook_endpoints WHERE id = ANY($2::uuid[]) ORDER BY id FOR KEY SHARE
-  ), d AS (
+  text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}), d AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
     SELECT v.id, v.endpoint_id, v.world_id, v.type, decode(v.body, 'base64'), v.test, v.status, 1, v.last_status, NULL, v.created_at, v.updated_at
     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
@@ -151,9 +155,7 @@ export const LOAD_UNTIMED: Statement = {
  */
 export const RECORD_ATTEMPTS: Statement = {
   name: "dl-record-attempts",
-  text: `WITH locked AS (
-    SELECT id FROM webhook_endpoints WHERE id = ANY($19::uuid[]) ORDER BY id FOR NO KEY UPDATE
-  ), counters AS (
+  text: `WITH locked AS (${lockedEndpoints("$19", "NO KEY UPDATE")}), counters AS (
     UPDATE webhook_endpoints e
     SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
     FROM unnest($1::uuid[], $2::bool[], $3::int[]) AS v(id, reset, n)
