@@ -275,8 +275,14 @@ export function mainThreadTime(pid: number | undefined): ThreadTime | null {
   }
 }
 
-/** The shares of the wall time between two readings that the thread ran and waited for a core. */
-export function threadShares(before: ThreadTime | null, after: ThreadTime | null): { ran: number; waited: number } | null {
+/** The shares of the wall time between two readings that a thread ran, and waited for a core. */
+export interface ThreadShares {
+  ran: number;
+  waited: number;
+}
+
+/** {@link ThreadShares} between two readings; null when either is missing. */
+export function threadShares(before: ThreadTime | null, after: ThreadTime | null): ThreadShares | null {
   if (before === null || after === null || after.atS <= before.atS) return null;
   const wall = after.atS - before.atS;
   return { ran: (after.ranS - before.ranS) / wall, waited: (after.waitedS - before.waitedS) / wall };

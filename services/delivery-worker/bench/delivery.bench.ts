@@ -45,6 +45,7 @@ import {
   resetReceiver,
   startReceiver,
   threadShares,
+  type ThreadShares,
 } from "./bench-kit.js";
 
 const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
@@ -73,7 +74,7 @@ const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
 
 /** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
-async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number; thread: { ran: number; waited: number } | null }> {
+async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number; thread: ThreadShares | null }> {
   const agents = createDeliveryAgents("any");
   const secret = generateSecret();
   const body = Buffer.from(JSON.stringify({ deliveryId: randomUUID(), type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: "u", name: "n", email: "e@example.com", via: "sso" } }));
@@ -314,23 +315,23 @@ async function main(): Promise<void> {
     log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
     const part = (name: keyof (typeof healthyRun)["cpu"]): number => median(healthyRuns.map((r) => r.cpu[name]));
     const parts = (["worker", "ingest", "postgres", "redis", "receiver"] as const).map((name) => [name, part(name)] as const);
+    const total = parts.reduce((sum, [, v]) => sum + v, 0);
     log(
-      `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${parts.reduce((sum, [, v]) => sum + v, 0).toFixed(3)} ms` +
+      `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms` +
         " (postgres: its processes alive at both ends of the run)",
     );
     log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop.rate) * 100).toFixed(1)}% of the no-op job rate`);
     // Whether the run was bound by CPU: the ceiling's client runs on about one core, end to end
     // shares every core with PostgreSQL and Redis; below all of them busy, it waited on something.
     const cores = availableParallelism();
-    const total = parts.reduce((sum, [, v]) => sum + v, 0);
     log(
       `  cores busy: ${((healthyRun.rate * total) / 1000).toFixed(2)} of ${cores} (rate x CPU per delivery); ` +
         `70% of the ceiling on ${cores} cores leaves ${((cores * 1000) / (0.7 * raw)).toFixed(3)} ms of CPU per delivery; this run used ${total.toFixed(3)} ms (${(total / (rawClient + rawReceiver)).toFixed(2)}x a raw POST's)`,
     );
     // Both sides are bound by one JavaScript thread: the client's, and the worker's, which shares
     // the cores with PostgreSQL, Redis, ingest and the receiver (it waits for one when they run).
-    const shares = (list: ({ ran: number; waited: number } | null)[]): string | null => {
-      const known = list.filter((t): t is { ran: number; waited: number } => t !== null);
+    const shares = (list: (ThreadShares | null)[]): string | null => {
+      const known = list.filter((t): t is ThreadShares => t !== null);
       if (known.length === 0) return null;
       const pct = (v: number) => `${(v * 100).toFixed(0)}%`;
       return `ran ${pct(median(known.map((t) => t.ran)))}, waited for a core ${pct(median(known.map((t) => t.waited)))}`;
