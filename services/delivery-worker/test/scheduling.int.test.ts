@@ -92,19 +92,19 @@ describe("two worker processes", () => {
     const workers = [await spawnWorker({}), await spawnWorker({})];
     const ids: string[] = [];
     for (let i = 0; i < 20; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
+    const enqueuedAt = Date.now();
     await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
 
     await receivedAll(receiver, ids);
     const at = receiver.received.map((r) => r.at).sort((a, b) => a - b);
-    // Starts are scheduled 1000/RATE ms apart, so no second holds more than RATE + 1 arrivals:
-    // any RATE + 2 consecutive ones span at least a second. A loaded machine can only start an
-    // attempt late, not early (a late one narrows one gap by at most the delay, and one spare
-    // arrival per window allows for that); a per-process throttle (two workers, twice the rate)
-    // would fit twice as many into a second.
-    const spans = at.slice(RATE + 1).map((t, i) => t - (at[i] as number));
-    expect(Math.min(...spans)).toBeGreaterThanOrEqual(1000);
-    // And the whole run took at least (N - 1) / RATE seconds of schedule.
-    expect((at[at.length - 1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(((ids.length - 1) * 1000) / RATE - 1000 / RATE);
+    // Starts are reserved 1000/RATE ms apart from the first, which comes after the enqueue, and an
+    // attempt can start late but never before its reserved time: the k-th arrival comes at least
+    // (k - 1) slots after the enqueue (one slot of slack for the first reservation). Lateness only
+    // delays arrivals, so a loaded machine cannot break this; a per-process throttle (two workers,
+    // twice the rate) reaches the last arrivals in half that time. (Spans between arrivals were
+    // checked here before: one arrival 380 ms late on a loaded CI machine narrowed a span to 820 ms.)
+    const early = at.map((t, k) => ({ k, afterEnqueueMs: t - enqueuedAt, scheduleMs: ((k - 1) * 1000) / RATE })).filter((a) => a.afterEnqueueMs < a.scheduleMs);
+    expect(early).toEqual([]);
     const perWorker = await Promise.all(workers.map(attemptsOf));
     expect(perWorker.every((n) => n > 0)).toBe(true);
     for (const w of workers) await w.stop();
