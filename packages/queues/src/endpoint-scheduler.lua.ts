@@ -38,7 +38,8 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- Drops expired leases; a reservation that expired unclaimed means its promotion was lost (a
--- crash between hand-off and promote): its job id is returned to be promoted again.
+-- crash between hand-off and promote): its job id is returned to be promoted again. Returns how
+-- many leases it dropped.
 local function purge(leases, now, out)
   local expired = rcall('ZRANGEBYSCORE', leases, '-inf', now)
   if #expired > 0 then
@@ -47,6 +48,7 @@ local function purge(leases, now, out)
       if string.sub(m, 1, 2) == 'r:' then out[#out + 1] = string.sub(m, 3) end
     end
   end
+  return #expired
 end
 -- The recorded window. Unrecorded (an endpoint whose state expired while jobs stay parked), one
 -- slot is handed on at a time until the next acquire records it: callers of handoff (producers,
@@ -55,9 +57,9 @@ local function windowOf(ep)
   return tonumber(rcall('HGET', ep, 'win')) or 1
 end
 -- Gives the free slots to the oldest parked jobs as reservations, and keeps the backlog index
--- right when the parked set changed.
-local function handoff(ep, leases, parked, backlogged, epId, now, ttl, touched, out)
-  local free = windowOf(ep) - rcall('ZCARD', leases)
+-- right when the parked set changed. win: the recorded window, when the caller has just read it.
+local function handoff(ep, leases, parked, backlogged, epId, now, ttl, touched, out, win)
+  local free = (win or windowOf(ep)) - rcall('ZCARD', leases)
   while free > 0 do
     local head = rcall('ZPOPMIN', parked)
     if #head == 0 then break end
@@ -85,25 +87,34 @@ end
  * free slots to parked jobs. Returns the job ids to promote.
  */
 const SLOT_OPS = `
-local function acquireOne(base, epId, member, jobId, ttl, maxw, now)
+local function acquireOne(base, epId, member, jobId, fresh, ttl, maxw, now)
   local ep = base .. 'ep:' .. epId
   local leases, parked = ep .. ':leases', ep .. ':parked'
   local out = {}
-  purge(leases, now, out)
-  local reserved = rcall('ZREM', leases, 'r:' .. jobId) == 1
+  -- A reservation is only ever handed to a parked job: a fresh job (its first run, never
+  -- delayed) cannot hold one, and skips the lookup.
+  local reserved = fresh ~= '1' and rcall('ZREM', leases, 'r:' .. jobId) == 1
   local h = rcall('HMGET', ep, 'win', 'rate', 'tat')
-  local win = tonumber(h[1])
-  if not win then
+  local recorded = tonumber(h[1])
+  if not recorded then
     -- First sight (or forgotten): record the opening window, so hand-offs know it.
-    win = math.min(${INITIAL_WINDOW}, maxw)
-    rcall('HSET', ep, 'win', win)
+    recorded = math.min(${INITIAL_WINDOW}, maxw)
+    rcall('HSET', ep, 'win', recorded)
     rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
   end
-  win = math.min(win, maxw)
+  local win = math.min(recorded, maxw)
   if not reserved then
     local backlogged = rcall('EXISTS', parked)
-    if backlogged == 1 or rcall('ZCARD', leases) >= win then
-      handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, false, out)
+    local refused = backlogged == 1
+    if refused then
+      purge(leases, now, out)
+    elseif rcall('ZCARD', leases) >= win then
+      -- Expired leases (a dead worker's slots) only matter when they fill the window: dropped
+      -- here, and the rest counted again.
+      refused = purge(leases, now, out) == 0 or rcall('ZCARD', leases) >= win
+    end
+    if refused then
+      if backlogged == 1 then handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, false, out, recorded) end
       return {0, 0, 0, backlogged, unpack(out)}
     end
   end
@@ -117,12 +128,14 @@ local function acquireOne(base, epId, member, jobId, ttl, maxw, now)
   rcall('ZADD', leases, now + wait + ttl, member)
   return {1, math.floor(wait), rate, 0, unpack(out)}
 end
-local function releaseOne(base, epId, member, jobId, signal, ttl, maxw, sloww, now)
+local function releaseOne(base, epId, member, jobId, signal, fresh, ttl, maxw, sloww, now)
   local ep = base .. 'ep:' .. epId
   local leases, parked = ep .. ':leases', ep .. ':parked'
   local out = {}
   rcall('ZREM', leases, member)
-  local touched = rcall('ZREM', parked, jobId) == 1
+  -- A job parked once and then run anyway (its park timeout) leaves the parked set now; a fresh
+  -- job was never in it.
+  local touched = fresh ~= '1' and rcall('ZREM', parked, jobId) == 1
   purge(leases, now, out)
   local old = tonumber(rcall('HGET', ep, 'win'))
   local win = math.min(old or ${INITIAL_WINDOW}, maxw)
@@ -133,15 +146,19 @@ local function releaseOne(base, epId, member, jobId, signal, ttl, maxw, sloww, n
     rcall('HSET', ep, 'win', win)
     rcall('PEXPIRE', ep, ${ENDPOINT_STATE_TTL_MS})
   end
-  handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, touched, out)
+  -- The freed slot goes to a parked job, if any (the window recorded is win by now).
+  if touched or rcall('EXISTS', parked) == 1 then
+    handoff(ep, leases, parked, base .. 'backlogged', epId, now, ttl, touched, out, win)
+  end
   return out
 end
 `;
 
 /**
  * No KEYS (like the sweep, it names endpoints' keys from the base). ARGV: base, lease ttl ms,
- * largest window, slow window, then operations of five fields each: `a` (acquire) or `r`
- * (release), endpointId, lease member, jobId, signal (empty for an acquire). Runs them in order,
+ * largest window, slow window, then operations of six fields each: `a` (acquire) or `r`
+ * (release), endpointId, lease member, jobId, signal (empty for an acquire), `1` when the job is
+ * fresh (its first run, never delayed: it cannot hold a reservation nor be parked). Runs them in order,
  * as one atomic step, and returns one reply per operation (see SLOT_OPS). The worker sends the
  * acquires and releases of one event-loop turn together: jobs whose log writes commit in one batch
  * finish together, and their next jobs arrive together, so one round trip serves many of them
@@ -152,11 +169,11 @@ local base = ARGV[1]
 local ttl, maxw, sloww = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs()
 local res = {}
-for i = 5, #ARGV, 5 do
+for i = 5, #ARGV, 6 do
   if ARGV[i] == 'a' then
-    res[#res + 1] = acquireOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ttl, maxw, now)
+    res[#res + 1] = acquireOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 5], ttl, maxw, now)
   else
-    res[#res + 1] = releaseOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ttl, maxw, sloww, now)
+    res[#res + 1] = releaseOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ttl, maxw, sloww, now)
   end
 end
 return res

@@ -14,7 +14,7 @@
  * The job stays a BullMQ job throughout (at least once, retries, infrastructure backoff and stalled
  * recovery are BullMQ's): only the decision of when it may go to the wait list is ours.
  */
-import type { Queue } from "bullmq";
+import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { INITIAL_WINDOW, PARK_LUA, ROUTE_LUA, SLOTS_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
 
@@ -76,9 +76,9 @@ export const SLOT_POLL_MS = 20;
 /** Most acquires and releases sent in one script call; more wait for the next call. */
 const MAX_SLOT_OPS = 200;
 
-/** An acquire or release waiting for this turn's script call: its five ARGV fields and its caller. */
+/** An acquire or release waiting for this turn's script call: its six ARGV fields and its caller. */
 interface SlotOp {
-  fields: [kind: "a" | "r", endpointId: string, member: string, jobId: string, signal: string];
+  fields: [kind: "a" | "r", endpointId: string, member: string, jobId: string, signal: string, fresh: "1" | ""];
   resolve: (reply: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -131,9 +131,11 @@ export class EndpointScheduler {
   /**
    * Takes a slot for the job's attempt, or says it must park. `token` is BullMQ's lock token of
    * this run of the job (one lease per run, so a stalled job taken over never shares a lease).
+   * `fresh`: the job is on its first run and was never delayed (see {@link isFreshJob}), so it
+   * can hold no reservation and Redis skips looking for one; when unsure, leave it false.
    */
-  async acquire(endpointId: string, jobId: string, token: string): Promise<Acquired> {
-    const res = (await this.slotOp(["a", endpointId, `${jobId}:${token}`, jobId, ""])) as (number | string)[];
+  async acquire(endpointId: string, jobId: string, token: string, fresh = false): Promise<Acquired> {
+    const res = (await this.slotOp(["a", endpointId, `${jobId}:${token}`, jobId, "", fresh ? "1" : ""])) as (number | string)[];
     await this.promote(endpointId, res.slice(4).map(String));
     return { granted: Number(res[0]) === 1, waitMs: Number(res[1]), rate: Number(res[2]), backlogged: Number(res[3]) === 1 };
   }
@@ -147,14 +149,14 @@ export class EndpointScheduler {
    * holds its reservation, so every later job of that endpoint parks too. Refused at the deadline,
    * or as soon as the endpoint has parked jobs (FIFO: this job queues behind them).
    */
-  async acquireWithin(endpointId: string, jobId: string, token: string, withinMs: number): Promise<Acquired> {
+  async acquireWithin(endpointId: string, jobId: string, token: string, withinMs: number, fresh = false): Promise<Acquired> {
     const deadline = Date.now() + withinMs;
-    let slot = await this.acquire(endpointId, jobId, token);
+    let slot = await this.acquire(endpointId, jobId, token, fresh);
     while (!slot.granted && !slot.backlogged) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       await this.slotFreed(endpointId, Math.min(SLOT_POLL_MS, left));
-      slot = await this.acquire(endpointId, jobId, token);
+      slot = await this.acquire(endpointId, jobId, token, fresh);
     }
     return slot;
   }
@@ -190,10 +192,13 @@ export class EndpointScheduler {
     await this.promote(endpointId, ids);
   }
 
-  /** Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed slots. */
-  async release(endpointId: string, jobId: string, token: string, signal: WindowSignal): Promise<void> {
+  /**
+   * Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed
+   * slots. `fresh` as for {@link acquire}: such a job is in no parked set, which Redis then skips.
+   */
+  async release(endpointId: string, jobId: string, token: string, signal: WindowSignal, fresh = false): Promise<void> {
     try {
-      await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal);
+      await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal, fresh);
     } finally {
       // The oldest job of this process waiting for a slot of the endpoint asks again now.
       this.waiters.get(endpointId)?.[0]?.();
@@ -250,8 +255,8 @@ export class EndpointScheduler {
     return (this.redis as unknown as Redis).zcard(this.keys(endpointId)[1]);
   }
 
-  private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal): Promise<void> {
-    const ids = (await this.slotOp(["r", endpointId, member, jobId, signal])) as string[];
+  private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal, fresh = false): Promise<void> {
+    const ids = (await this.slotOp(["r", endpointId, member, jobId, signal, fresh ? "1" : ""])) as string[];
     await this.promote(endpointId, ids);
   }
 
@@ -296,6 +301,16 @@ export class EndpointScheduler {
       }
     }
   }
+}
+
+/**
+ * Whether a job's run is fresh for the scheduler: its first run (BullMQ counts a run when the job
+ * is taken) and added without a delay. Only parked jobs hold reservations or sit in a parked set,
+ * and a job is parked either by the worker after a run of it, or by a producer that adds it delayed
+ * (`enqueueDeliveries`); so a fresh run's acquire and release skip both lookups in Redis.
+ */
+export function isFreshJob(job: Pick<Job, "attemptsStarted" | "opts">): boolean {
+  return job.attemptsStarted <= 1 && !(Number(job.opts.delay) > 0);
 }
 
 const schedulers = new WeakMap<Queue, Promise<EndpointScheduler>>();

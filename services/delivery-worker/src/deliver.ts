@@ -23,6 +23,8 @@ export interface JobRun {
   jobId: string;
   /** BullMQ's lock token of this run. */
   token: string;
+  /** First run of a job added without a delay (`isFreshJob`): it holds no reservation and is not parked. */
+  fresh?: boolean;
 }
 
 /** Everything a delivery run needs; `main.ts` builds the live ones, tests their own. */
@@ -72,7 +74,7 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
   // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
   // congested endpoint are parked by their producer without being fetched.
   const loading = deps.store.load(data.deliveryId);
-  const slot = await deps.scheduler.acquireWithin(data.endpointId, run.jobId, run.token, deps.slotWaitMs ?? 0).catch(async (err: unknown) => {
+  const slot = await deps.scheduler.acquireWithin(data.endpointId, run.jobId, run.token, deps.slotWaitMs ?? 0, run.fresh).catch(async (err: unknown) => {
     await loading.catch(() => undefined);
     throw err;
   });
@@ -167,7 +169,7 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
     // slot decisions of this event-loop turn, on the connection that later carries the acquire of
     // whatever job this worker fetches next, so Redis frees the slot before that acquire. A failure
     // only leaves the lease to expire (the sweep then frees it).
-    deps.scheduler.release(data.endpointId, run.jobId, run.token, signal).catch((err: unknown) => deps.onSchedulerError?.(err));
+    deps.scheduler.release(data.endpointId, run.jobId, run.token, signal, run.fresh).catch((err: unknown) => deps.onSchedulerError?.(err));
   }
 }
 

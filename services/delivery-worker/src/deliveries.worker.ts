@@ -15,6 +15,7 @@ import {
   assertPayload,
   bullPrefix,
   infraBackoffDelay,
+  isFreshJob,
   validateDeliverJob,
   type DeliverJobData,
 } from "@vw/queues";
@@ -42,7 +43,7 @@ export async function processDeliverJob(job: Job, token: string | undefined, dep
     throw err;
   }
   if (job.id === undefined || token === undefined) throw new Error("deliver.v1 job without id or lock token");
-  const result = await deliver(data, { jobId: job.id, token }, deps);
+  const result = await deliver(data, { jobId: job.id, token, fresh: isFreshJob(job) }, deps);
   if (result.kind === "done") return result.outcome;
   if (result.kind === "park") {
     // Into the delayed set first, then parked: a slot freed in between is seen by the park

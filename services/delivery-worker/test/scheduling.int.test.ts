@@ -5,11 +5,13 @@
  * - the throttle (`rateLimitPerSecond`) spaces starts across both workers;
  * - a worker killed with a backlog parked loses nothing, and only attempts that were in flight at
  *   the kill can reach the receiver twice (at least once);
- * and, in-process, 429/503 halving the endpoint's window while the retry schedule is unchanged.
+ * and, in-process, 429/503 halving the endpoint's window while the retry schedule is unchanged,
+ * and parked jobs (the worker's and the producer's) running in the slots reserved for them.
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { JOB_NAMES } from "@vw/queues";
 import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { countingReceiver, startHarness, type Harness } from "./harness.js";
 
@@ -202,4 +204,52 @@ describe("429 and 503", () => {
     expect(delay).toBeGreaterThanOrEqual(60_000);
     expect(delay).toBeLessThanOrEqual(66_000 + attempt.durationMs + 1000);
   }, 60_000);
+});
+
+describe("parked jobs", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    // Leases of 35 s (the attempt timeout and its margin): a reservation left behind would hold
+    // its slot far longer than this test waits.
+    h = await startHarness({ endpointConcurrency: 2, deliveryTimeoutMs: 30_000 });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("run in the slots handed to them and leave no reservation behind, whoever parked them", async () => {
+    const receiver = await startWebhookReceiver({ answer: 204 });
+    receivers.push(receiver);
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
+    receiver.setSecret(endpoint.secret);
+    const scheduler = h.worker.scheduler;
+    // Two holders fill the endpoint's window (2); one job waits parked behind them, as the worker
+    // parks a job it found without a slot (moved to the delayed set, then parked).
+    await scheduler.acquire(endpoint.id, "holder-1", "t");
+    await scheduler.acquire(endpoint.id, "holder-2", "t");
+    const first = await h.seedDelivery(endpoint, { enqueue: false });
+    await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: first, endpointId: endpoint.id, trigger: "initial" }, { jobId: first, delay: 3_600_000 });
+    await scheduler.park(endpoint.id, [first]);
+    // The producer parks new jobs of the endpoint behind it: added delayed, and promoted later for
+    // their first run.
+    const later: string[] = [];
+    for (let i = 0; i < 3; i += 1) later.push(await h.seedDelivery(endpoint, { enqueue: false }));
+    await h.enqueue(later.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+    expect(await Promise.all(later.map((id) => h.deliveries.getJobState(id)))).toEqual(["delayed", "delayed", "delayed"]);
+
+    // The holders finish: each freed slot is reserved for the oldest parked job and promoted.
+    const all = [first, ...later];
+    const completions = Promise.all(all.map((id) => h.completion(id, 10_000)));
+    await scheduler.release(endpoint.id, "holder-1", "t", "none");
+    await scheduler.release(endpoint.id, "holder-2", "t", "none");
+    expect(await completions).toEqual(all.map(() => "delivered"));
+    expect(receiver.received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...all].sort());
+    // Each job took its reservation as its slot and gave the slot back (the releases follow the
+    // completions by a moment): nothing is left waiting for its lease to expire.
+    const deadline = Date.now() + 2000;
+    while ((await scheduler.inUse(endpoint.id)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await scheduler.inUse(endpoint.id)).toBe(0);
+    expect(await h.redis.zcard(`${scheduler.base}ep:${endpoint.id}:parked`)).toBe(0);
+  }, 30_000);
 });
