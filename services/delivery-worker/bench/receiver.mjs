@@ -4,7 +4,7 @@
  * (counted apart, as `slow`). For every `/ok` request it records the lag from the envelope's
  * `timestamp` (when the event happened) to its arrival. Control:
  * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, cpuMs (its own CPU time since it started)},
- * `POST /_reset`.
+ * `GET /_count` → the count alone (cheap to poll), `POST /_reset`.
  * Prints `{"port": n}` on stdout once listening.
  */
 import http from "node:http";
@@ -17,6 +17,12 @@ let slow = 0;
 const quantile = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
 
 const server = http.createServer((req, res) => {
+  if (req.url === "/_count") {
+    // Polled while a run is going: the count alone, so the polling costs the receiver nothing
+    // that the raw ceiling's run does not pay (the quantiles sort every lag).
+    res.end(String(lags.length));
+    return;
+  }
   if (req.url === "/_stats") {
     const sorted = Float64Array.from(lags).sort();
     res.setHeader("content-type", "application/json");
