@@ -11,7 +11,6 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { JOB_NAMES } from "@vw/queues";
 import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { countingReceiver, startHarness, type Harness } from "./harness.js";
 
@@ -211,7 +210,8 @@ describe("parked jobs", () => {
   beforeAll(async () => {
     // Leases of 35 s (the attempt timeout and its margin): a reservation left behind would hold
     // its slot far longer than this test waits.
-    h = await startHarness({ endpointConcurrency: 2, deliveryTimeoutMs: 30_000 });
+    // No wait for a slot: a job finding the window full parks at once.
+    h = await startHarness({ endpointConcurrency: 2, deliveryTimeoutMs: 30_000, slotWaitMs: 0 });
   });
   afterAll(async () => {
     await h.close();
@@ -224,13 +224,14 @@ describe("parked jobs", () => {
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
     receiver.setSecret(endpoint.secret);
     const scheduler = h.worker.scheduler;
-    // Two holders fill the endpoint's window (2); one job waits parked behind them, as the worker
-    // parks a job it found without a slot (moved to the delayed set, then parked).
+    // Two holders fill the endpoint's window (2). A job queued meanwhile goes to the wait list (no
+    // job is parked yet); the worker takes it, finds no slot and parks it: its next run is its second.
     await scheduler.acquire(endpoint.id, "holder-1", "t");
     await scheduler.acquire(endpoint.id, "holder-2", "t");
-    const first = await h.seedDelivery(endpoint, { enqueue: false });
-    await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: first, endpointId: endpoint.id, trigger: "initial" }, { jobId: first, delay: 3_600_000 });
-    await scheduler.park(endpoint.id, [first]);
+    const first = await h.seedDelivery(endpoint);
+    const parkedSet = `${scheduler.base}ep:${endpoint.id}:parked`;
+    while ((await h.redis.zcard(parkedSet)) === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(await h.deliveries.getJobState(first)).toBe("delayed");
     // The producer parks new jobs of the endpoint behind it: added delayed, and promoted later for
     // their first run.
     const later: string[] = [];
@@ -250,6 +251,6 @@ describe("parked jobs", () => {
     const deadline = Date.now() + 2000;
     while ((await scheduler.inUse(endpoint.id)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(await scheduler.inUse(endpoint.id)).toBe(0);
-    expect(await h.redis.zcard(`${scheduler.base}ep:${endpoint.id}:parked`)).toBe(0);
+    expect(await h.redis.zcard(parkedSet)).toBe(0);
   }, 30_000);
 });
