@@ -12,7 +12,9 @@
  *   in flight, `r:<jobId>` for a slot handed to a parked job that was just promoted to the wait list;
  * - `:parked`, a sorted set of the ids of jobs waiting for a slot (kept in BullMQ's delayed set
  *   meanwhile), scored by park time in microseconds so the oldest goes first.
- * And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs).
+ * And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs); and
+ * `<base>parking`, the park intents: `<endpointId>/<jobId>` of jobs about to be moved to the delayed
+ * set and parked, scored by when (ms), removed by the park itself (see `EndpointScheduler.sweep`).
  */
 
 /**
@@ -128,14 +130,15 @@ local function acquireOne(base, epId, member, jobId, fresh, ttl, maxw, now)
   rcall('ZADD', leases, now + wait + ttl, member)
   return {1, math.floor(wait), rate, 0, unpack(out)}
 end
-local function releaseOne(base, epId, member, jobId, signal, fresh, ttl, maxw, sloww, now)
+local function releaseOne(base, epId, member, jobId, signal, ttl, maxw, sloww, now)
   local ep = base .. 'ep:' .. epId
   local leases, parked = ep .. ':leases', ep .. ':parked'
   local out = {}
   rcall('ZREM', leases, member)
-  -- A job parked once and then run anyway (its park timeout) leaves the parked set now; a fresh
-  -- job was never in it.
-  local touched = fresh ~= '1' and rcall('ZREM', parked, jobId) == 1
+  -- A job parked once and then run anyway (its park timeout) leaves the parked set now; so does a
+  -- fresh one whose id a producer parked while the job itself already waited or ran (a re-enqueue
+  -- of the same delivery, ignored by BullMQ, for an endpoint with a backlog by then).
+  local touched = rcall('ZREM', parked, jobId) == 1
   purge(leases, now, out)
   local old = tonumber(rcall('HGET', ep, 'win'))
   local win = math.min(old or ${INITIAL_WINDOW}, maxw)
@@ -157,8 +160,8 @@ end
 /**
  * No KEYS (like the sweep, it names endpoints' keys from the base). ARGV: base, lease ttl ms,
  * largest window, slow window, then operations of six fields each: `a` (acquire) or `r`
- * (release), endpointId, lease member, jobId, signal (empty for an acquire), `1` when the job is
- * fresh (its first run, never delayed: it cannot hold a reservation nor be parked). Runs them in order,
+ * (release), endpointId, lease member, jobId, signal (empty for an acquire), and for an acquire
+ * `1` when the job is fresh (its first run, never delayed: it holds no reservation). Runs them in order,
  * as one atomic step, and returns one reply per operation (see SLOT_OPS). The worker sends the
  * acquires and releases of one event-loop turn together: jobs whose log writes commit in one batch
  * finish together, and their next jobs arrive together, so one round trip serves many of them
@@ -173,22 +176,26 @@ for i = 5, #ARGV, 6 do
   if ARGV[i] == 'a' then
     res[#res + 1] = acquireOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 5], ttl, maxw, now)
   else
-    res[#res + 1] = releaseOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ttl, maxw, sloww, now)
+    res[#res + 1] = releaseOne(base, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ttl, maxw, sloww, now)
   end
 end
 return res
 `;
 
 /**
- * KEYS: hash, leases, parked, backlogged. ARGV: endpointId, reservation ttl ms, jobIds...
- * Parks the jobs (a job parked again keeps its first place: NX), then hands any free slot to the
- * oldest parked job. Returns the job ids to promote (possibly the ones just parked).
+ * KEYS: hash, leases, parked, backlogged, park intents. ARGV: endpointId, reservation ttl ms,
+ * jobIds... Parks the jobs (a job parked again keeps its first place: NX) and drops their intents
+ * (`<endpointId>/<jobId>`), then hands any free slot to the oldest parked job. Returns the job ids
+ * to promote (possibly the ones just parked).
  */
 export const PARK_LUA = `${COMMON}
 local now = nowMs()
 local out = {}
 purge(KEYS[2], now, out)
-for i = 3, #ARGV do rcall('ZADD', KEYS[3], 'NX', now * 1000 + i, ARGV[i]) end
+for i = 3, #ARGV do
+  rcall('ZADD', KEYS[3], 'NX', now * 1000 + i, ARGV[i])
+  rcall('ZREM', KEYS[5], ARGV[1] .. '/' .. ARGV[i])
+end
 handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], now, tonumber(ARGV[2]), true, out)
 return out
 `;

@@ -33,6 +33,12 @@ export interface EndpointSchedulerOptions {
   leaseTtlMs?: number;
   /** Delay of a parked job in BullMQ's delayed set: the safety net if its promotion is ever lost. Default 1 h. */
   parkTimeoutMs?: number;
+  /**
+   * How old a park intent must be before the sweep completes it (the job was moved to the delayed
+   * set by a process that died before parking it). Default 10 s: a park normally follows its
+   * intent within milliseconds.
+   */
+  parkIntentGraceMs?: number;
 }
 
 /** What {@link EndpointScheduler.acquire} decided. */
@@ -63,7 +69,7 @@ type Commands = Record<"vwSchedSlots" | "vwSchedPark" | "vwSchedThrottle" | "vwS
 
 const SCRIPTS: [keyof Commands, number, string][] = [
   ["vwSchedSlots", 0, SLOTS_LUA],
-  ["vwSchedPark", 4, PARK_LUA],
+  ["vwSchedPark", 5, PARK_LUA],
   ["vwSchedThrottle", 2, THROTTLE_LUA],
   ["vwSchedSweep", 0, SWEEP_LUA],
   ["vwSchedRoute", 0, ROUTE_LUA],
@@ -96,6 +102,7 @@ export class EndpointScheduler {
   private readonly slowWindow: number;
   private readonly leaseTtlMs: number;
   readonly parkTimeoutMs: number;
+  private readonly parkIntentGraceMs: number;
   /** This process's jobs waiting in {@link acquireWithin}, oldest first, by endpoint. */
   private readonly waiters = new Map<string, (() => void)[]>();
   /** Acquires and releases asked for during this event-loop turn, sent together at its end. */
@@ -112,6 +119,7 @@ export class EndpointScheduler {
     this.slowWindow = Math.min(options.slowWindow ?? 2, this.maxWindow);
     this.leaseTtlMs = options.leaseTtlMs ?? 20_000;
     this.parkTimeoutMs = options.parkTimeoutMs ?? 3_600_000;
+    this.parkIntentGraceMs = options.parkIntentGraceMs ?? 10_000;
   }
 
   /** A scheduler on the queue's own Redis connection (the scripts are defined on it once). */
@@ -126,6 +134,11 @@ export class EndpointScheduler {
   private keys(endpointId: string): [string, string, string, string] {
     const ep = `${this.base}ep:${endpointId}`;
     return [ep, `${ep}:leases`, `${ep}:parked`, `${this.base}backlogged`];
+  }
+
+  /** The park intents (see {@link intendPark}). */
+  private get parkingKey(): string {
+    return `${this.base}parking`;
   }
 
   /**
@@ -188,17 +201,32 @@ export class EndpointScheduler {
    */
   async park(endpointId: string, jobIds: readonly string[]): Promise<void> {
     if (jobIds.length === 0) return;
-    const ids = (await this.redis.vwSchedPark(...this.keys(endpointId), endpointId, this.leaseTtlMs, ...jobIds)) as string[];
+    const ids = (await this.redis.vwSchedPark(...this.keys(endpointId), this.parkingKey, endpointId, this.leaseTtlMs, ...jobIds)) as string[];
     await this.promote(endpointId, ids);
   }
 
   /**
-   * Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed
-   * slots. `fresh` as for {@link acquire}: such a job is in no parked set, which Redis then skips.
+   * Records that these jobs are about to be parked, before they are moved to (or added to) the
+   * delayed set: a process that dies between that move and {@link park} would otherwise leave them
+   * delayed for the whole park timeout (an hour), parked nowhere. The park drops the intents; the
+   * sweep completes those left behind.
    */
-  async release(endpointId: string, jobId: string, token: string, signal: WindowSignal, fresh = false): Promise<void> {
+  async intendPark(endpointId: string, jobIds: readonly string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    const at = Date.now();
+    await (this.redis as unknown as Redis).zadd(this.parkingKey, ...jobIds.flatMap((id) => [at, `${endpointId}/${id}`]));
+  }
+
+  /** Drops intents whose park will not happen (the move to the delayed set failed). */
+  async abandonPark(endpointId: string, jobIds: readonly string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    await (this.redis as unknown as Redis).zrem(this.parkingKey, ...jobIds.map((id) => `${endpointId}/${id}`));
+  }
+
+  /** Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed slots. */
+  async release(endpointId: string, jobId: string, token: string, signal: WindowSignal): Promise<void> {
     try {
-      await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal, fresh);
+      await this.releaseMember(endpointId, `${jobId}:${token}`, jobId, signal);
     } finally {
       // The oldest job of this process waiting for a slot of the endpoint asks again now.
       this.waiters.get(endpointId)?.[0]?.();
@@ -216,14 +244,39 @@ export class EndpointScheduler {
   }
 
   /**
-   * Takes back the slots of dead workers (expired leases) and of promotions lost to a crash,
-   * and hands them to parked jobs; run periodically by every worker. Visits the `limit` oldest
-   * backlogged endpoints.
+   * Completes the parks a dead process left half done ({@link completeParks}), takes back the
+   * slots of dead workers (expired leases) and of promotions lost to a crash, and hands them to
+   * parked jobs; run periodically by every worker. Visits the `limit` oldest backlogged endpoints.
+   * Returns the promotions of the second part.
    */
   async sweep(limit = 500): Promise<number> {
+    await this.completeParks(limit);
     const pairs = (await this.redis.vwSchedSweep(this.base, this.leaseTtlMs, limit)) as string[];
     for (let i = 0; i < pairs.length; i += 2) await this.promote(pairs[i] as string, [pairs[i + 1] as string]);
     return pairs.length / 2;
+  }
+
+  /**
+   * Parks the jobs of intents older than the grace: their process died after moving them to the
+   * delayed set and before parking them. A job not in the delayed state (its move never happened,
+   * or it has run since) only loses its intent. Returns how many jobs it parked.
+   */
+  async completeParks(limit = 500): Promise<number> {
+    const redis = this.redis as unknown as Redis;
+    const stale = await redis.zrangebyscore(this.parkingKey, "-inf", Date.now() - this.parkIntentGraceMs, "LIMIT", 0, limit);
+    let parked = 0;
+    for (const intent of stale) {
+      const at = intent.indexOf("/");
+      const endpointId = intent.slice(0, at);
+      const jobId = intent.slice(at + 1);
+      if ((await this.queue.getJobState(jobId)) === "delayed") {
+        await this.park(endpointId, [jobId]);
+        parked += 1;
+      } else {
+        await redis.zrem(this.parkingKey, intent);
+      }
+    }
+    return parked;
   }
 
   /** Endpoints among these whose new jobs should be parked at once (jobs parked, or every slot taken). */
@@ -255,8 +308,8 @@ export class EndpointScheduler {
     return (this.redis as unknown as Redis).zcard(this.keys(endpointId)[1]);
   }
 
-  private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal, fresh = false): Promise<void> {
-    const ids = (await this.slotOp(["r", endpointId, member, jobId, signal, fresh ? "1" : ""])) as string[];
+  private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal): Promise<void> {
+    const ids = (await this.slotOp(["r", endpointId, member, jobId, signal, ""])) as string[];
     await this.promote(endpointId, ids);
   }
 
@@ -305,9 +358,12 @@ export class EndpointScheduler {
 
 /**
  * Whether a job's run is fresh for the scheduler: its first run (BullMQ counts a run when the job
- * is taken) and added without a delay. Only parked jobs hold reservations or sit in a parked set,
- * and a job is parked either by the worker after a run of it, or by a producer that adds it delayed
- * (`enqueueDeliveries`); so a fresh run's acquire and release skip both lookups in Redis.
+ * is taken) and added without a delay. A reservation is handed to a parked job and claimed when
+ * that job runs after its promotion, and a job is parked either by the worker after a run of it or
+ * by a producer that adds it delayed (`enqueueDeliveries`); so a fresh run's acquire skips looking
+ * for its reservation. (Its id may still sit in a parked set: a producer re-enqueuing a delivery
+ * whose job already waits or runs parks the id although BullMQ ignores the add; a release always
+ * takes its job's id out.)
  */
 export function isFreshJob(job: Pick<Job, "attemptsStarted" | "opts">): boolean {
   return job.attemptsStarted <= 1 && !(Number(job.opts.delay) > 0);

@@ -36,7 +36,7 @@ export function deliverJobId(data: DeliverJobData, replayNumber?: number): strin
  * see `EndpointScheduler`) go straight to its parked set instead of the wait list: added delayed
  * by the scheduler's park timeout, then parked. A burst for one slow endpoint therefore never
  * stands in the wait list in front of the others' jobs. Added but not yet parked (a crash in
- * between) is safe: the job comes out of the delayed set after the park timeout.
+ * between) is safe: the park intents recorded before the add let a worker's sweep park them.
  */
 export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobData[]): Promise<void> {
   if (jobs.length === 0) return;
@@ -44,22 +44,23 @@ export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobD
   const scheduler = await schedulerOf(queue);
   const congested = await scheduler.congested([...new Set(payloads.map((p) => p.endpointId))]);
   const parked = new Map<string, string[]>();
-  await queue.addBulk(
-    payloads.map((payload) => {
-      const jobId = deliverJobId(payload);
-      const park = congested.has(payload.endpointId);
-      if (park) {
-        const ids = parked.get(payload.endpointId);
-        if (ids) ids.push(jobId);
-        else parked.set(payload.endpointId, [jobId]);
-      }
-      return {
-        name: JOB_NAMES.deliver,
-        data: payload,
-        opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
-      };
-    }),
-  );
+  const bulk = payloads.map((payload) => {
+    const jobId = deliverJobId(payload);
+    const park = congested.has(payload.endpointId);
+    if (park) {
+      const ids = parked.get(payload.endpointId);
+      if (ids) ids.push(jobId);
+      else parked.set(payload.endpointId, [jobId]);
+    }
+    return {
+      name: JOB_NAMES.deliver,
+      data: payload,
+      opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
+    };
+  });
+  // Intents first: a producer dying between the add and the park leaves the sweep to park them.
+  for (const [endpointId, jobIds] of parked) await scheduler.intendPark(endpointId, jobIds);
+  await queue.addBulk(bulk);
   for (const [endpointId, jobIds] of parked) await scheduler.park(endpointId, jobIds);
 }
 

@@ -23,7 +23,7 @@ export interface JobRun {
   jobId: string;
   /** BullMQ's lock token of this run. */
   token: string;
-  /** First run of a job added without a delay (`isFreshJob`): it holds no reservation and is not parked. */
+  /** First run of a job added without a delay (`isFreshJob`): it holds no reservation. */
   fresh?: boolean;
 }
 
@@ -169,7 +169,7 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
     // slot decisions of this event-loop turn, on the connection that later carries the acquire of
     // whatever job this worker fetches next, so Redis frees the slot before that acquire. A failure
     // only leaves the lease to expire (the sweep then frees it).
-    deps.scheduler.release(data.endpointId, run.jobId, run.token, signal, run.fresh).catch((err: unknown) => deps.onSchedulerError?.(err));
+    deps.scheduler.release(data.endpointId, run.jobId, run.token, signal).catch((err: unknown) => deps.onSchedulerError?.(err));
   }
 }
 

@@ -48,6 +48,8 @@ it("producers queue an endpoint's new jobs behind its parked ones, others' into 
   expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
   const stats = await scheduler.stats();
   expect(stats).toMatchObject({ backloggedEndpoints: 1, parkedJobs: 3 });
+  // The producer's park intents were dropped by the parks themselves.
+  expect(await h.redis.zcard(`${scheduler.base}parking`)).toBe(0);
   expect(stats.oldestParkedAgeSeconds).toBeGreaterThanOrEqual(0);
 
   // Each freed slot goes to the oldest parked job, in order.
@@ -178,4 +180,59 @@ it("a job finding a busy endpoint's window full waits for the next slot instead 
   expect(await a.acquireWithin(endpoint, "w3", "t", 600_000)).toMatchObject({ granted: false, backlogged: true });
   // And a zero wait is the plain acquire.
   expect(await a.acquireWithin(endpoint, "w4", "t", 0)).toMatchObject({ granted: false });
+});
+
+it("a run's release takes its job out of the parked set, where a producer's re-enqueue may have put it meanwhile", async () => {
+  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const endpoint = randomUUID();
+  const parkedKey = `${scheduler.base}ep:${endpoint}:parked`;
+  const running = { deliveryId: randomUUID(), endpointId: endpoint, trigger: "initial" as const };
+  await enqueueDeliveries(h.deliveries, [running]);
+  expect(await scheduler.acquire(endpoint, "holder", "t")).toMatchObject({ granted: true });
+  // The job's first run, never delayed (fresh), takes the other slot of the window.
+  expect(await scheduler.acquire(endpoint, running.deliveryId, "run-1", true)).toMatchObject({ granted: true });
+  // Another job waits parked, so the endpoint is congested; then ingest re-enqueues the running
+  // job's delivery (a retried POST of its event): BullMQ ignores the add of an existing id, but
+  // the producer parks that id behind the other.
+  const other = await delayedJob(endpoint);
+  await scheduler.park(endpoint, [other]);
+  await enqueueDeliveries(h.deliveries, [running]);
+  expect(await h.redis.zrange(parkedKey, "0", "-1")).toEqual([other, running.deliveryId]);
+
+  // The run ends: its id leaves the parked set, and the freed slot goes to the other job.
+  await scheduler.release(endpoint, running.deliveryId, "run-1", "answered");
+  expect(await h.redis.zcard(parkedKey)).toBe(0);
+  expect(await h.deliveries.getJobState(other)).toBe("waiting");
+  expect(await h.redis.zscore(`${scheduler.base}backlogged`, endpoint)).toBeNull();
+  expect(await scheduler.inUse(endpoint)).toBe(2); // the holder and the other job's reservation
+});
+
+it("the sweep parks a job whose process died between moving it to the delayed set and parking it", async () => {
+  const scheduler = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 1, parkIntentGraceMs: 0 });
+  const endpoint = randomUUID();
+  const parking = `${scheduler.base}parking`;
+  expect(await scheduler.acquire(endpoint, "holder", "t")).toMatchObject({ granted: true });
+  // A worker parking a job records the intent, moves the job to the delayed set for the park
+  // timeout (an hour), and is killed before the park itself.
+  const orphan = randomUUID();
+  await scheduler.intendPark(endpoint, [orphan]);
+  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, trigger: "initial" }, { jobId: orphan, delay: 3_600_000 });
+  // Another was killed before even the move: its job is not delayed (here: it does not exist).
+  await scheduler.intendPark(endpoint, ["never-moved"]);
+  expect(await h.redis.zcard(parking)).toBe(2);
+
+  await scheduler.sweep();
+  expect(await h.redis.zrange(`${scheduler.base}ep:${endpoint}:parked`, "0", "-1")).toEqual([orphan]);
+  expect(await h.redis.zcard(parking)).toBe(0);
+  // Parked now, the job gets the next free slot instead of waiting out the hour.
+  await scheduler.release(endpoint, "holder", "t", "none");
+  expect(await h.deliveries.getJobState(orphan)).toBe("waiting");
+
+  // Within the grace (10 s by default), an intent is left to the process that recorded it.
+  const patient = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 1 });
+  await patient.intendPark(endpoint, ["just-now"]);
+  await patient.sweep();
+  expect(await h.redis.zrange(parking, "0", "-1")).toEqual([`${endpoint}/just-now`]);
+  await patient.abandonPark(endpoint, ["just-now"]);
+  expect(await h.redis.zcard(parking)).toBe(0);
 });
