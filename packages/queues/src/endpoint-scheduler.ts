@@ -223,6 +223,23 @@ export class EndpointScheduler {
     await (this.redis as unknown as Redis).zrem(this.parkingKey, ...jobIds.map((id) => `${endpointId}/${id}`));
   }
 
+  /**
+   * The whole park of jobs that `move` puts into BullMQ's delayed set (the worker's
+   * `moveToDelayed`, a producer's delayed add), by endpoint: their intents first, then the move,
+   * then {@link park}. A move that fails drops the intents and rethrows; a process dying after the
+   * move leaves them to the sweep.
+   */
+  async parkAfter(jobsByEndpoint: ReadonlyMap<string, readonly string[]>, move: () => Promise<unknown>): Promise<void> {
+    for (const [endpointId, jobIds] of jobsByEndpoint) await this.intendPark(endpointId, jobIds);
+    try {
+      await move();
+    } catch (err) {
+      for (const [endpointId, jobIds] of jobsByEndpoint) await this.abandonPark(endpointId, jobIds).catch(() => undefined);
+      throw err;
+    }
+    for (const [endpointId, jobIds] of jobsByEndpoint) await this.park(endpointId, jobIds);
+  }
+
   /** Gives the job's slot back, adapts the window to the signal, and promotes parked jobs into freed slots. */
   async release(endpointId: string, jobId: string, token: string, signal: WindowSignal): Promise<void> {
     try {

@@ -58,10 +58,7 @@ export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobD
       opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
     };
   });
-  // Intents first: a producer dying between the add and the park leaves the sweep to park them.
-  for (const [endpointId, jobIds] of parked) await scheduler.intendPark(endpointId, jobIds);
-  await queue.addBulk(bulk);
-  for (const [endpointId, jobIds] of parked) await scheduler.park(endpointId, jobIds);
+  await scheduler.parkAfter(parked, () => queue.addBulk(bulk));
 }
 
 /** Queues the mail telling a world's administrators that an endpoint was disabled (once per disable). */

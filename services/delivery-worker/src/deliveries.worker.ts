@@ -49,14 +49,7 @@ export async function processDeliverJob(job: Job, token: string | undefined, dep
     // Into the delayed set first, then parked: a slot freed in between is seen by the park
     // script, which then promotes this job itself. The delay is only the safety net; the intent,
     // recorded first, lets the sweep finish the park if this process dies between the two.
-    await deps.scheduler.intendPark(data.endpointId, [job.id]);
-    try {
-      await job.moveToDelayed(Date.now() + deps.scheduler.parkTimeoutMs, token);
-    } catch (err) {
-      await deps.scheduler.abandonPark(data.endpointId, [job.id]).catch(() => undefined);
-      throw err;
-    }
-    await deps.scheduler.park(data.endpointId, [job.id]);
+    await deps.scheduler.parkAfter(new Map([[data.endpointId, [job.id]]]), () => job.moveToDelayed(Date.now() + deps.scheduler.parkTimeoutMs, token));
     throw new DelayedError();
   }
   await job.updateData({ ...data, attempt: result.attempt });
