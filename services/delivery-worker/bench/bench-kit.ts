@@ -104,12 +104,10 @@ export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
   return calls;
 }
 
-/** Commands executed between two {@link commandCalls} snapshots: the total, each command called, and the largest few. */
-export function commandDelta(before: Map<string, number>, after: Map<string, number>): { total: number; all: [string, number][]; top: [string, number][] } {
+/** Commands executed between two {@link commandCalls} snapshots: the total, and each command called. */
+export function commandDelta(before: Map<string, number>, after: Map<string, number>): { total: number; all: [string, number][] } {
   const delta: [string, number][] = [...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
-  delta.sort((a, b) => b[1] - a[1]);
-  const all = delta.filter(([, n]) => n > 0);
-  return { total: delta.reduce((sum, [, n]) => sum + n, 0), all, top: all.slice(0, 8) };
+  return { total: delta.reduce((sum, [, n]) => sum + n, 0), all: delta.filter(([, n]) => n > 0) };
 }
 
 /** `visitor.registered` events for a world, their timestamp set when posted. */
