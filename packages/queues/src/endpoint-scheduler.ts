@@ -111,7 +111,7 @@ export class EndpointScheduler {
 
   private constructor(
     private readonly queue: Queue,
-    private readonly redis: Commands,
+    private readonly redis: Redis & Commands,
     options: EndpointSchedulerOptions,
   ) {
     this.base = `${queue.qualifiedName}:sched:`;
@@ -128,7 +128,7 @@ export class EndpointScheduler {
     for (const [name, numberOfKeys, lua] of SCRIPTS) {
       if (typeof client[name] !== "function") client.defineCommand(name, { numberOfKeys, lua });
     }
-    return new EndpointScheduler(queue, client as unknown as Commands, options);
+    return new EndpointScheduler(queue, client as Redis & Commands, options);
   }
 
   private keys(endpointId: string): [string, string, string, string] {
@@ -206,21 +206,22 @@ export class EndpointScheduler {
   }
 
   /**
-   * Records that these jobs are about to be parked, before they are moved to (or added to) the
-   * delayed set: a process that dies between that move and {@link park} would otherwise leave them
-   * delayed for the whole park timeout (an hour), parked nowhere. The park drops the intents; the
-   * sweep completes those left behind.
+   * Records that these jobs, by endpoint, are about to be parked (one command for all of them),
+   * before they are moved to (or added to) the delayed set: a process that dies between that move
+   * and {@link park} would otherwise leave them delayed for the whole park timeout (an hour),
+   * parked nowhere. The park drops the intents; the sweep completes those left behind.
    */
-  async intendPark(endpointId: string, jobIds: readonly string[]): Promise<void> {
-    if (jobIds.length === 0) return;
+  async intendPark(jobsByEndpoint: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const members = intentMembers(jobsByEndpoint);
+    if (members.length === 0) return;
     const at = Date.now();
-    await (this.redis as unknown as Redis).zadd(this.parkingKey, ...jobIds.flatMap((id) => [at, `${endpointId}/${id}`]));
+    await this.redis.zadd(this.parkingKey, ...members.flatMap((member) => [at, member]));
   }
 
   /** Drops intents whose park will not happen (the move to the delayed set failed). */
-  async abandonPark(endpointId: string, jobIds: readonly string[]): Promise<void> {
-    if (jobIds.length === 0) return;
-    await (this.redis as unknown as Redis).zrem(this.parkingKey, ...jobIds.map((id) => `${endpointId}/${id}`));
+  async abandonPark(jobsByEndpoint: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const members = intentMembers(jobsByEndpoint);
+    if (members.length > 0) await this.redis.zrem(this.parkingKey, ...members);
   }
 
   /**
@@ -230,11 +231,11 @@ export class EndpointScheduler {
    * move leaves them to the sweep.
    */
   async parkAfter(jobsByEndpoint: ReadonlyMap<string, readonly string[]>, move: () => Promise<unknown>): Promise<void> {
-    for (const [endpointId, jobIds] of jobsByEndpoint) await this.intendPark(endpointId, jobIds);
+    await this.intendPark(jobsByEndpoint);
     try {
       await move();
     } catch (err) {
-      for (const [endpointId, jobIds] of jobsByEndpoint) await this.abandonPark(endpointId, jobIds).catch(() => undefined);
+      await this.abandonPark(jobsByEndpoint).catch(() => undefined);
       throw err;
     }
     for (const [endpointId, jobIds] of jobsByEndpoint) await this.park(endpointId, jobIds);
@@ -279,8 +280,7 @@ export class EndpointScheduler {
    * or it has run since) only loses its intent. Returns how many jobs it parked.
    */
   async completeParks(limit = 500): Promise<number> {
-    const redis = this.redis as unknown as Redis;
-    const stale = await redis.zrangebyscore(this.parkingKey, "-inf", Date.now() - this.parkIntentGraceMs, "LIMIT", 0, limit);
+    const stale = await this.redis.zrangebyscore(this.parkingKey, "-inf", Date.now() - this.parkIntentGraceMs, "LIMIT", 0, limit);
     let parked = 0;
     for (const intent of stale) {
       const at = intent.indexOf("/");
@@ -290,7 +290,7 @@ export class EndpointScheduler {
         await this.park(endpointId, [jobId]);
         parked += 1;
       } else {
-        await redis.zrem(this.parkingKey, intent);
+        await this.redis.zrem(this.parkingKey, intent);
       }
     }
     return parked;
@@ -316,13 +316,13 @@ export class EndpointScheduler {
 
   /** The endpoint's current window (tests, diagnostics). */
   async windowOf(endpointId: string): Promise<number> {
-    const win = await (this.redis as unknown as Redis).hget(this.keys(endpointId)[0], "win");
+    const win = await this.redis.hget(this.keys(endpointId)[0], "win");
     return Math.min(win === null ? INITIAL_WINDOW : Number(win), this.maxWindow);
   }
 
   /** Slots in use (attempts in flight plus reservations) for the endpoint (tests, diagnostics). */
   async inUse(endpointId: string): Promise<number> {
-    return (this.redis as unknown as Redis).zcard(this.keys(endpointId)[1]);
+    return this.redis.zcard(this.keys(endpointId)[1]);
   }
 
   private async releaseMember(endpointId: string, member: string, jobId: string, signal: WindowSignal): Promise<void> {
@@ -371,6 +371,11 @@ export class EndpointScheduler {
       }
     }
   }
+}
+
+/** The park intents' members, `<endpointId>/<jobId>`, of jobs grouped by endpoint. */
+function intentMembers(jobsByEndpoint: ReadonlyMap<string, readonly string[]>): string[] {
+  return [...jobsByEndpoint].flatMap(([endpointId, jobIds]) => jobIds.map((id) => `${endpointId}/${id}`));
 }
 
 /**

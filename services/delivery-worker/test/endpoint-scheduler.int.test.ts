@@ -215,10 +215,10 @@ it("the sweep parks a job whose process died between moving it to the delayed se
   // A worker parking a job records the intent, moves the job to the delayed set for the park
   // timeout (an hour), and is killed before the park itself.
   const orphan = randomUUID();
-  await scheduler.intendPark(endpoint, [orphan]);
+  await scheduler.intendPark(new Map([[endpoint, [orphan]]]));
   await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, trigger: "initial" }, { jobId: orphan, delay: 3_600_000 });
   // Another was killed before even the move: its job is not delayed (here: it does not exist).
-  await scheduler.intendPark(endpoint, ["never-moved"]);
+  await scheduler.intendPark(new Map([[endpoint, ["never-moved"]]]));
   expect(await h.redis.zcard(parking)).toBe(2);
 
   await scheduler.sweep();
@@ -230,9 +230,9 @@ it("the sweep parks a job whose process died between moving it to the delayed se
 
   // Within the grace (10 s by default), an intent is left to the process that recorded it.
   const patient = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 1 });
-  await patient.intendPark(endpoint, ["just-now"]);
+  await patient.intendPark(new Map([[endpoint, ["just-now"]]]));
   await patient.sweep();
   expect(await h.redis.zrange(parking, "0", "-1")).toEqual([`${endpoint}/just-now`]);
-  await patient.abandonPark(endpoint, ["just-now"]);
+  await patient.abandonPark(new Map([[endpoint, ["just-now"]]]));
   expect(await h.redis.zcard(parking)).toBe(0);
 });
