@@ -22,6 +22,8 @@ export interface ReceiverStats {
   lastAt: number;
   /** Requests answered on `/slow/...` (a second each). */
   slow: number;
+  /** `/slow/...` requests received and not answered yet (not reset by `/_reset`). */
+  slowInFlight: number;
   /** The receiver process's CPU time since it started, in ms. */
   cpuMs: number;
 }
@@ -208,10 +210,27 @@ export function spread(values: number[], digits = 0): string {
   return `${(sorted[0] as number).toFixed(digits)}-${(sorted[sorted.length - 1] as number).toFixed(digits)} (median ${median.toFixed(digits)})`;
 }
 
+/** A process's command name and CPU seconds so far, all threads (Linux `/proc/<pid>/stat`, USER_HZ 100); null if it is gone or there is no `/proc`. */
+function procStat(pid: number | string): { name: string; cpuS: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = stat.lastIndexOf(")");
+    const fields = stat.slice(close + 2).split(" ");
+    return { name: stat.slice(stat.indexOf("(") + 1, close), cpuS: (Number(fields[11]) + Number(fields[12])) / 100 };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds a process has used so far (all its threads); null where it cannot be read (the figure is then left out). */
+export function processCpuSeconds(pid: number | undefined): number | null {
+  return pid === undefined ? null : (procStat(pid)?.cpuS ?? null);
+}
+
 /**
- * CPU seconds used so far by each live PostgreSQL process of this machine (Linux `/proc`, at
- * USER_HZ 100), by pid; empty where there is no `/proc` (the figure is then left out). A backend
- * that exits between two readings is not counted, so a difference is a lower bound.
+ * CPU seconds used so far by each live PostgreSQL process of this machine, by pid; empty where
+ * there is no `/proc` (the figure is then left out). A backend that exits between two readings is
+ * not counted, so a difference is a lower bound.
  */
 export function postgresCpuSeconds(): Map<number, number> {
   const byPid = new Map<number, number>();
@@ -222,15 +241,8 @@ export function postgresCpuSeconds(): Map<number, number> {
     return byPid;
   }
   for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const close = stat.lastIndexOf(")");
-      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
-      const fields = stat.slice(close + 2).split(" ");
-      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) / 100);
-    } catch {
-      // gone meanwhile
-    }
+    const stat = procStat(pid);
+    if (stat?.name.startsWith("postgres")) byPid.set(Number(pid), stat.cpuS);
   }
   return byPid;
 }

@@ -3,7 +3,8 @@
  * `/ok/...` answers 200 at once, `/hang/...` never answers, `/slow/...` answers 200 after a second
  * (counted apart, as `slow`). For every `/ok` request it records the lag from the envelope's
  * `timestamp` (when the event happened) to its arrival. Control:
- * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, cpuMs (its own CPU time since it started)},
+ * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, slowInFlight (`/slow` requests not answered
+ * yet; not reset), cpuMs (its own CPU time since it started)},
  * `GET /_count` → the count alone (cheap to poll), `POST /_reset`.
  * Prints `{"port": n}` on stdout once listening.
  */
@@ -13,6 +14,7 @@ let lags = [];
 let firstAt = 0;
 let lastAt = 0;
 let slow = 0;
+let slowInFlight = 0;
 
 const quantile = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
 
@@ -27,7 +29,7 @@ const server = http.createServer((req, res) => {
     const sorted = Float64Array.from(lags).sort();
     res.setHeader("content-type", "application/json");
     const cpu = process.cpuUsage();
-    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, cpuMs: (cpu.user + cpu.system) / 1000 }));
+    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, slowInFlight, cpuMs: (cpu.user + cpu.system) / 1000 }));
     return;
   }
   if (req.url === "/_reset") {
@@ -43,7 +45,9 @@ const server = http.createServer((req, res) => {
   req.on("end", () => {
     if (req.url.startsWith("/hang/")) return; // never answered
     if (req.url.startsWith("/slow/")) {
+      slowInFlight += 1;
       setTimeout(() => {
+        slowInFlight -= 1;
         slow += 1;
         res.statusCode = 200;
         res.end("ok");
