@@ -314,7 +314,8 @@ async function main(): Promise<void> {
       }
       units.push(unit);
       const fmt0 = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(", ");
-      log(`  ${condition}: healthy ${fmt0(unit.rates)} deliveries/s, open-loop p99 ${fmt0(unit.lagP99s)} ms`);
+      const unitCpuMs = ([...unit.cpu.values()].reduce((a, b) => a + b, 0) * 1000) / (unit.rates.length * expected);
+      log(`  ${condition}: healthy ${fmt0(unit.rates)} deliveries/s (CPU ${unitCpuMs.toFixed(3)} ms per delivery), open-loop p99 ${fmt0(unit.lagP99s)} ms`);
     }
 
     const quiet = condense(units.filter((u) => u.condition === "A"), expected);
