@@ -157,14 +157,13 @@ async function main(): Promise<void> {
     const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
     const ingest = await spawnService(join(root, "services", "event-ingest"), { ...env, INGEST_TOKEN, MAX_EVENTS_PER_REQUEST: "1000" });
     processes.push(ingest);
-    processes.push(
-      await spawnService(join(root, "services", "delivery-worker"), {
-        ...env,
-        ENDPOINT_URL_POLICY: "any",
-        DELIVERY_CONCURRENCY: "100",
-        DELIVERY_ENDPOINT_CONCURRENCY: "10",
-      }),
-    );
+    const worker = await spawnService(join(root, "services", "delivery-worker"), {
+      ...env,
+      ENDPOINT_URL_POLICY: "any",
+      DELIVERY_CONCURRENCY: "100",
+      DELIVERY_ENDPOINT_CONCURRENCY: "10",
+    });
+    processes.push(worker);
 
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
     const world = async (paths: string[]): Promise<{ id: string; name: string; endpointIds: string[] }> => {
@@ -226,7 +225,6 @@ async function main(): Promise<void> {
 
     const events = Math.ceil(DELIVERIES / HEALTHY);
     const expected = events * HEALTHY;
-    const worker = processes[1]!;
     /** CPU seconds so far of each part that can be read. */
     const cpuNow = async (): Promise<{ parts: Map<string, number>; postgres: Map<number, number> }> => {
       const parts = new Map<string, number>();
