@@ -38,11 +38,11 @@ import {
   commandCalls,
   commandDelta,
   ingestRetries,
+  metricValue,
   openLoop,
   postBurst,
   postgresCpuBetween,
   postgresCpuSeconds,
-  processCpuSeconds,
   receiverReached,
   receiverStats,
   redisCpuSeconds,
@@ -81,7 +81,7 @@ interface Unit {
   /** Messages delivered during the bursts (the slow endpoint's included). */
   delivered: number;
   slowDelivered: number;
-  /** CPU seconds used during the bursts, by part (the parts that could be read). */
+  /** CPU seconds used during the bursts, by part (PostgreSQL's absent where `/proc` cannot be read). */
   cpu: Map<string, number>;
   lagP50s: number[];
   lagP99s: number[];
@@ -225,23 +225,21 @@ async function main(): Promise<void> {
 
     const events = Math.ceil(DELIVERIES / HEALTHY);
     const expected = events * HEALTHY;
-    /** CPU seconds so far of each part that can be read. */
+    /** CPU seconds so far of each part (PostgreSQL's by process, where `/proc` can be read). */
     const cpuNow = async (): Promise<{ parts: Map<string, number>; postgres: Map<number, number> }> => {
-      const parts = new Map<string, number>();
-      const put = (part: string, seconds: number | null): void => {
-        if (seconds !== null) parts.set(part, seconds);
-      };
-      put("worker", processCpuSeconds(worker.child.pid));
-      put("ingest", processCpuSeconds(ingest.child.pid));
-      put("redis", await redisCpuSeconds(redis));
-      put("receiver", (await receiverStats(receiver.origin)).cpuMs / 1000);
       const own = process.cpuUsage();
-      put("client", (own.user + own.system) / 1e6);
+      const parts = new Map<string, number>([
+        ["worker", await metricValue(worker, "process_cpu_seconds_total")],
+        ["ingest", await metricValue(ingest, "process_cpu_seconds_total")],
+        ["redis", await redisCpuSeconds(redis)],
+        ["receiver", (await receiverStats(receiver.origin)).cpuMs / 1000],
+        ["client", (own.user + own.system) / 1e6],
+      ]);
       return { parts, postgres: postgresCpuSeconds() };
     };
     const cpuBetween = (before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<ReturnType<typeof cpuNow>>): Map<string, number> => {
       const used = new Map<string, number>();
-      for (const [part, seconds] of after.parts) if (before.parts.has(part)) used.set(part, seconds - before.parts.get(part)!);
+      for (const [part, seconds] of after.parts) used.set(part, seconds - before.parts.get(part)!);
       if (after.postgres.size > 0) used.set("postgres", postgresCpuBetween(before.postgres, after.postgres));
       return used;
     };

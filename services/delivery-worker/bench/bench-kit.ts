@@ -210,27 +210,10 @@ export function spread(values: number[], digits = 0): string {
   return `${(sorted[0] as number).toFixed(digits)}-${(sorted[sorted.length - 1] as number).toFixed(digits)} (median ${median.toFixed(digits)})`;
 }
 
-/** A process's command name and CPU seconds so far, all threads (Linux `/proc/<pid>/stat`, USER_HZ 100); null if it is gone or there is no `/proc`. */
-function procStat(pid: number | string): { name: string; cpuS: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const close = stat.lastIndexOf(")");
-    const fields = stat.slice(close + 2).split(" ");
-    return { name: stat.slice(stat.indexOf("(") + 1, close), cpuS: (Number(fields[11]) + Number(fields[12])) / 100 };
-  } catch {
-    return null;
-  }
-}
-
-/** CPU seconds a process has used so far (all its threads); null where it cannot be read (the figure is then left out). */
-export function processCpuSeconds(pid: number | undefined): number | null {
-  return pid === undefined ? null : (procStat(pid)?.cpuS ?? null);
-}
-
 /**
- * CPU seconds used so far by each live PostgreSQL process of this machine, by pid; empty where
- * there is no `/proc` (the figure is then left out). A backend that exits between two readings is
- * not counted, so a difference is a lower bound.
+ * CPU seconds used so far by each live PostgreSQL process of this machine (Linux `/proc`, at
+ * USER_HZ 100), by pid; empty where there is no `/proc` (the figure is then left out). A backend
+ * that exits between two readings is not counted, so a difference is a lower bound.
  */
 export function postgresCpuSeconds(): Map<number, number> {
   const byPid = new Map<number, number>();
@@ -241,8 +224,15 @@ export function postgresCpuSeconds(): Map<number, number> {
     return byPid;
   }
   for (const pid of pids) {
-    const stat = procStat(pid);
-    if (stat?.name.startsWith("postgres")) byPid.set(Number(pid), stat.cpuS);
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
+      const fields = stat.slice(close + 2).split(" ");
+      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // gone meanwhile
+    }
   }
   return byPid;
 }
@@ -259,6 +249,12 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
   const info = await redis.info("cpu");
   const field = (name: string): number => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? 0);
   return field("used_cpu_user") + field("used_cpu_sys");
+}
+
+/** The value of an unlabelled metric on a service's `/metrics` (0 if absent), e.g. `process_cpu_seconds_total`. */
+export async function metricValue(service: { url: string }, name: string): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
 }
 
 /** Where a thread's time went so far: seconds on a core, seconds ready to run but waiting for one. */

@@ -36,6 +36,7 @@ import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateS
 import {
   deleteKeysUnder,
   mainThreadTime,
+  metricValue,
   openLoop,
   postgresCpuBetween,
   postgresCpuSeconds,
@@ -164,18 +165,13 @@ async function main(): Promise<void> {
       { nodeArgs: profileArgs("worker") },
     );
     processes.push(worker);
-    /** A counter from a service's `/metrics`. */
-    const counter = async (service: ServiceProcess, name: string): Promise<number> => {
-      const text = await (await fetch(`${service.url}/metrics`)).text();
-      return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
-    };
     const stats = new Redis(redisUrl);
     redis = stats;
     /** What the processes have done so far: jobs the worker parked, CPU seconds of each. */
     const soFar = async () => ({
-      parked: await counter(worker, "vw_delivery_parked_total"),
-      workerCpu: await counter(worker, "process_cpu_seconds_total"),
-      ingestCpu: await counter(ingest, "process_cpu_seconds_total"),
+      parked: await metricValue(worker, "vw_delivery_parked_total"),
+      workerCpu: await metricValue(worker, "process_cpu_seconds_total"),
+      ingestCpu: await metricValue(ingest, "process_cpu_seconds_total"),
       receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
       redisCpu: await redisCpuSeconds(stats),
       postgresCpu: postgresCpuSeconds(),
