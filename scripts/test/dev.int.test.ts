@@ -11,25 +11,17 @@
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { RUNTIME_NODE_FLAGS } from "../../packages/testing/src/processes.js";
+import { RUNTIME_NODE_FLAGS, freePort } from "../../packages/testing/src/processes.js";
 import { databaseUrlFor, dropDatabase, splitDatabaseUrl } from "../lib/local-infra.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SERVICES = ["MAP_STORAGE", "EVENT_INGEST", "ADMIN_API", "DELIVERY_WORKER"] as const;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** True when something accepts a TCP connection on 127.0.0.1:port. */
 function listening(port: number): Promise<boolean> {

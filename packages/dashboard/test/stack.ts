@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { freePort, spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
+import { spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "services");
@@ -68,11 +68,10 @@ export async function startStack(): Promise<Stack> {
   };
   const adminToken = `dash-admin-${randomBytes(12).toString("hex")}`;
   const ingestToken = `dash-ingest-${randomBytes(12).toString("hex")}`;
-  const [adminPort, strictPort] = [await freePort(), await freePort()];
   const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}` });
   const [admin, strictAdmin, ingest, worker] = await Promise.all([
-    spawnService(join(servicesDir, "admin-api"), { ...adminEnv(adminPort), ENDPOINT_URL_POLICY: "any" }, { port: adminPort, readyTimeoutMs: 90_000 }),
-    spawnService(join(servicesDir, "admin-api"), adminEnv(strictPort), { port: strictPort, readyTimeoutMs: 90_000 }),
+    spawnService(join(servicesDir, "admin-api"), (port) => ({ ...adminEnv(port), ENDPOINT_URL_POLICY: "any" }), { readyTimeoutMs: 90_000 }),
+    spawnService(join(servicesDir, "admin-api"), adminEnv, { readyTimeoutMs: 90_000 }),
     spawnService(join(servicesDir, "event-ingest"), { ...common, INGEST_TOKEN: ingestToken, ENDPOINT_URL_POLICY: "any" }, { readyTimeoutMs: 90_000 }),
     // One quick retry, so a receiver outage turns deliveries into `failed` within a second.
     spawnService(join(servicesDir, "delivery-worker"), { ...common, ENDPOINT_URL_POLICY: "any", RETRY_DELAYS: "100ms", DELIVERY_RETENTION_DAYS: "36500" }, { readyTimeoutMs: 90_000 }),

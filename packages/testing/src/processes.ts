@@ -4,13 +4,67 @@
  * never on a sleep.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
-/** A free TCP port on 127.0.0.1 (bound once, then released). */
+/** The kernel's range for ports it hands out itself (listen on 0, outgoing connections). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low = NaN, high = NaN] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high) && low <= high) return [low, high];
+  } catch {
+    // not Linux: IANA's dynamic range
+  }
+  return [49152, 65535];
+}
+
+/** True when `port` can be bound on every interface right now (what the services bind). */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "0.0.0.0", () => srv.close(() => resolve(true)));
+  });
+}
+
+const BLOCK = 500;
+let cursor: number | undefined;
+
+/**
+ * A TCP port free on every interface, for a process that binds it a moment later.
+ *
+ * Not one the kernel picks (listen on port 0): those come from its ephemeral range, the same
+ * range every outgoing connection of the run (PostgreSQL, Redis, Chromium, fetch) takes its
+ * local port from, so in the second or so a service needs to start, a connection could take the
+ * port and the service died with EADDRINUSE (CI, 2026-11-26). Ports are taken below that range
+ * instead, from a block of its own per jest worker, each handed out once per process, and
+ * checked bindable on 0.0.0.0 first. `spawnService` also retries on another port if one is
+ * taken all the same (another program, another test run on the machine).
+ */
 export async function freePort(): Promise<number> {
+  const [low, high] = ephemeralRange();
+  // Blocks below the ephemeral range when there is room (from 10000 up), above it otherwise.
+  const [below, above] = [low - 10_000, 65_535 - high];
+  const [start, size] = below >= above ? [10_000, below] : [high + 1, above];
+  const blocks = Math.floor(size / BLOCK);
+  if (blocks < 1) return kernelPort();
+  const worker = Number(process.env.JEST_WORKER_ID ?? 0);
+  const base = start + ((Number.isInteger(worker) && worker > 0 ? worker - 1 : process.pid) % blocks) * BLOCK;
+  cursor ??= Math.floor(Math.random() * BLOCK);
+  for (let tries = 0; tries < BLOCK; tries += 1) {
+    const port = base + (cursor % BLOCK);
+    cursor += 1;
+    if (await bindable(port)) return port;
+  }
+  return kernelPort();
+}
+
+/** A port the kernel picks (bound once on 0.0.0.0, then released): the fallback. */
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
+    srv.once("error", reject);
+    srv.listen(0, "0.0.0.0", () => {
       const addr = srv.address();
       srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
     });
@@ -49,19 +103,36 @@ export interface ServiceProcess {
 
 /**
  * Spawns `<serviceDir>/src/main.ts` with `env` (plus PORT) and waits for its `/readyz`.
- * `port` fixes the port (a service that must know its own public address before it starts,
- * such as admin-api's PUBLIC_ADMIN_URL); a free one otherwise.
+ * `env` may be a function of the port, for a service that must know its own public address
+ * before it starts (admin-api's PUBLIC_ADMIN_URL). `port` fixes the port; a free one otherwise,
+ * and another one if that was taken before the service could bind it (EADDRINUSE).
  */
 export async function spawnService(
   serviceDir: string,
-  env: Record<string, string>,
+  env: Record<string, string> | ((port: number) => Record<string, string>),
   options: { readyTimeoutMs?: number; nodeArgs?: string[]; port?: number } = {},
+): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await spawnOnce(serviceDir, env, options);
+    } catch (err) {
+      if (options.port !== undefined || attempt >= 3 || !(err instanceof PortTakenError)) throw err;
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function spawnOnce(
+  serviceDir: string,
+  env: Record<string, string> | ((port: number) => Record<string, string>),
+  options: { readyTimeoutMs?: number; nodeArgs?: string[]; port?: number },
 ): Promise<ServiceProcess> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, ...(options.nodeArgs ?? []), "--import", "tsx", "--conditions=development", "src/main.ts"], {
     cwd: serviceDir,
-    env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...env, PORT: String(port) },
+    env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...(typeof env === "function" ? env(port) : env), PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -69,11 +140,17 @@ export async function spawnService(
   child.stderr!.on("data", (chunk) => (stderr += chunk));
   child.stdout!.on("data", (chunk) => (stdout += chunk));
   const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`${serviceDir} exited with ${code}: ${stderr}`))));
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code) => {
+      const message = `${serviceDir} exited with ${code}: ${stderr}`;
+      reject(/EADDRINUSE/.test(stderr) ? new PortTakenError(message) : new Error(message));
+    }),
+  );
   exited.catch(() => undefined);
   const deadline = Date.now() + readyTimeoutMs;
+  let settled = false;
   const ready = (async () => {
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && !settled) {
       try {
         if ((await fetch(`${url}/readyz`)).status === 200) return;
       } catch {
@@ -81,10 +158,15 @@ export async function spawnService(
       }
       await new Promise((r) => setTimeout(r, 100));
     }
+    if (settled) return;
     child.kill("SIGKILL");
     throw new Error(`${serviceDir} not ready within ${readyTimeoutMs} ms: ${stderr}`);
   })();
-  await Promise.race([ready, exited]);
+  try {
+    await Promise.race([ready, exited]);
+  } finally {
+    settled = true;
+  }
   const gone = (): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
   return {
     url,
