@@ -57,7 +57,7 @@ if (!script || !existsSync(script)) {
 }
 
 /** Benchmarks that need more databases than the one in DATABASE_URL: their names (see the file comment). */
-const EXTRA_DATABASES = { history: ["empty"] };
+const EXTRA_DATABASES = { history: ["empty"], backlog: ["twin"] };
 
 const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
 const redisUrl = process.env.REDIS_URL || DEFAULT_REDIS_URL;

@@ -1,36 +1,43 @@
 /**
- * `pnpm bench backlog`: what one endpoint's backlog costs everybody else. event-ingest and one
- * delivery-worker process (concurrency 100, endpoint window 10) against a private Redis (so
- * `INFO commandstats` counts this run only) and the receiver process. 19 healthy endpoints are
- * measured under two conditions:
- *   A. no backlog;
- *   B. a 20th endpoint (a world of its own) holding BENCH_BACKLOG (100,000) queued deliveries that
- *      it answers in one second each, at most 10 at once.
- * The conditions alternate in the order BENCH_ORDER (ABBAABBA): the backlog is queued through ingest
- * before each B that follows an A, and removed before each A that follows a B (its parked set and
- * queued jobs deleted, then its world, which takes its 100,000 rows with it). On this shared
- * machine the throughput of the same code drifts by 20% or more within a few minutes (warm-up,
- * neighbours); measured one condition after the other, that drift decided the result in either
- * direction. The order ABBAABBA cancels a drift that is linear in time, and a slow spell of the
- * machine a unit or two long most often falls on both conditions.
- * Each unit: BENCH_BURSTS (1) bursts of BENCH_DELIVERIES healthy deliveries, then, once the
- * burst's jobs are finished, BENCH_LAG_ROUNDS (2) open-loop rounds of BENCH_LAG_SECONDS (10) at
- * half the first burst's throughput (p50/p99 lag from intake to receiver). A condition's
- * throughput is the median of its bursts, its lag the median of its rounds' p99 (one disturbance
- * does not decide it); its Redis commands per delivered message (the slow endpoint's deliveries
- * included) and the CPU time per healthy delivery of each process (worker, ingest, PostgreSQL,
- * Redis, receiver, this client) are counted over its bursts. CPU time per delivery is the figure
- * the neighbours' load moves least: it says whether the backlog makes the healthy deliveries
- * cost more, where throughput also says how busy the machine was. A warm-up burst of the same
- * size comes first and is not counted.
- * Expects DATABASE_URL (scripts/bench.mjs provides it); starts its own redis-server.
+ * `pnpm bench backlog`: what one endpoint's backlog costs everybody else, measured on two identical
+ * stacks at the same moment. Each stack is event-ingest and one delivery-worker (concurrency 100,
+ * endpoint window 10) with a Redis of its own (so `INFO commandstats` counts that stack alone), a
+ * database of its own (DATABASE_URL and DATABASE_URL_TWIN) and a receiver process of its own, and
+ * 19 healthy endpoints. One stack holds the backlog: a 20th endpoint (a world of its own) with
+ * BENCH_BACKLOG (100,000) queued deliveries that it answers in one second each, at most 10 at once.
+ * The other holds none. Both are measured together: each unit posts the same burst of
+ * BENCH_DELIVERIES healthy deliveries to both at once, then, once both have finished,
+ * BENCH_LAG_ROUNDS (2) open-loop rounds of BENCH_LAG_SECONDS (10) to both at once.
+ *
+ * Why at the same moment: on this shared machine the same code's throughput moves by 20-50% from
+ * one minute to the next (CPU time per delivery between 0.76 and 1.54 ms within one run), so two
+ * conditions measured one after the other, even alternated, were decided by when each unit ran (the
+ * same code read 81.7-117.3%). Side by side, a slow spell slows both stacks alike. The two stacks
+ * share the machine's two cores, so each delivers about half of what one would alone, and a stack
+ * whose deliveries cost more CPU gets fewer done: the ratio of their throughputs is the ratio of
+ * what a delivery costs them. It is measured over the same window for both: from the burst's start
+ * until the first stack has delivered all of it (after that the other has the machine to itself).
+ *
+ * The backlog sits on the first stack for BENCH_UNITS (3) units, then moves to the second for as
+ * many (removed: its parked set and jobs deleted, then its world with its rows; queued again through
+ * the other stack's ingest), so a difference between the stacks themselves cancels out. A warm-up
+ * unit comes first and is not counted.
+ *
+ * Figures, with and without the backlog: healthy throughput (the median of its units; the goal is
+ * on the geometric mean of the units' paired ratios), p99 lag from intake to receiver in the open
+ * loop (median of the rounds' p99), Redis commands and Redis time per delivered message, and each
+ * process's CPU time per healthy delivery (worker, ingest, its PostgreSQL backends, Redis,
+ * receiver). BENCH_BACKLOG_KEEP=rows keeps the backlog's 100,000 rows but deletes its jobs: a cost
+ * of the log tables' size told from one of the queue.
+ * Expects DATABASE_URL and DATABASE_URL_TWIN (scripts/bench.mjs provides both); starts its own
+ * redis-servers.
  */
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { createPrismaClient } from "@vw/db";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix } from "@vw/queues";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
@@ -41,9 +48,7 @@ import {
   metricValue,
   openLoop,
   postBurst,
-  postgresCpuBetween,
   postgresCpuSeconds,
-  receiverReached,
   receiverStats,
   redisCpuSeconds,
   resetReceiver,
@@ -58,39 +63,277 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 100_000);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 19_000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const LAG_ROUNDS = Math.max(1, Number(process.env.BENCH_LAG_ROUNDS ?? 2));
-const BURSTS = Math.max(1, Number(process.env.BENCH_BURSTS ?? 1));
-const ORDER = (process.env.BENCH_ORDER ?? "ABBAABBA").toUpperCase();
+const UNITS = Math.max(1, Number(process.env.BENCH_UNITS ?? 3));
+/** What of the backlog stays: "all" (its jobs in Redis and its rows in PostgreSQL) or "rows". */
+const KEEP = process.env.BENCH_BACKLOG_KEEP ?? "all";
 const INGEST_TOKEN = "bench-ingest-token-0123456789";
-const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-type Condition = "A" | "B";
+/** The parts whose CPU time is counted per stack, in the order printed. */
+const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 
-/** One unit of the order: its bursts, then its open-loop rounds. */
-interface Unit {
-  condition: Condition;
-  /** Each burst's throughput (healthy deliveries per second). */
-  rates: number[];
-  /** Each burst's p99 lag (a burst's lag is its drain time). */
-  burstP99s: number[];
-  /** Redis commands during the bursts, in all and per command. */
-  commands: number;
-  commandsByName: Map<string, number>;
-  /** Messages delivered during the bursts (the slow endpoint's included). */
-  delivered: number;
-  slowDelivered: number;
-  /** CPU seconds used during the bursts, by part (PostgreSQL's absent where `/proc` cannot be read). */
-  cpu: Map<string, number>;
-  lagP50s: number[];
-  lagP99s: number[];
+/** One stack: its services, stores and healthy world. */
+interface Stack {
+  label: string;
+  databaseUrl: string;
+  prisma: PrismaClient;
+  redis: Redis;
+  queue: Queue;
+  queueConnection: Redis;
+  receiver: { origin: string; stop: () => void };
+  ingest: ServiceProcess;
+  worker: ServiceProcess;
+  healthy: { name: string };
+  schedBase: string;
+  organizationId: string;
+  backlog: { worldId: string; endpointId: string } | null;
+  stopRedis: () => Promise<void>;
 }
 
-/** The parts whose CPU time is counted, in the order printed. */
-const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver", "client"] as const;
+/** What one stack did in one unit. */
+interface Share {
+  /** Healthy deliveries per second over the unit's common window. */
+  rate: number;
+  /** p99 lag of the burst (its drain time). */
+  burstP99: number;
+  commands: number;
+  commandsByName: Map<string, number>;
+  microsByName: Map<string, number>;
+  /** Messages delivered during the burst (the slow endpoint's included). */
+  delivered: number;
+  slowDelivered: number;
+  cpu: Map<string, number>;
+  lagP99s: number[];
+  lagP50s: number[];
+}
 
-/** A condition's units taken together. */
+/** The median (of an even count, the mean of the middle two). */
+const medianOf = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length === 0 ? 0 : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const geoMean = (xs: number[]): number => Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length);
+
+async function startStack(label: string, databaseUrl: string): Promise<Stack> {
+  const redisServer = await startPrivateRedis();
+  const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
+  const redis = new Redis(redisServer.url);
+  const queueConnection = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE_NAMES.deliveries, { connection: queueConnection, prefix: bullPrefix(keyPrefix) });
+  const prisma = createPrismaClient(databaseUrl);
+  const receiver = await startReceiver();
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
+  const started = await Promise.allSettled([
+    spawnService(join(root, "services", "event-ingest"), { ...env, INGEST_TOKEN, MAX_EVENTS_PER_REQUEST: "1000" }),
+    spawnService(join(root, "services", "delivery-worker"), { ...env, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: "100", DELIVERY_ENDPOINT_CONCURRENCY: "10" }),
+  ]);
+  if (started.some((s) => s.status === "rejected")) {
+    for (const s of started) if (s.status === "fulfilled") await s.value.kill9();
+    await queue.close();
+    queueConnection.disconnect();
+    redis.disconnect();
+    receiver.stop();
+    await redisServer.stop();
+    await prisma.$disconnect();
+    throw (started.find((s) => s.status === "rejected") as PromiseRejectedResult).reason;
+  }
+  const [ingest, worker] = started.map((s) => (s as PromiseFulfilledResult<ServiceProcess>).value) as [ServiceProcess, ServiceProcess];
+  const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
+  const stack: Stack = {
+    label,
+    databaseUrl,
+    prisma,
+    redis,
+    queue,
+    queueConnection,
+    receiver,
+    ingest,
+    worker,
+    healthy: { name: "" },
+    schedBase: `${bullPrefix(keyPrefix)}:${QUEUE_NAMES.deliveries}:sched:`,
+    organizationId: organization.id,
+    backlog: null,
+    stopRedis: redisServer.stop,
+  };
+  stack.healthy = await createWorld(stack, Array.from({ length: HEALTHY }, (_, i) => `ok/${i}`));
+  return stack;
+}
+
+async function createWorld(stack: Stack, paths: string[]): Promise<{ id: string; name: string; endpointIds: string[] }> {
+  const { prisma } = stack;
+  const w = await prisma.world.create({ data: { organizationId: stack.organizationId, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
+  const org = await prisma.organization.findUniqueOrThrow({ where: { id: stack.organizationId } });
+  const endpointIds: string[] = [];
+  for (const path of paths) {
+    const e = await prisma.webhookEndpoint.create({
+      data: { worldId: w.id, url: `${stack.receiver.origin}/${path}`, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(generateSecret()) },
+    });
+    endpointIds.push(e.id);
+  }
+  return { id: w.id, name: `${org.slug}/${w.slug}`, endpointIds };
+}
+
+/** Deletes the stack's queued jobs of the backlog (parked set first, so no release hands a slot to a job about to go). */
+async function removeJobs(stack: Stack, endpointId: string): Promise<void> {
+  await stack.redis.multi().del(`${stack.schedBase}ep:${endpointId}:parked`).zrem(`${stack.schedBase}backlogged`, endpointId).exec();
+  await stack.queue.drain(true);
+  for (;;) {
+    const [active, waiting, delayed, stats] = await Promise.all([
+      stack.queue.getActiveCount(),
+      stack.queue.getWaitingCount(),
+      stack.queue.getDelayedCount(),
+      receiverStats(stack.receiver.origin),
+    ]);
+    if (active + waiting + delayed === 0 && stats.slowInFlight === 0) break;
+    await sleep(200);
+  }
+}
+
+/** Queues BACKLOG deliveries for a new slow endpoint of the stack, through its ingest, and waits until they are parked. */
+async function queueBacklog(stack: Stack): Promise<void> {
+  const slow = await createWorld(stack, ["slow/0"]);
+  const endpointId = slow.endpointIds[0]!;
+  stack.backlog = { worldId: slow.id, endpointId };
+  const parkedKey = `${stack.schedBase}ep:${endpointId}:parked`;
+  const started = Date.now();
+  const slow0 = (await receiverStats(stack.receiver.origin)).slow;
+  await postBurst(stack.ingest.url, INGEST_TOKEN, slow.name, BACKLOG, 1000, 4);
+  for (;;) {
+    const parked = await stack.redis.zcard(parkedKey);
+    const done = (await receiverStats(stack.receiver.origin)).slow - slow0;
+    if (parked + done >= BACKLOG - 20) break;
+    await sleep(200);
+  }
+  log(`  backlog of ${BACKLOG} queued on stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s (${await stack.redis.zcard(parkedKey)} parked)`);
+  if (KEEP === "rows") {
+    await removeJobs(stack, endpointId);
+    log(`  its jobs removed (BENCH_BACKLOG_KEEP=rows): its ${BACKLOG} events and deliveries stay`);
+  }
+}
+
+/** Takes the stack's backlog away: its jobs (unless already gone), then its world, whose cascade takes its rows. */
+async function removeBacklog(stack: Stack): Promise<void> {
+  if (stack.backlog === null) return;
+  const started = Date.now();
+  if (KEEP === "all") await removeJobs(stack, stack.backlog.endpointId);
+  await stack.prisma.world.delete({ where: { id: stack.backlog.worldId } });
+  stack.backlog = null;
+  log(`  backlog removed from stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** The pids of the stack database's PostgreSQL backends. */
+async function backendPids(stack: Stack): Promise<Set<number>> {
+  const rows = await stack.prisma.$queryRawUnsafe<{ pid: number }[]>("SELECT pid FROM pg_stat_activity WHERE datname = current_database()");
+  return new Set(rows.map((r) => Number(r.pid)));
+}
+
+/** CPU seconds so far of each part of a stack but PostgreSQL (see {@link postgresBetween}). */
+async function cpuNow(stack: Stack): Promise<Map<string, number>> {
+  return new Map<string, number>([
+    ["worker", await metricValue(stack.worker, "process_cpu_seconds_total")],
+    ["ingest", await metricValue(stack.ingest, "process_cpu_seconds_total")],
+    ["redis", await redisCpuSeconds(stack.redis)],
+    ["receiver", (await receiverStats(stack.receiver.origin)).cpuMs / 1000],
+  ]);
+}
+
+/**
+ * CPU seconds the stack's PostgreSQL backends used between two readings: each backend of its
+ * database at the end, less what it had used at the start (a backend that exited meanwhile is not
+ * counted, so this is a lower bound). The server's shared processes (WAL writer, checkpointer) are
+ * no stack's.
+ */
+function postgresBetween(pids: Set<number>, before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const pid of pids) if (after.has(pid)) sum += after.get(pid)! - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/**
+ * One unit on both stacks at once: the burst (posted to both together; each stack's throughput over
+ * the window until the first has delivered all of it), then the open-loop rounds (both together).
+ */
+async function unit(stacks: [Stack, Stack], expected: number, events: number, lagEventsPerSecond: number): Promise<[Share, Share]> {
+  for (const s of stacks) {
+    // From a checkpointed database with fresh statistics (queuing or removing a backlog has just
+    // written or deleted 100,000 rows, and this machine's PostgreSQL runs without autovacuum).
+    await s.prisma.$executeRawUnsafe("VACUUM ANALYZE webhook_events, webhook_deliveries, delivery_attempts, endpoint_stats");
+  }
+  await stacks[0].prisma.$executeRawUnsafe("CHECKPOINT");
+  await Promise.all(stacks.map((s) => resetReceiver(s.receiver.origin)));
+  const pg0 = postgresCpuSeconds();
+  const cpu0 = await Promise.all(stacks.map((s) => cpuNow(s)));
+  const calls0 = await Promise.all(stacks.map((s) => commandCalls(s.redis)));
+  const start = Date.now();
+  const posting = Promise.all(stacks.map((s) => postBurst(s.ingest.url, INGEST_TOKEN, s.healthy.name, events, 100, 4)));
+  // The common window: until the first stack has all of its burst; then each one's count.
+  let window: { ms: number; counts: number[] } | null = null;
+  for (;;) {
+    const counts = await Promise.all(stacks.map(async (s) => Number(await (await fetch(`${s.receiver.origin}/_count`)).text())));
+    const now = Date.now();
+    if (window === null && counts.some((c) => c >= expected)) window = { ms: now - start, counts };
+    if (counts.every((c) => c >= expected)) break;
+    await sleep(100);
+  }
+  await posting;
+  const stats = await Promise.all(stacks.map((s) => receiverStats(s.receiver.origin)));
+  const pg1 = postgresCpuSeconds();
+  const cpu1 = await Promise.all(stacks.map((s) => cpuNow(s)));
+  const backends = await Promise.all(stacks.map((s) => backendPids(s)));
+  const calls1 = await Promise.all(stacks.map((s) => commandCalls(s.redis)));
+  const shares = stacks.map((_, i): Share => {
+    const commands = commandDelta(calls0[i]!, calls1[i]!);
+    const cpu = new Map<string, number>();
+    for (const [part, seconds] of cpu1[i]!) cpu.set(part, seconds - cpu0[i]!.get(part)!);
+    cpu.set("postgres", postgresBetween(backends[i]!, pg0, pg1));
+    return {
+      rate: Math.min(expected, window!.counts[i]!) / (window!.ms / 1000),
+      burstP99: stats[i]!.p99,
+      commands: commands.total,
+      commandsByName: new Map(commands.all),
+      microsByName: new Map(commands.usec),
+      delivered: expected + stats[i]!.slow,
+      slowDelivered: stats[i]!.slow,
+      cpu,
+      lagP99s: [],
+      lagP50s: [],
+    };
+  }) as [Share, Share];
+  // Settled: the burst's jobs finished (the backlog holds at most its window in flight and as many
+  // promoted), then a second more, so the first round does not meet the burst's last completions.
+  for (;;) {
+    const busy = await Promise.all(
+      stacks.map(async (s) => {
+        const [active, waiting] = await Promise.all([s.queue.getActiveCount(), s.queue.getWaitingCount()]);
+        return waiting > 0 || active > (s.backlog === null ? 0 : 20);
+      }),
+    );
+    if (!busy.includes(true)) break;
+    await sleep(100);
+  }
+  await sleep(1000);
+  if (lagEventsPerSecond > 0) {
+    for (let round = 0; round < LAG_ROUNDS; round += 1) {
+      await Promise.all(stacks.map((s) => resetReceiver(s.receiver.origin)));
+      const posted = await Promise.all(
+        stacks.map((s) => openLoop({ ingestUrl: s.ingest.url, token: INGEST_TOKEN, world: s.healthy.name, eventsPerSecond: lagEventsPerSecond, seconds: LAG_SECONDS })),
+      );
+      for (const [i, s] of stacks.entries()) {
+        while (Number(await (await fetch(`${s.receiver.origin}/_count`)).text()) < posted[i]!.posted * HEALTHY) await sleep(100);
+        const lag = await receiverStats(s.receiver.origin);
+        shares[i]!.lagP99s.push(lag.p99);
+        shares[i]!.lagP50s.push(lag.p50);
+      }
+    }
+  }
+  return shares;
+}
+
+/** A condition's shares taken together. */
 interface Condensed {
   rate: number;
   rates: number[];
@@ -100,248 +343,121 @@ interface Condensed {
   lagP99s: number[];
   commandsPerMessage: number;
   topCommands: string;
+  topMicros: string;
   slowDelivered: number;
-  /** CPU ms per healthy delivery during the bursts, by part, and their sum. */
   cpuMsPerDelivery: Map<string, number>;
   cpuMsTotal: number;
 }
 
-/** The median (of an even count, the mean of the middle two). */
-const medianOf = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length === 0 ? 0 : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
-function condense(units: Unit[], healthyPerBurst: number): Condensed {
-  const healthyDelivered = units.reduce((sum, u) => sum + u.rates.length * healthyPerBurst, 0);
+function condense(shares: Share[], healthyPerBurst: number): Condensed {
+  const healthyDelivered = shares.length * healthyPerBurst;
+  const delivered = shares.reduce((sum, s) => sum + s.delivered, 0);
   const cpuMsPerDelivery = new Map<string, number>();
-  for (const part of CPU_PARTS) {
-    if (units.every((u) => u.cpu.has(part))) cpuMsPerDelivery.set(part, (units.reduce((sum, u) => sum + u.cpu.get(part)!, 0) * 1000) / healthyDelivered);
-  }
-  const rates = units.flatMap((u) => u.rates);
-  const lagP99s = units.flatMap((u) => u.lagP99s);
-  const delivered = units.reduce((sum, u) => sum + u.delivered, 0);
-  const byName = new Map<string, number>();
-  for (const u of units) for (const [name, n] of u.commandsByName) byName.set(name, (byName.get(name) ?? 0) + n);
-  return {
-    rate: medianOf(rates),
-    rates,
-    burstP99: medianOf(units.flatMap((u) => u.burstP99s)),
-    lagP50: medianOf(units.flatMap((u) => u.lagP50s)),
-    lagP99: medianOf(lagP99s),
-    lagP99s,
-    commandsPerMessage: units.reduce((sum, u) => sum + u.commands, 0) / delivered,
-    topCommands: [...byName]
+  for (const part of CPU_PARTS) cpuMsPerDelivery.set(part, (shares.reduce((sum, s) => sum + s.cpu.get(part)!, 0) * 1000) / healthyDelivered);
+  const sum = (pick: (s: Share) => Map<string, number>): Map<string, number> => {
+    const total = new Map<string, number>();
+    for (const s of shares) for (const [name, n] of pick(s)) total.set(name, (total.get(name) ?? 0) + n);
+    return total;
+  };
+  const top = (m: Map<string, number>, digits: number): string =>
+    [...m]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 8)
-      .map(([name, n]) => `${name} ${(n / delivered).toFixed(1)}`)
-      .join(", "),
-    slowDelivered: units.reduce((sum, u) => sum + u.slowDelivered, 0),
+      .map(([name, n]) => `${name} ${(n / delivered).toFixed(digits)}`)
+      .join(", ");
+  const lagP99s = shares.flatMap((s) => s.lagP99s);
+  return {
+    rate: medianOf(shares.map((s) => s.rate)),
+    rates: shares.map((s) => s.rate),
+    burstP99: medianOf(shares.map((s) => s.burstP99)),
+    lagP50: medianOf(shares.flatMap((s) => s.lagP50s)),
+    lagP99: medianOf(lagP99s),
+    lagP99s,
+    commandsPerMessage: shares.reduce((n, s) => n + s.commands, 0) / delivered,
+    topCommands: top(sum((s) => s.commandsByName), 1),
+    topMicros: top(sum((s) => s.microsByName), 1),
+    slowDelivered: shares.reduce((n, s) => n + s.slowDelivered, 0),
     cpuMsPerDelivery,
     cpuMsTotal: [...cpuMsPerDelivery.values()].reduce((a, b) => a + b, 0),
   };
 }
 
 async function main(): Promise<void> {
-  if (!/^A[AB]*$/.test(ORDER) || !ORDER.includes("B")) throw new Error(`BENCH_ORDER must start with A and hold both A and B, got "${ORDER}"`);
-  const databaseUrl = process.env.DATABASE_URL!;
-  const redisServer = await startPrivateRedis();
-  const redis = new Redis(redisServer.url);
-  const prisma = createPrismaClient(databaseUrl);
-  const receiver = await startReceiver();
-  const processes: ServiceProcess[] = [];
-  const queueConnection = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-  const queue = new Queue(QUEUE_NAMES.deliveries, { connection: queueConnection, prefix: bullPrefix(keyPrefix) });
+  if (KEEP !== "all" && KEEP !== "rows") throw new Error(`BENCH_BACKLOG_KEEP must be "all" or "rows", got "${KEEP}"`);
+  const twinUrl = process.env.DATABASE_URL_TWIN;
+  if (!twinUrl) throw new Error("DATABASE_URL_TWIN is not set: run it as `pnpm bench backlog` (scripts/bench.mjs creates the second database)");
+  const stacks: Stack[] = [];
   try {
-    const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
-    const ingest = await spawnService(join(root, "services", "event-ingest"), { ...env, INGEST_TOKEN, MAX_EVENTS_PER_REQUEST: "1000" });
-    processes.push(ingest);
-    const worker = await spawnService(join(root, "services", "delivery-worker"), {
-      ...env,
-      ENDPOINT_URL_POLICY: "any",
-      DELIVERY_CONCURRENCY: "100",
-      DELIVERY_ENDPOINT_CONCURRENCY: "10",
-    });
-    processes.push(worker);
-
-    const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
-    const world = async (paths: string[]): Promise<{ id: string; name: string; endpointIds: string[] }> => {
-      const w = await prisma.world.create({ data: { organizationId: organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
-      const endpointIds: string[] = [];
-      for (const path of paths) {
-        const e = await prisma.webhookEndpoint.create({
-          data: { worldId: w.id, url: `${receiver.origin}/${path}`, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(generateSecret()) },
-        });
-        endpointIds.push(e.id);
-      }
-      return { id: w.id, name: `${organization.slug}/${w.slug}`, endpointIds };
-    };
-    const healthy = await world(Array.from({ length: HEALTHY }, (_, i) => `ok/${i}`));
-    const schedBase = `${bullPrefix(keyPrefix)}:${QUEUE_NAMES.deliveries}:sched:`;
-    const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-    /** The backlog now queued, if any: its world and endpoint. */
-    let backlog: { worldId: string; endpointId: string } | null = null;
-    /** Queues BACKLOG deliveries for a new slow endpoint, through ingest, and waits until they are parked. */
-    const queueBacklog = async (): Promise<void> => {
-      const slow = await world(["slow/0"]);
-      const endpointId = slow.endpointIds[0]!;
-      backlog = { worldId: slow.id, endpointId };
-      const parkedKey = `${schedBase}ep:${endpointId}:parked`;
-      const started = Date.now();
-      const slow0 = (await receiverStats(receiver.origin)).slow;
-      await postBurst(ingest.url, INGEST_TOKEN, slow.name, BACKLOG, 1000, 4);
-      for (;;) {
-        const parked = await redis.zcard(parkedKey);
-        const done = (await receiverStats(receiver.origin)).slow - slow0;
-        if (parked + done >= BACKLOG - 20) break;
-        await sleep(200);
-      }
-      log(`  backlog of ${BACKLOG} queued in ${((Date.now() - started) / 1000).toFixed(1)} s (${await redis.zcard(parkedKey)} parked)`);
-    };
-    /**
-     * Takes the backlog away: its parked set first (so no release hands a slot to a job about to be
-     * deleted), then every waiting and delayed job (at this point only the backlog's: the healthy
-     * ones have all been delivered), then, once the jobs already running have ended, its world
-     * (ON DELETE CASCADE takes its events, deliveries and attempts).
-     */
-    const removeBacklog = async (): Promise<void> => {
-      if (backlog === null) return;
-      const { worldId, endpointId } = backlog;
-      const started = Date.now();
-      await redis.multi().del(`${schedBase}ep:${endpointId}:parked`).zrem(`${schedBase}backlogged`, endpointId).exec();
-      await queue.drain(true);
-      for (;;) {
-        const [active, waiting, delayed, stats] = await Promise.all([queue.getActiveCount(), queue.getWaitingCount(), queue.getDelayedCount(), receiverStats(receiver.origin)]);
-        if (active + waiting + delayed === 0 && stats.slowInFlight === 0) break;
-        await sleep(200);
-      }
-      const drained = Date.now();
-      await prisma.world.delete({ where: { id: worldId } });
-      backlog = null;
-      log(`  backlog removed in ${((Date.now() - started) / 1000).toFixed(1)} s (jobs ${((drained - started) / 1000).toFixed(1)} s, rows ${((Date.now() - drained) / 1000).toFixed(1)} s)`);
-    };
-
+    stacks.push(await startStack("1", process.env.DATABASE_URL!));
+    stacks.push(await startStack("2", twinUrl));
+    const pair = stacks as [Stack, Stack];
     const events = Math.ceil(DELIVERIES / HEALTHY);
     const expected = events * HEALTHY;
-    /** CPU seconds so far of each part (PostgreSQL's by process, where `/proc` can be read). */
-    const cpuNow = async (): Promise<{ parts: Map<string, number>; postgres: Map<number, number> }> => {
-      const own = process.cpuUsage();
-      const parts = new Map<string, number>([
-        ["worker", await metricValue(worker, "process_cpu_seconds_total")],
-        ["ingest", await metricValue(ingest, "process_cpu_seconds_total")],
-        ["redis", await redisCpuSeconds(redis)],
-        ["receiver", (await receiverStats(receiver.origin)).cpuMs / 1000],
-        ["client", (own.user + own.system) / 1e6],
-      ]);
-      return { parts, postgres: postgresCpuSeconds() };
-    };
-    const cpuBetween = (before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<ReturnType<typeof cpuNow>>): Map<string, number> => {
-      const used = new Map<string, number>();
-      for (const [part, seconds] of after.parts) used.set(part, seconds - before.parts.get(part)!);
-      if (after.postgres.size > 0) used.set("postgres", postgresCpuBetween(before.postgres, after.postgres));
-      return used;
-    };
-    /** One burst of `expected` healthy deliveries: its throughput, drain p99, Redis commands, slow deliveries and CPU. */
-    const burst = async (): Promise<{ rate: number; p99: number; commands: ReturnType<typeof commandDelta>; slow: number; cpu: Map<string, number> }> => {
-      // Each burst starts from a checkpointed database (queuing the backlog wrote 100,000 deliveries
-      // just before, and removing it deleted as many: their pages' flush would otherwise land in
-      // the burst) and from fresh statistics (a PostgreSQL with autovacuum on, as deployed,
-      // analyzes a partition that has just grown by 100,000 rows; this machine's has it off).
-      await prisma.$executeRawUnsafe("VACUUM ANALYZE webhook_events, webhook_deliveries, delivery_attempts, endpoint_stats");
-      await prisma.$executeRawUnsafe("CHECKPOINT");
-      await resetReceiver(receiver.origin);
-      const calls0 = await commandCalls(redis);
-      const cpu0 = await cpuNow();
-      const start = Date.now();
-      await postBurst(ingest.url, INGEST_TOKEN, healthy.name, events, 100, 4);
-      const s = await receiverReached(receiver.origin, expected);
-      const cpu = cpuBetween(cpu0, await cpuNow());
-      const commands = commandDelta(calls0, await commandCalls(redis));
-      return { rate: expected / ((s.lastAt - start) / 1000), p99: s.p99, commands, slow: s.slow, cpu };
-    };
-
-    /**
-     * Waits until the burst's jobs are finished (none waiting, none active but the backlog's, which
-     * holds at most its window in flight and as many promoted), then a second more: the first
-     * open-loop round otherwise starts while the worker still logs and completes the burst's last
-     * jobs, and read two to five times the p99 of the next.
-     */
-    const settle = async (): Promise<void> => {
-      for (;;) {
-        const [active, waiting] = await Promise.all([queue.getActiveCount(), queue.getWaitingCount()]);
-        if (waiting === 0 && active <= (backlog === null ? 0 : 20)) break;
-        await sleep(100);
-      }
-      await sleep(1000);
-    };
-
     log(
-      `backlog benchmark: ${HEALTHY} healthy endpoints, conditions in the order ${ORDER} (A: no backlog, B: ${BACKLOG} queued on one endpoint answering in 1 s, window 10); ` +
-        `each unit ${BURSTS} burst(s) of ${expected} healthy deliveries, then ${LAG_ROUNDS} x ${LAG_SECONDS} s open loop at half the first burst's throughput`,
+      `backlog benchmark: two identical stacks measured at the same moment, ${HEALTHY} healthy endpoints each; one holds a backlog of ${BACKLOG} on one endpoint answering in 1 s, window 10` +
+        `${KEEP === "rows" ? " (its jobs removed, its rows kept)" : ""}, for ${UNITS} units on each stack in turn; ` +
+        `each unit a burst of ${expected} healthy deliveries to both, then ${LAG_ROUNDS} x ${LAG_SECONDS} s open loop to both at half a stack's burst throughput`,
     );
-    await burst(); // warm-up: JIT, pools, caches, the tables' first pages
-
-    let lagEventsPerSecond = 0;
-    const units: Unit[] = [];
-    for (const condition of ORDER as Iterable<Condition>) {
-      if (condition === "B" && backlog === null) await queueBacklog();
-      if (condition === "A") await removeBacklog();
-      const unit: Unit = { condition, rates: [], burstP99s: [], commands: 0, commandsByName: new Map(), delivered: 0, slowDelivered: 0, cpu: new Map(), lagP50s: [], lagP99s: [] };
-      for (let i = 0; i < BURSTS; i += 1) {
-        const b = await burst();
-        unit.rates.push(b.rate);
-        unit.burstP99s.push(b.p99);
-        unit.commands += b.commands.total;
-        for (const [name, n] of b.commands.all) unit.commandsByName.set(name, (unit.commandsByName.get(name) ?? 0) + n);
-        unit.delivered += expected + b.slow;
-        unit.slowDelivered += b.slow;
-        for (const [part, seconds] of b.cpu) unit.cpu.set(part, (unit.cpu.get(part) ?? 0) + seconds);
+    // Warm-up (JIT, pools, caches, the tables' first pages); it also sets the open loop's rate:
+    // half of what a stack delivers beside the other.
+    const warm = await unit(pair, expected, events, 0);
+    const lagEventsPerSecond = (((warm[0].rate + warm[1].rate) / 2) * 0.5) / HEALTHY;
+    const loaded: Share[] = [];
+    const quiet: Share[] = [];
+    const ratios: number[] = [];
+    for (const [phase, withBacklog] of [pair[0], pair[1]].entries()) {
+      const without = pair[1 - phase]!;
+      await removeBacklog(without);
+      await queueBacklog(withBacklog);
+      for (let u = 0; u < UNITS; u += 1) {
+        const shares = await unit(pair, expected, events, lagEventsPerSecond);
+        const mine = shares[phase]!;
+        const other = shares[1 - phase]!;
+        loaded.push(mine);
+        quiet.push(other);
+        ratios.push(mine.rate / other.rate);
+        const cpuMs = (s: Share): string => ((([...s.cpu.values()].reduce((x, y) => x + y, 0) * 1000) / expected).toFixed(3));
+        log(
+          `  unit ${phase * UNITS + u + 1}: with backlog (stack ${withBacklog.label}) ${mine.rate.toFixed(0)}/s, CPU ${cpuMs(mine)} ms, p99 ${mine.lagP99s.map((x) => x.toFixed(0)).join(", ")} ms; ` +
+            `without (stack ${without.label}) ${other.rate.toFixed(0)}/s, CPU ${cpuMs(other)} ms, p99 ${other.lagP99s.map((x) => x.toFixed(0)).join(", ")} ms; ratio ${((mine.rate / other.rate) * 100).toFixed(1)}%`,
+        );
       }
-      if (lagEventsPerSecond === 0) lagEventsPerSecond = (medianOf(unit.rates) * 0.5) / HEALTHY;
-      await settle();
-      for (let round = 0; round < LAG_ROUNDS; round += 1) {
-        await resetReceiver(receiver.origin);
-        const { posted } = await openLoop({ ingestUrl: ingest.url, token: INGEST_TOKEN, world: healthy.name, eventsPerSecond: lagEventsPerSecond, seconds: LAG_SECONDS });
-        const lag = await receiverReached(receiver.origin, posted * HEALTHY);
-        unit.lagP50s.push(lag.p50);
-        unit.lagP99s.push(lag.p99);
-      }
-      units.push(unit);
-      const fmt0 = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(", ");
-      const unitCpuMs = ([...unit.cpu.values()].reduce((a, b) => a + b, 0) * 1000) / (unit.rates.length * expected);
-      log(`  ${condition}: healthy ${fmt0(unit.rates)} deliveries/s (CPU ${unitCpuMs.toFixed(3)} ms per delivery), open-loop p99 ${fmt0(unit.lagP99s)} ms`);
     }
 
-    const quiet = condense(units.filter((u) => u.condition === "A"), expected);
-    const loaded = condense(units.filter((u) => u.condition === "B"), expected);
+    const q = condense(quiet, expected);
+    const l = condense(loaded, expected);
     const fmt = (n: number, d = 0): string => n.toFixed(d);
-    const lagRate = lagEventsPerSecond * HEALTHY;
     const line = (m: Condensed): string =>
-      `healthy ${fmt(m.rate)} deliveries/s (bursts ${m.rates.map((r) => fmt(r)).join(", ")}; burst p99 ${fmt(m.burstP99)} ms), open loop at ${fmt(lagRate)}/s: ` +
-      `median round lag p50 ${fmt(m.lagP50)} ms, p99 ${fmt(m.lagP99)} ms (p99 per round ${m.lagP99s.map((x) => fmt(x)).join(", ")}); ${fmt(m.commandsPerMessage, 2)} Redis commands per delivered message`;
+      `healthy ${fmt(m.rate)} deliveries/s beside the other stack (units ${m.rates.map((r) => fmt(r)).join(", ")}; burst p99 ${fmt(m.burstP99)} ms), ` +
+      `open loop at ${fmt(lagEventsPerSecond * HEALTHY)}/s: median round lag p50 ${fmt(m.lagP50)} ms, p99 ${fmt(m.lagP99)} ms (p99 per round ${m.lagP99s.map((x) => fmt(x)).join(", ")}); ` +
+      `${fmt(m.commandsPerMessage, 2)} Redis commands per delivered message`;
     log("");
-    log(`no backlog:   ${line(quiet)}`);
-    log(`with backlog: ${line(loaded)} (${loaded.slowDelivered} slow deliveries during the bursts)`);
+    log(`no backlog:   ${line(q)}`);
+    log(`with backlog: ${line(l)} (${l.slowDelivered} slow deliveries during the bursts)`);
     if (ingestRetries.count > 0) log(`  (ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
-    log(`  per message, no backlog: ${quiet.topCommands}`);
-    log(`  per message, with backlog: ${loaded.topCommands}`);
+    log(`  per message, no backlog: ${q.topCommands}`);
+    log(`  per message, with backlog: ${l.topCommands}`);
+    log(`  Redis µs per message (wall time in Redis, scripts' commands inside evalsha's), no backlog: ${q.topMicros}`);
+    log(`  Redis µs per message, with backlog: ${l.topMicros}`);
     const cpuLine = (m: Condensed): string => `${[...m.cpuMsPerDelivery].map(([part, ms]) => `${part} ${fmt(ms, 3)}`).join(", ")}; in all ${fmt(m.cpuMsTotal, 3)}`;
-    log(`  CPU ms per healthy delivery during the bursts, no backlog: ${cpuLine(quiet)}`);
-    log(`  CPU ms per healthy delivery during the bursts, with backlog: ${cpuLine(loaded)}`);
-    log(`  healthy throughput with backlog = ${fmt((loaded.rate / quiet.rate) * 100, 1)}% of no backlog (goal >= 95%)`);
-    log(`  healthy p99 lag with backlog = ${fmt(loaded.lagP99 / Math.max(1, quiet.lagP99), 2)}x no backlog (goal <= 1.2x)`);
-    log(`  Redis commands per delivered message with backlog = ${fmt(loaded.commandsPerMessage / quiet.commandsPerMessage, 2)}x no backlog (goal <= 1.5x)`);
-    log(`  CPU per healthy delivery with backlog = ${fmt((loaded.cpuMsTotal / Math.max(1e-9, quiet.cpuMsTotal)) * 100, 1)}% of no backlog (what the machine's noise moves least)`);
+    log(`  CPU ms per healthy delivery during the bursts, no backlog: ${cpuLine(q)}`);
+    log(`  CPU ms per healthy delivery during the bursts, with backlog: ${cpuLine(l)}`);
+    log(`  paired throughput ratios (with / without, same window): ${ratios.map((r) => fmt(r * 100, 1)).join(", ")}%`);
+    log(`  healthy throughput with backlog = ${fmt(geoMean(ratios) * 100, 1)}% of no backlog (goal >= 95%)`);
+    log(`  healthy p99 lag with backlog = ${fmt(l.lagP99 / Math.max(1, q.lagP99), 2)}x no backlog (goal <= 1.2x)`);
+    log(`  Redis commands per delivered message with backlog = ${fmt(l.commandsPerMessage / q.commandsPerMessage, 2)}x no backlog (goal <= 1.5x)`);
+    log(`  CPU per healthy delivery with backlog = ${fmt((l.cpuMsTotal / Math.max(1e-9, q.cpuMsTotal)) * 100, 1)}% of no backlog`);
   } finally {
-    await queue.close();
-    queueConnection.disconnect();
-    for (const p of processes) await p.kill9();
-    receiver.stop();
-    redis.disconnect();
-    await redisServer.stop();
-    await prisma.$disconnect();
+    for (const s of stacks) {
+      await s.queue.close();
+      s.queueConnection.disconnect();
+      await s.worker.kill9();
+      await s.ingest.kill9();
+      s.receiver.stop();
+      s.redis.disconnect();
+      await s.stopRedis();
+      await s.prisma.$disconnect();
+    }
   }
 }
 

@@ -98,18 +98,29 @@ export async function startPrivateRedis(): Promise<{ url: string; stop: () => Pr
   };
 }
 
-/** Commands Redis has executed so far, per command (`calls` in `INFO commandstats`; commands run by scripts included). */
-export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+/** Commands Redis has executed so far, per command, and their time (`calls` and `usec` in `INFO commandstats`; commands run by scripts included). */
+export async function commandCalls(redis: Redis): Promise<Map<string, { calls: number; usec: number }>> {
   const info = await redis.info("commandstats");
-  const calls = new Map<string, number>();
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(match[1] as string, Number(match[2]));
+  const calls = new Map<string, { calls: number; usec: number }>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) calls.set(match[1] as string, { calls: Number(match[2]), usec: Number(match[3]) });
   return calls;
 }
 
-/** Commands executed between two {@link commandCalls} snapshots: the total, and each command called. */
-export function commandDelta(before: Map<string, number>, after: Map<string, number>): { total: number; all: [string, number][] } {
-  const delta: [string, number][] = [...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
-  return { total: delta.reduce((sum, [, n]) => sum + n, 0), all: delta.filter(([, n]) => n > 0) };
+/**
+ * Commands executed between two {@link commandCalls} snapshots: the total, each command's calls,
+ * and each command's time in Redis (µs; a script's own entry, `evalsha`, includes the time of the
+ * commands it calls, which have entries of their own).
+ */
+export function commandDelta(
+  before: Map<string, { calls: number; usec: number }>,
+  after: Map<string, { calls: number; usec: number }>,
+): { total: number; all: [string, number][]; usec: [string, number][] } {
+  const delta = [...after].map(([name, n]) => ({ name, calls: n.calls - (before.get(name)?.calls ?? 0), usec: n.usec - (before.get(name)?.usec ?? 0) }));
+  return {
+    total: delta.reduce((sum, d) => sum + d.calls, 0),
+    all: delta.filter((d) => d.calls > 0).map((d) => [d.name, d.calls]),
+    usec: delta.filter((d) => d.calls > 0).map((d) => [d.name, d.usec]),
+  };
 }
 
 /** `visitor.registered` events for a world, their timestamp set when posted. */
