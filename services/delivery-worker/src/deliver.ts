@@ -42,7 +42,8 @@ export interface DeliverDeps {
   timeoutMs: number;
   /**
    * SCHEDULER_SLOT_WAIT_MS: how long a job whose endpoint has every slot taken (and no backlog)
-   * waits in process for one before it is parked; 0 parks at once.
+   * waits in process for one before it is parked (longer for an endpoint that answered lately:
+   * EndpointScheduler.acquireWithin); 0 parks at once.
    */
   slotWaitMs?: number;
   retryDelays: readonly number[];

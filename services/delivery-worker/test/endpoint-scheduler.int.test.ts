@@ -182,6 +182,46 @@ it("a job finding a busy endpoint's window full waits for the next slot instead 
   expect(await a.acquireWithin(endpoint, "w4", "t", 0)).toMatchObject({ granted: false });
 });
 
+it("a job waits longer for an endpoint that answered lately (up to five times its wait since the answer), and only its wait for one that did not", async () => {
+  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 1 });
+  const quiet = randomUUID();
+  const answering = randomUUID();
+  const elapsed = async (endpoint: string, job: string): Promise<number> => {
+    const started = Date.now();
+    expect(await a.acquireWithin(endpoint, job, "t", 200)).toMatchObject({ granted: false, backlogged: false });
+    return Date.now() - started;
+  };
+
+  // Never answered here (hung, or new): refused once its 200 ms have passed.
+  await a.acquire(quiet, "holder", "t");
+  const quietWait = await elapsed(quiet, "q1");
+  expect(quietWait).toBeGreaterThanOrEqual(195);
+  expect(quietWait).toBeLessThan(900);
+  // A timeout is no answer: still 200 ms.
+  await a.release(quiet, "holder", "t", "unresponsive");
+  await a.acquire(quiet, "holder2", "t");
+  expect(await elapsed(quiet, "q2")).toBeLessThan(900);
+
+  // Answered just now, then its window filled again and stalled: the waiter gives it five times its
+  // wait from that answer (1 s) before parking.
+  await a.acquire(answering, "first", "t");
+  await a.release(answering, "first", "t", "answered");
+  await a.acquire(answering, "stalled", "t");
+  const answeringWait = await elapsed(answering, "w1");
+  expect(answeringWait).toBeGreaterThanOrEqual(900);
+  expect(answeringWait).toBeLessThan(4_000);
+  // The answer is now over a second old: back to the plain 200 ms.
+  expect(await elapsed(answering, "w2")).toBeLessThan(900);
+
+  // Within the longer wait, the stalled attempt's answer frees the slot for the waiter.
+  await a.release(answering, "stalled", "t", "answered");
+  await a.acquire(answering, "again", "t");
+  const waiting = a.acquireWithin(answering, "w3", "t", 200);
+  await new Promise((r) => setTimeout(r, 500));
+  await a.release(answering, "again", "t", "answered");
+  expect(await waiting).toMatchObject({ granted: true });
+});
+
 it("a run's release takes its job out of the parked set, where a producer's re-enqueue may have put it meanwhile", async () => {
   const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
   const endpoint = randomUUID();
