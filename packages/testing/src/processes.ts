@@ -37,8 +37,8 @@ let cursor: number | undefined;
  * range every outgoing connection of the run (PostgreSQL, Redis, Chromium, fetch) takes its
  * local port from, so in the second or so a service needs to start, a connection could take the
  * port and the service died with EADDRINUSE (CI, 2026-11-26). Ports are taken below that range
- * instead, from a block of its own per jest worker, each handed out once per process, and
- * checked bindable on 0.0.0.0 first. `spawnService` also retries on another port if one is
+ * instead, from a block chosen by the process id (each jest worker is a process of its own), each
+ * handed out once per process from a random start, and checked bindable on 0.0.0.0 first. `spawnService` also retries on another port if one is
  * taken all the same (another program, another test run on the machine).
  */
 export async function freePort(): Promise<number> {
@@ -48,8 +48,7 @@ export async function freePort(): Promise<number> {
   const [start, size] = below >= above ? [10_000, below] : [high + 1, above];
   const blocks = Math.floor(size / BLOCK);
   if (blocks < 1) return kernelPort();
-  const worker = Number(process.env.JEST_WORKER_ID ?? 0);
-  const base = start + ((Number.isInteger(worker) && worker > 0 ? worker - 1 : process.pid) % blocks) * BLOCK;
+  const base = start + (process.pid % blocks) * BLOCK;
   cursor ??= Math.floor(Math.random() * BLOCK);
   for (let tries = 0; tries < BLOCK; tries += 1) {
     const port = base + (cursor % BLOCK);

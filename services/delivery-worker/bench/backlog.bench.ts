@@ -88,7 +88,7 @@ interface Stack {
   worker: ServiceProcess;
   healthy: { name: string };
   schedBase: string;
-  organizationId: string;
+  organization: { id: string; slug: string };
   backlog: { worldId: string; endpointId: string } | null;
   stopRedis: () => Promise<void>;
 }
@@ -155,7 +155,7 @@ async function startStack(label: string, databaseUrl: string): Promise<Stack> {
     worker,
     healthy: { name: "" },
     schedBase: `${bullPrefix(keyPrefix)}:${QUEUE_NAMES.deliveries}:sched:`,
-    organizationId: organization.id,
+    organization,
     backlog: null,
     stopRedis: redisServer.stop,
   };
@@ -165,8 +165,7 @@ async function startStack(label: string, databaseUrl: string): Promise<Stack> {
 
 async function createWorld(stack: Stack, paths: string[]): Promise<{ id: string; name: string; endpointIds: string[] }> {
   const { prisma } = stack;
-  const w = await prisma.world.create({ data: { organizationId: stack.organizationId, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
-  const org = await prisma.organization.findUniqueOrThrow({ where: { id: stack.organizationId } });
+  const w = await prisma.world.create({ data: { organizationId: stack.organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
   const endpointIds: string[] = [];
   for (const path of paths) {
     const e = await prisma.webhookEndpoint.create({
@@ -174,7 +173,7 @@ async function createWorld(stack: Stack, paths: string[]): Promise<{ id: string;
     });
     endpointIds.push(e.id);
   }
-  return { id: w.id, name: `${org.slug}/${w.slug}`, endpointIds };
+  return { id: w.id, name: `${stack.organization.slug}/${w.slug}`, endpointIds };
 }
 
 /** Deletes the stack's queued jobs of the backlog (parked set first, so no release hands a slot to a job about to go). */
