@@ -79,13 +79,21 @@ export const LOCK_EVENT_KEYS: Statement = {
 /**
  * $1..$5 the events, $6 the intake time (their partition): inserts those whose (world, producer id)
  * is in no partition yet; returns their ids. Duplicates within the batch are the caller's to drop.
+ *
+ * The duplicate check is one probe of each partition's (world, producer id) index per event,
+ * whatever the planner believes about the tables' sizes (`OFFSET 0` keeps the `NOT EXISTS` a
+ * subplan run per event instead of an anti join the planner may choose): the intake runs on a
+ * generic plan, made once per connection, and one made while the partitions were empty or small
+ * hashed every stored event of every partition on each intake, a cost that grew with the log
+ * until an ANALYZE made PostgreSQL plan again (6.8 ms instead of 0.25 ms for 2 events against
+ * 20,000 stored).
  */
 export const INSERT_EVENTS: Statement = {
   name: "dl-insert-events",
   text: `INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at)
     SELECT v.id, v.world_id, v.producer_id, v.type, v.occurred_at, $6::timestamptz
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, world_id, producer_id, type, occurred_at)
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.world_id = v.world_id AND e.producer_id = v.producer_id)
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.world_id = v.world_id AND e.producer_id = v.producer_id OFFSET 0)
     RETURNING id`,
 };
 

@@ -82,3 +82,52 @@ describe("partition pruning of the worker's statements", () => {
     expect(partitionsOf(restore, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
   });
 });
+
+/** Every plan node, depth first, from EXPLAIN's JSON. */
+function nodes(plan: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
+  if (Array.isArray(plan)) for (const p of plan) nodes(p, out);
+  else if (plan && typeof plan === "object") {
+    const node = plan as Record<string, unknown>;
+    if (typeof node["Node Type"] === "string") out.push(node);
+    for (const v of Object.values(node)) if (v && typeof v === "object") nodes(v, out);
+  }
+  return out;
+}
+
+describe("the intake's duplicate check", () => {
+  it("probes each events partition's (world, producer id) index per event, on the generic plan the intake runs", async () => {
+    // The intake's transaction runs generic plans (LOCK_EVENT_KEYS). A generic plan is made once per
+    // connection; one made while the partitions looked small hashed every stored event on each
+    // intake, until an ANALYZE made PostgreSQL plan again. The check must be a per-event subplan
+    // over indexes whatever the tables' sizes, never a join over their rows.
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+      const name = `intake_${randomUUID().replace(/-/g, "")}`;
+      await client.query(`PREPARE ${name}(uuid[], uuid[], text[], text[], timestamptz[], timestamptz) AS ${sql.INSERT_EVENTS.text}`);
+      const now = new Date().toISOString();
+      const world = randomUUID();
+      // EXPLAIN takes no bound parameters: the arguments are literals.
+      const array = (values: string[], type: string) => `ARRAY[${values.map((v) => client.escapeLiteral(v)).join(", ")}]::${type}[]`;
+      const args = [
+        array([randomUUID(), randomUUID()], "uuid"),
+        array([world, world], "uuid"),
+        array(["a", "b"], "text"),
+        array(["visitor.registered", "visitor.registered"], "text"),
+        array([now, now], "timestamptz"),
+        `${client.escapeLiteral(now)}::timestamptz`,
+      ];
+      const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${args.join(", ")})`);
+      const all = nodes(rows[0]!["QUERY PLAN"]);
+      const onEvents = all.filter((n) => typeof n["Relation Name"] === "string" && (n["Relation Name"] as string).startsWith("webhook_events_p") && n["Node Type"] !== "ModifyTable");
+      expect(all.filter((n) => n["Join Type"] === "Anti")).toEqual([]);
+      expect(onEvents.length).toBeGreaterThanOrEqual(8);
+      expect(new Set(onEvents.map((n) => `${n["Node Type"]} ${n["Parent Relationship"] ?? ""}`.trim()))).toEqual(new Set(["Index Only Scan Member"]));
+      expect(onEvents.every((n) => String(n["Index Name"]).endsWith("_world_id_producer_id_idx"))).toBe(true);
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
+  });
+});
