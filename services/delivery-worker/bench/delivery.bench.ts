@@ -15,7 +15,10 @@
  * all-healthy run.
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
  * BENCH_STEADY_SECONDS (30), printing the lag from intake to receiver a receiver sees at that rate
- * (a burst's lag is only its drain time).
+ * (a burst's lag is only its drain time), and the CPU per delivery of every process during it
+ * beside the burst's: a steady intake arrives in small requests, whose fixed costs (round trips,
+ * statements, BullMQ pipelines) a burst of 100 events per request spreads thinly, so the open loop
+ * falls behind when 80% of the burst's maximum exceeds what the steady costs leave.
  * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
  * ceiling's client, which runs in this process: the benchmark starts itself again with them when
  * it was started without (the ceiling would otherwise be measured on a slower runtime than the
@@ -289,6 +292,8 @@ async function main(): Promise<void> {
     const steadyWorld = await createWorld(ENDPOINTS, 0);
     const steadyRate = healthyRun.rate * 0.8;
     await resetReceiver(receiver.origin);
+    const steadyBefore = await soFar();
+    const steadyThreadBefore = mainThreadTime(worker.child.pid);
     const steadyStart = Date.now();
     const { posted } = await openLoop({
       ingestUrl: ingest.url,
@@ -298,6 +303,8 @@ async function main(): Promise<void> {
       seconds: STEADY_SECONDS,
     });
     const steady = await receiverReached(receiver.origin, posted * ENDPOINTS);
+    const steadyThread = threadShares(steadyThreadBefore, mainThreadTime(worker.child.pid));
+    const steadyCpu = cpuPer(steadyBefore, await soFar(), posted * ENDPOINTS);
 
     const fmt = (n: number): string => n.toFixed(0);
     log("");
@@ -339,8 +346,21 @@ async function main(): Promise<void> {
     log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
     log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
     log(`  delivery lag of healthy endpoints: p50 ${fmt(hangRun.p50)} ms, p99 ${fmt(hangRun.p99)} ms`);
-    log(`open loop at 80% of the end-to-end maximum (${fmt(steadyRate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt((posted * ENDPOINTS) / ((steady.lastAt - steadyStart) / 1000))}/s received):`);
+    const steadySeconds = (steady.lastAt - steadyStart) / 1000;
+    log(`open loop at 80% of the end-to-end maximum (${fmt(steadyRate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt((posted * ENDPOINTS) / steadySeconds)}/s received):`);
     log(`  lag from intake to receiver: p50 ${fmt(steady.p50)} ms, p99 ${fmt(steady.p99)} ms (goal p99 < 1000 ms)`);
+    // A steady intake costs more per delivery than a burst drained after it (smaller batches in
+    // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
+    // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
+    const steadyParts = (["worker", "ingest", "postgres", "redis", "receiver"] as const).map((name) => [name, steadyCpu[name]] as const);
+    const steadyTotal = steadyParts.reduce((sum, [, v]) => sum + v, 0);
+    log(
+      `  CPU per delivery: ${steadyParts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${steadyTotal.toFixed(3)} ms (${((steadyTotal / total) * 100).toFixed(0)}% of the burst's)` +
+        (steadyThread && healthyRun.thread
+          ? `; the worker's main thread ran ${(steadyThread.ran * 100).toFixed(0)}% of the run (${((steadyThread.ran * steadySeconds * 1000) / (posted * ENDPOINTS)).toFixed(3)} ms per delivery, ` +
+            `burst ${((healthyRun.thread.ran * healthyRun.seconds * 1000) / healthyRun.expected).toFixed(3)} ms) and waited for a core ${(steadyThread.waited * 100).toFixed(0)}%`
+          : ""),
+    );
   } finally {
     for (const p of processes) {
       if (process.env.BENCH_PROFILE_DIR) await p.stop();
