@@ -69,6 +69,8 @@ const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const INGEST_TOKEN = "bench-ingest-token-0123456789";
+/** The processes whose CPU per delivery the report prints, in its order. */
+const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 
 const databaseUrl = process.env.DATABASE_URL!;
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -317,7 +319,7 @@ async function main(): Promise<void> {
     log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s${each(healthyRuns.map((r) => r.rate))}`);
     log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
     const part = (name: keyof (typeof healthyRun)["cpu"]): number => median(healthyRuns.map((r) => r.cpu[name]));
-    const parts = (["worker", "ingest", "postgres", "redis", "receiver"] as const).map((name) => [name, part(name)] as const);
+    const parts = CPU_PARTS.map((name) => [name, part(name)] as const);
     const total = parts.reduce((sum, [, v]) => sum + v, 0);
     log(
       `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms` +
@@ -352,7 +354,7 @@ async function main(): Promise<void> {
     // A steady intake costs more per delivery than a burst drained after it (smaller batches in
     // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
     // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
-    const steadyParts = (["worker", "ingest", "postgres", "redis", "receiver"] as const).map((name) => [name, steadyCpu[name]] as const);
+    const steadyParts = CPU_PARTS.map((name) => [name, steadyCpu[name]] as const);
     const steadyTotal = steadyParts.reduce((sum, [, v]) => sum + v, 0);
     log(
       `  CPU per delivery: ${steadyParts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${steadyTotal.toFixed(3)} ms (${((steadyTotal / total) * 100).toFixed(0)}% of the burst's)` +
