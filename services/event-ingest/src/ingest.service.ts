@@ -61,21 +61,27 @@ interface StoredEvent {
   world: WorldRow;
 }
 
-/** $1 organization slugs, $2 world slugs (pairs): those worlds that exist. */
-const WORLDS_BY_REF: Statement = {
-  name: "ingest-worlds-by-ref",
-  text: `SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain
+/**
+ * $1 organization slugs, $2 world slugs (pairs), $3 subscriptions: those worlds that exist, each
+ * with its enabled endpoints subscribed to any of the subscriptions (one row per endpoint; one row
+ * with null endpoint columns for a world without any). One round trip for both reads: an intake of
+ * a few events is mostly round trips (about 0.1 ms of this process's CPU each).
+ */
+const WORLDS_WITH_ENDPOINTS: Statement = {
+  name: "ingest-worlds-with-endpoints",
+  text: `SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain,
+      e.id AS endpoint_id, e.api_version, e.subscriptions
     FROM unnest($1::text[], $2::text[]) AS r(org, world)
     JOIN organizations o ON o.slug = r.org
-    JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world`,
+    JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world
+    LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true AND e.subscriptions && $3::text[]`,
 };
 
-/** $1 world ids, $2 subscriptions: the enabled endpoints of those worlds subscribed to any of them. */
-const SUBSCRIBED_ENDPOINTS: Statement = {
-  name: "ingest-subscribed-endpoints",
-  text: `SELECT id, world_id, api_version, subscriptions FROM webhook_endpoints
-    WHERE world_id = ANY($1::uuid[]) AND enabled = true AND subscriptions && $2::text[]`,
-};
+interface WorldWithEndpointRow extends WorldRow {
+  endpoint_id: string | null;
+  api_version: string | null;
+  subscriptions: string[] | null;
+}
 
 /**
  * Takes validated events; the route calls {@link IngestService.ingest}. Its statements run on a
@@ -107,7 +113,8 @@ export class IngestService {
    */
   async ingest(request: IntakeRequest): Promise<IngestResult> {
     const { events } = request;
-    const worlds = await this.resolveWorlds(request);
+    // Read before the log's transaction opens, so a request never holds one connection while it waits for another.
+    const { worlds, endpointsOf } = await this.resolveWorlds(request);
 
     // The first occurrence of an id within the request is the event; later ones are duplicates.
     const firsts = new Map<string, StoredEvent>();
@@ -118,8 +125,6 @@ export class IngestService {
     }
     const candidates = inLockOrder(firsts);
     const byRowId = new Map(candidates.map((c) => [c.rowId, c]));
-    // Read before the log's transaction opens, so a request never holds one connection while it waits for another.
-    const endpointsOf = await this.subscribedEndpoints(candidates);
     const intake = await this.log.intake(
       candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
       async (fresh, createdAt, tx) => {
@@ -138,37 +143,39 @@ export class IngestService {
     return { accepted: intake.fresh.length, duplicates: events.length - intake.fresh.length, deliveries: intake.created.length };
   }
 
-  /** The worlds named by `events`, by `<org>/<world>`; 404 naming every unknown one. */
-  private async resolveWorlds({ form, events }: IntakeRequest): Promise<Map<string, WorldRow>> {
+  /**
+   * The worlds named by `events`, by `<org>/<world>`, and by world id their enabled endpoints
+   * subscribed to any of the events' subscriptions; 404 naming every unknown world. A disabled
+   * endpoint is left out here and never gets these events (spec: no catch-up).
+   */
+  private async resolveWorlds({ form, events }: IntakeRequest): Promise<{ worlds: Map<string, WorldRow>; endpointsOf: Map<string, EndpointRow[]> }> {
     const refs = new Map<string, IntakeEvent>();
     for (const event of events) if (!refs.has(event.world)) refs.set(event.world, event);
     const wanted = [...refs.values()];
-    const rows = await this.sql.query<WorldRow>(WORLDS_BY_REF, [wanted.map((e) => e.organizationSlug), wanted.map((e) => e.worldSlug)]);
-    const found = new Map(rows.map((row) => [`${row.org_slug}/${row.world_slug}`, row]));
-    const unknown = [...refs.keys()].filter((ref) => !found.has(ref));
+    const subscriptions = [...new Set(events.flatMap((e) => SUBSCRIPTION_OF_TYPE[e.type] ?? []))];
+    const rows = await this.sql.query<WorldWithEndpointRow>(WORLDS_WITH_ENDPOINTS, [
+      wanted.map((e) => e.organizationSlug),
+      wanted.map((e) => e.worldSlug),
+      subscriptions,
+    ]);
+    const worlds = new Map<string, WorldRow>();
+    const endpointsOf = new Map<string, EndpointRow[]>();
+    for (const row of rows) {
+      const ref = `${row.org_slug}/${row.world_slug}`;
+      if (!worlds.has(ref)) worlds.set(ref, { id: row.id, world_slug: row.world_slug, org_slug: row.org_slug, custom_domain: row.custom_domain });
+      if (row.endpoint_id === null) continue;
+      const list = endpointsOf.get(row.id) ?? [];
+      list.push({ id: row.endpoint_id, world_id: row.id, api_version: row.api_version as string, subscriptions: row.subscriptions ?? [] });
+      endpointsOf.set(row.id, list);
+    }
+    const unknown = [...refs.keys()].filter((ref) => !worlds.has(ref));
     if (unknown.length > 0) {
       const errors = events.flatMap((event, index) =>
-        found.has(event.world) ? [] : [{ pointer: form === "single" ? "/world" : `/events/${index}/world`, detail: "names no known world" }],
+        worlds.has(event.world) ? [] : [{ pointer: form === "single" ? "/world" : `/events/${index}/world`, detail: "names no known world" }],
       );
       throw new AppError(404, "unknown-world", `No such world: ${unknown.join(", ")}. Nothing was accepted.`, { worlds: unknown, errors });
     }
-    return found;
-  }
-
-  /** The enabled endpoints of the events' worlds subscribed to any of their subscriptions, by world. */
-  private async subscribedEndpoints(events: readonly StoredEvent[]): Promise<Map<string, EndpointRow[]>> {
-    const endpointsOf = new Map<string, EndpointRow[]>();
-    if (events.length === 0) return endpointsOf;
-    const worldIds = [...new Set(events.map((f) => f.world.id))];
-    const subscriptions = [...new Set(events.map((f) => SUBSCRIPTION_OF_TYPE[f.event.type]))];
-    // A disabled endpoint is left out here and never gets these events (spec: no catch-up).
-    const endpoints = await this.sql.query<EndpointRow>(SUBSCRIBED_ENDPOINTS, [worldIds, subscriptions]);
-    for (const endpoint of endpoints) {
-      const list = endpointsOf.get(endpoint.world_id) ?? [];
-      list.push(endpoint);
-      endpointsOf.set(endpoint.world_id, list);
-    }
-    return endpointsOf;
+    return { worlds, endpointsOf };
   }
 
   /**
