@@ -15,8 +15,8 @@
  * all-healthy run.
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
  * BENCH_STEADY_SECONDS (30), printing the lag from intake to receiver a receiver sees at that rate
- * (a burst's lag is only its drain time), and the CPU per delivery of every process during it
- * beside the burst's: a steady intake arrives in small requests, whose fixed costs (round trips,
+ * (a burst's lag is only its drain time), and the CPU per delivery of every process and the Redis
+ * commands per delivery during it beside the burst's: a steady intake arrives in small requests, whose fixed costs (round trips,
  * statements, BullMQ pipelines) a burst of 100 events per request spreads thinly, so the open loop
  * falls behind when 80% of the burst's maximum exceeds what the steady costs leave.
  * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
@@ -46,6 +46,8 @@ import {
   receiverReached,
   receiverStats,
   redisCpuSeconds,
+  commandCalls,
+  commandDelta,
   resetReceiver,
   startReceiver,
   threadShares,
@@ -180,6 +182,7 @@ async function main(): Promise<void> {
       receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
       redisCpu: await redisCpuSeconds(stats),
       postgresCpu: postgresCpuSeconds(),
+      redisCalls: await commandCalls(stats),
     });
     /** CPU ms per item of each process between two readings. */
     const cpuPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => ({
@@ -189,6 +192,17 @@ async function main(): Promise<void> {
       redis: ((after.redisCpu - before.redisCpu) * 1000) / items,
       postgres: (postgresCpuBetween(before.postgresCpu, after.postgresCpu) * 1000) / items,
     });
+    /**
+     * Redis commands per item between two readings (scripts' own commands included; this
+     * benchmark's INFO polling left out), and how many of them were script calls (BullMQ's and the
+     * scheduler's `evalsha`).
+     */
+    const redisPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => {
+      const delta = new Map(commandDelta(before.redisCalls, after.redisCalls).all);
+      const polling = (delta.get("info") ?? 0) + (delta.get("ping") ?? 0);
+      const total = [...delta.values()].reduce((sum, n) => sum + n, 0) - polling;
+      return { commands: total / items, scripts: ((delta.get("evalsha") ?? 0) + (delta.get("eval") ?? 0)) / items };
+    };
 
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
 
@@ -262,6 +276,8 @@ async function main(): Promise<void> {
         parked: after.parked - before.parked,
         /** CPU ms per delivery of each process: a machine's noise moves throughput far more than this. */
         cpu: cpuPer(before, after, expected),
+        /** Redis commands and script calls per delivery. */
+        redis: redisPer(before, after, expected),
         /** The worker's main thread: the share of the run it ran, and waited for a core. */
         thread,
       };
@@ -306,7 +322,9 @@ async function main(): Promise<void> {
     });
     const steady = await receiverReached(receiver.origin, posted * ENDPOINTS);
     const steadyThread = threadShares(steadyThreadBefore, mainThreadTime(worker.child.pid));
-    const steadyCpu = cpuPer(steadyBefore, await soFar(), posted * ENDPOINTS);
+    const steadyAfter = await soFar();
+    const steadyCpu = cpuPer(steadyBefore, steadyAfter, posted * ENDPOINTS);
+    const steadyRedis = redisPer(steadyBefore, steadyAfter, posted * ENDPOINTS);
 
     const fmt = (n: number): string => n.toFixed(0);
     log("");
@@ -325,6 +343,8 @@ async function main(): Promise<void> {
       `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms` +
         " (postgres: its processes alive at both ends of the run)",
     );
+    const redisOf = (r: { commands: number; scripts: number }): string => `${r.commands.toFixed(1)} Redis commands per delivery (${r.scripts.toFixed(2)} script calls)`;
+    log(`  ${redisOf(healthyRun.redis)}`);
     log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop.rate) * 100).toFixed(1)}% of the no-op job rate`);
     // Whether the run was bound by CPU: the ceiling's client runs on about one core, end to end
     // shares every core with PostgreSQL and Redis; below all of them busy, it waited on something.
@@ -363,6 +383,7 @@ async function main(): Promise<void> {
             `burst ${((healthyRun.thread.ran * healthyRun.seconds * 1000) / healthyRun.expected).toFixed(3)} ms) and waited for a core ${(steadyThread.waited * 100).toFixed(0)}%`
           : ""),
     );
+    log(`  ${redisOf(steadyRedis)}, against the burst's ${healthyRun.redis.commands.toFixed(1)} (${healthyRun.redis.scripts.toFixed(2)})`);
   } finally {
     for (const p of processes) {
       if (process.env.BENCH_PROFILE_DIR) await p.stop();
