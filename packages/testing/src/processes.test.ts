@@ -90,4 +90,22 @@ createServer((req, res) => res.end(process.env.SEEN_PORT)).listen(port, "0.0.0.0
       rmSync(fixedDir, { recursive: true, force: true });
     }
   });
+
+  it("says what /readyz last answered and what the service logged when it never gets ready", async () => {
+    const unreadyDir = mkdtempSync(join(packageDir, ".spawn-test-unready-"));
+    try {
+      mkdirSync(join(unreadyDir, "src"));
+      writeFileSync(
+        join(unreadyDir, "src", "main.ts"),
+        `import { createServer } from "node:http";
+console.log(JSON.stringify({ level: 40, msg: "s3 unreachable" }));
+createServer((req, res) => { res.statusCode = 503; res.end('{"status":"unavailable","checks":[{"name":"s3","ok":false}]}'); }).listen(Number(process.env.PORT), "0.0.0.0");
+`,
+      );
+      const failure = spawnService(unreadyDir, {}, { readyTimeoutMs: 3000 });
+      await expect(failure).rejects.toThrow(/not ready within 3000 ms; last \/readyz: 503 \{"status":"unavailable".*"name":"s3".*stdout \(its log\): .*s3 unreachable/s);
+    } finally {
+      rmSync(unreadyDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -148,18 +148,25 @@ async function spawnOnce(
   exited.catch(() => undefined);
   const deadline = Date.now() + readyTimeoutMs;
   let settled = false;
+  /** The last answer of `/readyz` (or why there was none), for the error when it never says ready. */
+  let lastAnswer = "no answer yet";
   const ready = (async () => {
     while (Date.now() < deadline && !settled) {
       try {
-        if ((await fetch(`${url}/readyz`)).status === 200) return;
-      } catch {
-        // not listening yet
+        // Bounded, so one stuck request cannot hold the loop past its deadline.
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) });
+        if (res.status === 200) return;
+        lastAnswer = `${res.status} ${(await res.text()).slice(0, 1000)}`;
+      } catch (err) {
+        lastAnswer = `no answer (${(err as Error).message})`; // not listening yet, or stuck
       }
       await new Promise((r) => setTimeout(r, 100));
     }
     if (settled) return;
     child.kill("SIGKILL");
-    throw new Error(`${serviceDir} not ready within ${readyTimeoutMs} ms: ${stderr}`);
+    throw new Error(
+      `${serviceDir} not ready within ${readyTimeoutMs} ms; last /readyz: ${lastAnswer}; stderr: ${stderr.slice(-2000)}; stdout (its log): ${stdout.slice(-2000)}`,
+    );
   })();
   try {
     await Promise.race([ready, exited]);
