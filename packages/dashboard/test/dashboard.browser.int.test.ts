@@ -22,7 +22,12 @@ const receivers: WebhookReceiver[] = [];
 const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchBrowser()]);
+  // Started at once; if one fails, the other is still closed by afterAll rather than left running.
+  const [stackStarted, browserStarted] = await Promise.allSettled([startStack(), launchBrowser()]);
+  if (stackStarted.status === "fulfilled") stack = stackStarted.value;
+  if (browserStarted.status === "fulfilled") browser = browserStarted.value;
+  if (stackStarted.status === "rejected") throw stackStarted.reason;
+  if (browserStarted.status === "rejected") throw browserStarted.reason;
   [alpha, beta, gamma] = await Promise.all([stack.createWorld("alpha"), stack.createWorld("beta"), stack.createWorld("gamma")]);
 }, 120_000);
 

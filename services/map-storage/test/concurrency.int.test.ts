@@ -17,8 +17,15 @@ beforeAll(async () => {
   prisma = testPrisma();
   w = await createTestWorld(prisma);
   const env = { REDIS_KEY_PREFIX: prefix, PLAY_URL: "https://play.example.com" };
-  [a, b] = await Promise.all([spawnMapStorage(env), spawnMapStorage(env)]);
-}, 60_000);
+  // Both started at once; if one fails, the other is stopped too rather than left running after the file.
+  const started = await Promise.allSettled([spawnMapStorage(env), spawnMapStorage(env)]);
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
+    for (const r of started) if (r.status === "fulfilled") await r.value.stop();
+    throw failed.reason;
+  }
+  [a, b] = started.map((r) => (r as PromiseFulfilledResult<ServiceProcess>).value) as [ServiceProcess, ServiceProcess];
+}, 75_000);
 
 afterAll(async () => {
   if (a?.child.exitCode === null) await a.stop();
