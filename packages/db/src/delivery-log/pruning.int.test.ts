@@ -22,16 +22,20 @@ afterAll(async () => {
   await pool.end();
 });
 
-/** The relations a plan reads or writes, from EXPLAIN's JSON. */
-function relations(plan: unknown, out = new Set<string>()): Set<string> {
-  if (Array.isArray(plan)) for (const p of plan) relations(p, out);
+/** Every plan node, depth first, from EXPLAIN's JSON. */
+function nodes(plan: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
+  if (Array.isArray(plan)) for (const p of plan) nodes(p, out);
   else if (plan && typeof plan === "object") {
-    for (const [k, v] of Object.entries(plan)) {
-      if (k === "Relation Name" && typeof v === "string") out.add(v);
-      else relations(v, out);
-    }
+    const node = plan as Record<string, unknown>;
+    if (typeof node["Node Type"] === "string") out.push(node);
+    for (const v of Object.values(node)) if (v && typeof v === "object") nodes(v, out);
   }
   return out;
+}
+
+/** The relations a plan reads or writes. */
+function relations(plan: unknown): Set<string> {
+  return new Set(nodes(plan).flatMap((n) => (typeof n["Relation Name"] === "string" ? [n["Relation Name"]] : [])));
 }
 
 async function planned(statement: string, params: unknown[]): Promise<Set<string>> {
@@ -82,17 +86,6 @@ describe("partition pruning of the worker's statements", () => {
     expect(partitionsOf(restore, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
   });
 });
-
-/** Every plan node, depth first, from EXPLAIN's JSON. */
-function nodes(plan: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
-  if (Array.isArray(plan)) for (const p of plan) nodes(p, out);
-  else if (plan && typeof plan === "object") {
-    const node = plan as Record<string, unknown>;
-    if (typeof node["Node Type"] === "string") out.push(node);
-    for (const v of Object.values(node)) if (v && typeof v === "object") nodes(v, out);
-  }
-  return out;
-}
 
 describe("the intake's duplicate check", () => {
   it("probes each events partition's (world, producer id) index per event, on the generic plan the intake runs", async () => {
