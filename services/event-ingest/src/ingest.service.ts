@@ -15,7 +15,7 @@
  * between our read and our add; receivers deduplicate on deliveryId (spec: Delivery guarantees).
  */
 import type { Queue } from "bullmq";
-import { DeliveryLog, newDeliveryId, newEventRowId, pgRunner, type IntakeEvent as LogEvent, type MemberDirectory, type NewDelivery, type PgPool, type SqlRunner, type Statement } from "@vw/db";
+import { DeliveryLog, newDeliveryId, newEventRowId, pgRunner, type IntakeEvent as LogEvent, type IntakeWorld, type MemberDirectory, type NewDelivery, type PgPool } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
 import { enqueueDeliveries, type DeliverJobData } from "@vw/queues";
 import { AppError } from "@vw/service-kit";
@@ -41,46 +41,10 @@ export interface IngestServiceOptions {
   enqueueTimeoutMs: number;
 }
 
-interface WorldRow {
-  id: string;
-  world_slug: string;
-  org_slug: string;
-  custom_domain: string | null;
-}
-
-interface EndpointRow {
-  id: string;
-  world_id: string;
-  api_version: string;
-  subscriptions: string[];
-}
-
 interface StoredEvent {
   event: IntakeEvent;
   rowId: string;
-  world: WorldRow;
-}
-
-/**
- * $1 organization slugs, $2 world slugs (pairs), $3 subscriptions: those worlds that exist, each
- * with its enabled endpoints subscribed to any of the subscriptions (one row per endpoint; one row
- * with null endpoint columns for a world without any). One round trip for both reads: an intake of
- * a few events is mostly round trips (about 0.1 ms of this process's CPU each).
- */
-const WORLDS_WITH_ENDPOINTS: Statement = {
-  name: "ingest-worlds-with-endpoints",
-  text: `SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain,
-      e.id AS endpoint_id, e.api_version, e.subscriptions
-    FROM unnest($1::text[], $2::text[]) AS r(org, world)
-    JOIN organizations o ON o.slug = r.org
-    JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world
-    LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true AND e.subscriptions && $3::text[]`,
-};
-
-interface WorldWithEndpointRow extends WorldRow {
-  endpoint_id: string | null;
-  api_version: string | null;
-  subscriptions: string[] | null;
+  world: IntakeWorld;
 }
 
 /**
@@ -91,7 +55,6 @@ interface WorldWithEndpointRow extends WorldRow {
  */
 export class IngestService {
   private readonly playUrl: string;
-  private readonly sql: SqlRunner;
   private readonly log: DeliveryLog;
 
   constructor(
@@ -101,8 +64,7 @@ export class IngestService {
     private readonly options: IngestServiceOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
-    this.sql = pgRunner(pool);
-    this.log = new DeliveryLog(this.sql);
+    this.log = new DeliveryLog(pgRunner(pool));
   }
 
   /**
@@ -113,27 +75,38 @@ export class IngestService {
    */
   async ingest(request: IntakeRequest): Promise<IngestResult> {
     const { events } = request;
-    // Read before the log's transaction opens, so a request never holds one connection while it waits for another.
-    const { worlds, endpointsOf } = await this.resolveWorlds(request);
-
-    // The first occurrence of an id within the request is the event; later ones are duplicates.
-    const firsts = new Map<string, StoredEvent>();
-    for (const event of events) {
-      const world = worlds.get(event.world) as WorldRow;
-      const key = eventKey(world.id, event.id);
-      if (!firsts.has(key)) firsts.set(key, { event, rowId: newEventRowId(), world });
-    }
-    const candidates = inLockOrder(firsts);
-    const byRowId = new Map(candidates.map((c) => [c.rowId, c]));
+    const stored = new Map<string, StoredEvent>();
     const intake = await this.log.intake(
-      candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
-      async (fresh, createdAt, tx) => {
-        const stored = fresh.map((f) => byRowId.get(f.rowId) as StoredEvent);
-        // The member directory changes in the log's transaction: with the events, or not at all.
-        // Duplicates were applied when first accepted.
-        await this.members.applyEvents(stored.flatMap((f) => toMemberEvent(f.event, f.world.id) ?? []), tx);
-        return this.planDeliveries(stored, endpointsOf, createdAt);
+      {
+        events: events.map((e) => ({ organizationSlug: e.organizationSlug, worldSlug: e.worldSlug, producerId: e.id })),
+        subscriptions: [...new Set(events.flatMap((e) => SUBSCRIPTION_OF_TYPE[e.type] ?? []))],
       },
+      (worlds, createdAt) => {
+        const byRef = knownWorlds(request, worlds);
+        // The first occurrence of an id within the request is the event; later ones are duplicates.
+        const firsts = new Map<string, StoredEvent>();
+        for (const event of events) {
+          const world = byRef.get(event.world) as IntakeWorld;
+          const key = eventKey(world.id, event.id);
+          if (!firsts.has(key)) firsts.set(key, { event, rowId: newEventRowId(), world });
+        }
+        const candidates = inLockOrder(firsts);
+        for (const c of candidates) stored.set(c.rowId, c);
+        return {
+          events: candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
+          deliveries: this.planDeliveries(candidates, createdAt),
+        };
+      },
+      // The member directory changes in the log's transaction: with the events, or not at all.
+      // Duplicates were applied when first accepted.
+      (fresh, tx) =>
+        this.members.applyEvents(
+          fresh.flatMap((f) => {
+            const { event, world } = stored.get(f.rowId) as StoredEvent;
+            return toMemberEvent(event, world.id) ?? [];
+          }),
+          tx,
+        ),
     );
     const jobs: DeliverJobData[] = [
       ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, trigger: "initial" })),
@@ -144,56 +117,23 @@ export class IngestService {
   }
 
   /**
-   * The worlds named by `events`, by `<org>/<world>`, and by world id their enabled endpoints
-   * subscribed to any of the events' subscriptions; 404 naming every unknown world. A disabled
-   * endpoint is left out here and never gets these events (spec: no catch-up).
+   * One delivery per (event, endpoint subscribed to the event type's subscription); each stores
+   * the envelope every attempt sends. Its id is a UUIDv7 of the intake time, so the deliveries
+   * share their event's partition day. Made for every event of the request before the log knows
+   * which are new (it drops those of known events): a producer's retry pays for envelopes it does
+   * not keep, so that an intake is two statements instead of four.
    */
-  private async resolveWorlds({ form, events }: IntakeRequest): Promise<{ worlds: Map<string, WorldRow>; endpointsOf: Map<string, EndpointRow[]> }> {
-    const refs = new Map<string, IntakeEvent>();
-    for (const event of events) if (!refs.has(event.world)) refs.set(event.world, event);
-    const wanted = [...refs.values()];
-    const subscriptions = [...new Set(events.flatMap((e) => SUBSCRIPTION_OF_TYPE[e.type] ?? []))];
-    const rows = await this.sql.query<WorldWithEndpointRow>(WORLDS_WITH_ENDPOINTS, [
-      wanted.map((e) => e.organizationSlug),
-      wanted.map((e) => e.worldSlug),
-      subscriptions,
-    ]);
-    const worlds = new Map<string, WorldRow>();
-    const endpointsOf = new Map<string, EndpointRow[]>();
-    for (const row of rows) {
-      const ref = `${row.org_slug}/${row.world_slug}`;
-      if (!worlds.has(ref)) worlds.set(ref, { id: row.id, world_slug: row.world_slug, org_slug: row.org_slug, custom_domain: row.custom_domain });
-      if (row.endpoint_id === null) continue;
-      const list = endpointsOf.get(row.id) ?? [];
-      list.push({ id: row.endpoint_id, world_id: row.id, api_version: row.api_version as string, subscriptions: row.subscriptions ?? [] });
-      endpointsOf.set(row.id, list);
-    }
-    const unknown = [...refs.keys()].filter((ref) => !worlds.has(ref));
-    if (unknown.length > 0) {
-      const errors = events.flatMap((event, index) =>
-        worlds.has(event.world) ? [] : [{ pointer: form === "single" ? "/world" : `/events/${index}/world`, detail: "names no known world" }],
-      );
-      throw new AppError(404, "unknown-world", `No such world: ${unknown.join(", ")}. Nothing was accepted.`, { worlds: unknown, errors });
-    }
-    return { worlds, endpointsOf };
-  }
-
-  /**
-   * One delivery per (new event, endpoint subscribed to the event type's subscription); each
-   * stores the envelope every attempt sends. Its id is a UUIDv7 of the intake time, so the
-   * deliveries share their event's partition day.
-   */
-  private planDeliveries(fresh: readonly StoredEvent[], endpointsOf: ReadonlyMap<string, EndpointRow[]>, createdAt: Date): NewDelivery[] {
+  private planDeliveries(candidates: readonly StoredEvent[], createdAt: Date): NewDelivery[] {
     const rows: NewDelivery[] = [];
-    for (const { event, rowId, world } of fresh) {
+    for (const { event, rowId, world } of candidates) {
       const subscription = SUBSCRIPTION_OF_TYPE[event.type];
       if (subscription === null) continue;
-      const worldRef = worldReference(this.playUrl, world.org_slug, world.world_slug, world.custom_domain);
-      for (const endpoint of endpointsOf.get(world.id) ?? []) {
+      const worldRef = worldReference(this.playUrl, world.organizationSlug, world.worldSlug, world.customDomain);
+      for (const endpoint of world.endpoints) {
         if (!endpoint.subscriptions.includes(subscription)) continue;
         const deliveryId = newDeliveryId(createdAt);
         // Legacy-format endpoints get the envelope too: the spec defines a legacy body only for member.connecting.
-        const body = buildEnvelope({ deliveryId, apiVersion: endpoint.api_version, type: event.type, timestamp: event.timestamp, world: worldRef, data: event.data });
+        const body = buildEnvelope({ deliveryId, apiVersion: endpoint.apiVersion, type: event.type, timestamp: event.timestamp, world: worldRef, data: event.data });
         rows.push({ id: deliveryId, endpointId: endpoint.id, worldId: world.id, type: event.type, body, event: { rowId, producerId: event.id } });
       }
     }
@@ -214,6 +154,24 @@ export class IngestService {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * The request's worlds by `<org>/<world>`, from those the log found; a 404 naming every unknown
+ * world (and where each is named) when one is missing: the log's transaction rolls back, and
+ * nothing is accepted. A disabled endpoint is not among a world's endpoints and never gets these
+ * events (spec: no catch-up).
+ */
+function knownWorlds({ form, events }: IntakeRequest, worlds: readonly IntakeWorld[]): Map<string, IntakeWorld> {
+  const byRef = new Map(worlds.map((w) => [`${w.organizationSlug}/${w.worldSlug}`, w]));
+  const unknown = [...new Set(events.map((e) => e.world))].filter((ref) => !byRef.has(ref));
+  if (unknown.length > 0) {
+    const errors = events.flatMap((event, index) =>
+      byRef.has(event.world) ? [] : [{ pointer: form === "single" ? "/world" : `/events/${index}/world`, detail: "names no known world" }],
+    );
+    throw new AppError(404, "unknown-world", `No such world: ${unknown.join(", ")}. Nothing was accepted.`, { worlds: unknown, errors });
+  }
+  return byRef;
 }
 
 /** The deduplication key of an event: its world and the producer's id. */

@@ -27,13 +27,41 @@ afterAll(async () => {
   await pool.end();
 });
 
-async function endpointFixture(): Promise<{ worldId: string; endpointId: string }> {
+interface EndpointFixture {
+  worldId: string;
+  endpointId: string;
+  organizationSlug: string;
+  worldSlug: string;
+}
+
+async function endpointFixture(): Promise<EndpointFixture> {
   const org = await prisma.organization.create({ data: { slug: `${prefix}${randomBytes(3).toString("hex")}`, name: "Org" } });
   const world = await prisma.world.create({ data: { organizationId: org.id, slug: "w", name: "W", adminEmails: [] } });
   const endpoint = await prisma.webhookEndpoint.create({
     data: { worldId: world.id, url: "https://example.com/hook", subscriptions: ["visitor", "recording"], format: "current", apiVersion: "2026-11-01" },
   });
-  return { worldId: world.id, endpointId: endpoint.id };
+  return { worldId: world.id, endpointId: endpoint.id, organizationSlug: org.slug, worldSlug: world.slug };
+}
+
+/**
+ * `log.intake` of events (producer id, type) in the worlds of `fixtures`, each event with one
+ * delivery to its world's endpoint; `meanwhile` runs after the plan is made, before the log stores it.
+ */
+function intakeOf(log: DeliveryLog, events: { fixture: EndpointFixture; producerId: string; type: string }[], meanwhile?: () => Promise<void>) {
+  return log.intake(
+    { events: events.map((e) => ({ organizationSlug: e.fixture.organizationSlug, worldSlug: e.fixture.worldSlug, producerId: e.producerId })), subscriptions: ["visitor", "recording"] },
+    async (worlds, createdAt) => {
+      const planned = events.map((e) => {
+        const world = worlds.find((w) => w.id === e.fixture.worldId)!;
+        expect(world.endpoints.map((x) => x.id)).toEqual([e.fixture.endpointId]);
+        const event = { rowId: newEventRowId(), worldId: world.id, producerId: e.producerId, type: e.type, occurredAt: new Date().toISOString() };
+        const delivery: NewDelivery = { id: newDeliveryId(createdAt), endpointId: e.fixture.endpointId, worldId: world.id, type: e.type, body: Buffer.from(`{"e":"${e.producerId}"}`), event: { rowId: event.rowId, producerId: e.producerId } };
+        return { event, delivery };
+      });
+      await meanwhile?.();
+      return { events: planned.map((p) => p.event), deliveries: planned.map((p) => p.delivery) };
+    },
+  );
 }
 
 function result(d: { id: string; endpointId: string }, n: number, durationMs: number, verdict: string, status: "delivered" | "pending" | "failed", responseStatus: number | null): AttemptResult {
@@ -65,16 +93,18 @@ function result(d: { id: string; endpointId: string }, n: number, durationMs: nu
 
 describe("DeliveryHistory", () => {
   it("filters by status, type, time range and the producer's event id, keyset-paginated, and finds by deliveryId", async () => {
-    const { worldId, endpointId } = await endpointFixture();
+    const fixture = await endpointFixture();
+    const { endpointId } = fixture;
     const log = new DeliveryLog(pgRunner(pool));
     const history = new DeliveryHistory(prismaRunner(prisma));
-    const events = ["ev-a", "ev-b", "ev-c"].map((producerId) => ({ rowId: newEventRowId(), worldId, producerId, type: producerId === "ev-c" ? "recording.completed" : "visitor.registered", occurredAt: new Date().toISOString() }));
-    const intake = await log.intake(events, (fresh, createdAt) =>
-      fresh.map((e): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, worldId, type: e.type, body: Buffer.from(`{"e":"${e.producerId}"}`), event: { rowId: e.rowId, producerId: e.producerId } })),
-    );
+    const events = ["ev-a", "ev-b", "ev-c"].map((producerId) => ({ fixture, producerId, type: producerId === "ev-c" ? "recording.completed" : "visitor.registered" }));
+    const intake = await intakeOf(log, events);
     expect(intake.fresh).toHaveLength(3);
-    const again = await log.intake([{ ...events[0]!, rowId: newEventRowId() }], () => []);
-    expect({ fresh: again.fresh.length, unattempted: again.unattempted.map((u) => u.endpointId) }).toEqual({ fresh: 0, unattempted: [endpointId] });
+    // A known event again: nothing new stored (its planned delivery is dropped); its delivery, never attempted, is named for queueing again.
+    const again = await intakeOf(log, [events[0]!]);
+    expect({ fresh: again.fresh.length, created: again.created, unattempted: again.unattempted }).toEqual({ fresh: 0, created: [], unattempted: [{ deliveryId: intake.created[0]!.id, endpointId }] });
+    const stored = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1", [endpointId]);
+    expect(stored.rows[0]!.n).toBe(3);
 
     const [a, b, c] = intake.created as [NewDelivery, NewDelivery, NewDelivery];
     await log.recordAttempts([result(a, 1, 40, "delivered", "delivered", 200), result(b, 1, 400, "rejected", "failed", 400)]);
@@ -222,11 +252,8 @@ describe("DeliveryLog.recordAttempts", () => {
     const gone = await endpointFixture();
     const log = new DeliveryLog(pgRunner(pool));
     const created: NewDelivery[] = [];
-    for (const { worldId, endpointId } of [kept, gone]) {
-      const events = [{ rowId: newEventRowId(), worldId, producerId: `race-${endpointId}`, type: "visitor.registered", occurredAt: new Date().toISOString() }];
-      const intake = await log.intake(events, (fresh, createdAt) =>
-        fresh.map((e): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, worldId, type: e.type, body: Buffer.from("{}"), event: { rowId: e.rowId, producerId: e.producerId } })),
-      );
+    for (const fixture of [kept, gone]) {
+      const intake = await intakeOf(log, [{ fixture, producerId: `race-${fixture.endpointId}`, type: "visitor.registered" }]);
       created.push(...intake.created);
     }
     const [keptDelivery, goneDelivery] = created as [NewDelivery, NewDelivery];
@@ -243,19 +270,66 @@ describe("DeliveryLog.recordAttempts", () => {
 });
 
 describe("DeliveryLog.intake and create", () => {
+  it("makes a concurrent intake of the same event wait from its first statement to the commit, then find it known", async () => {
+    const fixture = await endpointFixture();
+    const log = new DeliveryLog(pgRunner(pool));
+    const event = { fixture, producerId: `race-${randomUUID()}`, type: "visitor.registered" };
+    let second: Promise<{ fresh: unknown[]; created: unknown[] }> | undefined;
+    let secondDone = false;
+    const first = await intakeOf(log, [event], async () => {
+      // The first statement has run (worlds read, keys locked); the event is not inserted yet.
+      second = intakeOf(log, [event]).finally(() => {
+        secondDone = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(secondDone).toBe(false);
+    });
+    const after = await second!;
+    expect({ first: [first.fresh.length, first.created.length], second: [after.fresh.length, after.created.length] }).toEqual({ first: [1, 1], second: [0, 0] });
+    const rows = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE world_id = $1 AND producer_id = $2", [fixture.worldId, event.producerId]);
+    expect(rows.rows[0]!.n).toBe(1);
+  });
+
+  it("reads the named worlds that exist with their endpoints of the subscriptions, plans generically, and stores nothing of an intake whose apply step fails", async () => {
+    const fixture = await endpointFixture();
+    const log = new DeliveryLog(pgRunner(pool));
+    const ref = (worldSlug: string, producerId: string) => ({ organizationSlug: fixture.organizationSlug, worldSlug, producerId });
+    const seen: string[] = [];
+    const plan = (subscriptions: string[]) =>
+      log.intake(
+        { events: [ref(fixture.worldSlug, "x"), ref("no-such-world", "y"), ref(fixture.worldSlug, "z")], subscriptions },
+        (worlds, createdAt) => {
+          seen.push(worlds.map((w) => `${w.organizationSlug}/${w.worldSlug}: ${w.endpoints.map((e) => e.id).join(",")}`).join(" "));
+          const events = ["x", "z"].map((producerId) => ({ rowId: newEventRowId(), worldId: fixture.worldId, producerId, type: "visitor.registered", occurredAt: createdAt.toISOString() }));
+          const deliveries = events.map((e): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId: fixture.endpointId, worldId: fixture.worldId, type: e.type, body: Buffer.from("{}"), event: { rowId: e.rowId, producerId: e.producerId } }));
+          return { events, deliveries };
+        },
+        async (fresh, tx) => {
+          // The member directory's step, failing after the events and deliveries were written.
+          expect(fresh.map((f) => f.producerId)).toEqual(["x", "z"]);
+          // The first statement switched the transaction to generic plans (see RESOLVE_AND_LOCK_EVENTS).
+          const [setting] = await tx.query<{ mode: string }>({ name: "test-plan-cache-mode", text: "SELECT current_setting('plan_cache_mode') AS mode" }, []);
+          expect(setting?.mode).toBe("force_generic_plan");
+          throw new Error("apply failed");
+        },
+      );
+    await expect(plan(["visitor"])).rejects.toThrow("apply failed");
+    await expect(plan(["consent"])).rejects.toThrow("apply failed");
+    expect(seen).toEqual([`${fixture.organizationSlug}/${fixture.worldSlug}: ${fixture.endpointId}`, `${fixture.organizationSlug}/${fixture.worldSlug}: `]);
+    const rows = await pool.query<{ events: number; deliveries: number }>(
+      "SELECT (SELECT count(*) FROM webhook_events WHERE world_id = $1)::int AS events, (SELECT count(*) FROM webhook_deliveries WHERE world_id = $1)::int AS deliveries",
+      [fixture.worldId],
+    );
+    expect(rows.rows[0]).toEqual({ events: 0, deliveries: 0 });
+  });
+
   it("leave out the deliveries of an endpoint deleted since the writer read it, instead of failing", async () => {
     const kept = await endpointFixture();
     const gone = await endpointFixture();
     const log = new DeliveryLog(pgRunner(pool));
-    const events = [kept, gone].map(({ worldId }) => ({ rowId: newEventRowId(), worldId, producerId: `gone-${randomUUID()}`, type: "visitor.registered", occurredAt: new Date().toISOString() }));
-    const intake = await log.intake(events, async (fresh, createdAt) => {
-      // The plan was made from endpoints read before; one of them is deleted meanwhile.
-      await prisma.webhookEndpoint.delete({ where: { id: gone.endpointId } });
-      return fresh.map((e): NewDelivery => {
-        const endpointId = e.worldId === kept.worldId ? kept.endpointId : gone.endpointId;
-        return { id: newDeliveryId(createdAt), endpointId, worldId: e.worldId, type: e.type, body: Buffer.from("{}"), event: { rowId: e.rowId, producerId: e.producerId } };
-      });
-    });
+    const events = [kept, gone].map((fixture) => ({ fixture, producerId: `gone-${randomUUID()}`, type: "visitor.registered" }));
+    // The plan was made from endpoints read before; one of them is deleted meanwhile.
+    const intake = await intakeOf(log, events, () => prisma.webhookEndpoint.delete({ where: { id: gone.endpointId } }).then(() => undefined));
     expect(intake.fresh).toHaveLength(2);
     expect(intake.created.map((d) => d.endpointId)).toEqual([kept.endpointId]);
     const stored = await pool.query<{ endpoint_id: string }>("SELECT endpoint_id FROM webhook_deliveries WHERE id = ANY($1::uuid[])", [intake.created.map((d) => d.id)]);

@@ -17,6 +17,9 @@ import type {
   DeliveryForAttempt,
   FinishedDelivery,
   IntakeEvent,
+  IntakeEventRef,
+  IntakePlan,
+  IntakeWorld,
   LogDeliveryStatus,
   LoggedAttempt,
   NewDelivery,
@@ -61,28 +64,45 @@ export class DeliveryLog {
 
   /**
    * Stores events (deduplicated on the producer's id within the world, across every partition) and
-   * the deliveries `plan` makes for the new ones, in one transaction. Concurrent intakes of the same
-   * id are serialized by a transaction advisory lock per (world, producer id), taken in one order.
+   * the deliveries of the new ones, in one transaction of two statements (three when `apply` writes,
+   * four when some events were known): the first reads the worlds `request` names with their
+   * endpoints subscribed to `request.subscriptions` and locks the events' keys; `plan` then turns
+   * those worlds into the events and the deliveries of every event (it throws, and nothing is
+   * stored, when a world is unknown); the second stores the events not stored yet and only their
+   * deliveries. `apply` runs in the same transaction with the new events (the member directory's
+   * changes: with the events, or not at all). Concurrent intakes of the same id are serialized by
+   * a transaction advisory lock per (world, producer id), taken in one order.
    */
-  async intake(events: readonly IntakeEvent[], plan: (fresh: readonly IntakeEvent[], createdAt: Date, tx: SqlRunner) => Promise<NewDelivery[]> | NewDelivery[]): Promise<IntakeResult> {
+  async intake(
+    request: { events: readonly IntakeEventRef[]; subscriptions: readonly string[] },
+    plan: (worlds: readonly IntakeWorld[], createdAt: Date) => IntakePlan | Promise<IntakePlan>,
+    apply?: (fresh: readonly IntakeEvent[], tx: SqlRunner) => Promise<void>,
+  ): Promise<IntakeResult> {
     const createdAt = new Date();
     return this.db.transaction(async (tx) => {
-      await tx.query(sql.LOCK_EVENT_KEYS, [events.map((e) => e.worldId), events.map((e) => e.producerId)]);
-      const inserted = await tx.query<{ id: string }>(sql.INSERT_EVENTS, [
+      const rows = await tx.query<WorldEndpointRow>(sql.RESOLVE_AND_LOCK_EVENTS, [
+        request.events.map((e) => e.organizationSlug),
+        request.events.map((e) => e.worldSlug),
+        request.events.map((e) => e.producerId),
+        request.subscriptions,
+      ]);
+      const { events, deliveries } = await plan(intakeWorlds(rows), createdAt);
+      const [stored] = await tx.query<{ fresh: string[]; n: number; gone: string[] }>(sql.INSERT_EVENTS_AND_DELIVERIES, [
         events.map((e) => e.rowId),
         events.map((e) => e.worldId),
         events.map((e) => e.producerId),
         events.map((e) => e.type),
         events.map((e) => e.occurredAt),
         createdAt.toISOString(),
+        ...deliveryColumns(deliveries, createdAt),
       ]);
-      const ids = new Set(inserted.map((row) => row.id));
+      const ids = new Set(stored?.fresh ?? []);
+      // An endpoint deleted since the first statement read it gets nothing (and no job): it is gone.
+      const gone = new Set(stored?.gone ?? []);
       const fresh = events.filter((e) => ids.has(e.rowId));
       const known = events.filter((e) => !ids.has(e.rowId));
-      const planned = fresh.length === 0 ? [] : await plan(fresh, createdAt, tx);
-      // An endpoint deleted since the plan read it gets nothing (and no job): it is gone.
-      const { gone } = await insertDeliveries(tx, planned, false);
-      const created = gone.size === 0 ? planned : planned.filter((d) => !gone.has(d.endpointId));
+      const created = deliveries.filter((d) => d.event !== undefined && ids.has(d.event.rowId) && !gone.has(d.endpointId));
+      if (apply && fresh.length > 0) await apply(fresh, tx);
       const unattempted =
         known.length === 0
           ? []
@@ -234,8 +254,16 @@ export const newEventRowId = (): string => randomUUID();
 /** Inserts pending deliveries; says how many were, and which endpoints were gone (their rows left out). */
 async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ignoreExisting: boolean): Promise<{ inserted: number; gone: Set<string> }> {
   if (rows.length === 0) return { inserted: 0, gone: new Set() };
-  const now = new Date();
-  const result = await db.query<{ n: number; gone: string[] }>(ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES, [
+  const result = await db.query<{ n: number; gone: string[] }>(
+    ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES,
+    deliveryColumns(rows, new Date()),
+  );
+  return { inserted: result[0]?.n ?? 0, gone: new Set(result[0]?.gone ?? []) };
+}
+
+/** New deliveries as the nine parallel column arrays the statements unnest (log-statements.ts, `deliveryValues`). */
+function deliveryColumns(rows: readonly NewDelivery[], now: Date): unknown[] {
+  return [
     rows.map((r) => r.id),
     rows.map((r) => r.endpointId),
     rows.map((r) => r.worldId),
@@ -246,8 +274,31 @@ async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ign
     rows.map((r) => r.body.toString("base64")),
     rows.map((r) => deliveryCreatedAt(r.id, now).toISOString()),
     rows.map((r) => r.test ?? false),
-  ]);
-  return { inserted: result[0]?.n ?? 0, gone: new Set(result[0]?.gone ?? []) };
+  ];
+}
+
+interface WorldEndpointRow {
+  id: string;
+  world_slug: string;
+  org_slug: string;
+  custom_domain: string | null;
+  endpoint_id: string | null;
+  api_version: string | null;
+  subscriptions: string[] | null;
+}
+
+/** The rows of {@link sql.RESOLVE_AND_LOCK_EVENTS} as worlds with their endpoints. */
+function intakeWorlds(rows: readonly WorldEndpointRow[]): IntakeWorld[] {
+  const byId = new Map<string, IntakeWorld>();
+  for (const row of rows) {
+    let world = byId.get(row.id);
+    if (!world) {
+      world = { id: row.id, organizationSlug: row.org_slug, worldSlug: row.world_slug, customDomain: row.custom_domain, endpoints: [] };
+      byId.set(row.id, world);
+    }
+    if (row.endpoint_id !== null) world.endpoints.push({ id: row.endpoint_id, apiVersion: row.api_version as string, subscriptions: row.subscriptions ?? [] });
+  }
+  return [...byId.values()];
 }
 
 /** Ids whose time is known (UUIDv7: one partition) and the others (older v4 ids: every partition). */

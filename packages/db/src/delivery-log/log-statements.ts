@@ -36,8 +36,16 @@ const attemptsFrom = (first: number): string => {
 const lockedEndpoints = (param: string, mode: "KEY SHARE" | "NO KEY UPDATE"): string =>
   `SELECT id FROM webhook_endpoints WHERE id = ANY(${param}::uuid[]) ORDER BY id FOR ${mode}`;
 
-const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::bool[])
+/** The nine delivery arrays starting at parameter `$first` (id … created_at, test), as a relation `v`. */
+const deliveryValues = (first: number): string => {
+  const p = (i: number) => `$${first + i}`;
+  return `unnest(${p(0)}::uuid[], ${p(1)}::uuid[], ${p(2)}::uuid[], ${p(3)}::uuid[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::timestamptz[], ${p(8)}::bool[])
   AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
+};
+
+/** How a delivery row is written from `v` (see {@link deliveryValues}): pending, its body decoded from base64. */
+const INSERT_DELIVERY_ROWS = `INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
+    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at`;
 
 /**
  * $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted (`n`) and the
@@ -48,9 +56,8 @@ const DELIVERY_VALUES = `unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], 
 export const INSERT_DELIVERIES: Statement = {
   name: "dl-insert-deliveries",
   text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}), ins AS (
-    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
-    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at
-    FROM ${DELIVERY_VALUES}
+    ${INSERT_DELIVERY_ROWS}
+    FROM ${deliveryValues(1)}
     WHERE v.endpoint_id IN (SELECT id FROM ep)
     RETURNING 1)
   SELECT (SELECT count(*) FROM ins)::int AS n,
@@ -64,21 +71,47 @@ export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = {
 };
 
 /**
- * $1 world ids, $2 producer ids: one transaction advisory lock per key, always in the same order.
- * Also switches the rest of the intake transaction to generic plans (`SET LOCAL`, without a round
- * trip of its own): the duplicate check of {@link INSERT_EVENTS} looks in every partition of the
- * events, so a custom plan would plan all of them again on every intake, about twice the cost of
+ * The first statement of an intake's transaction. $1 organization slugs, $2 world slugs, $3
+ * producer ids (one of each per event), $4 subscriptions: the worlds named that exist, each with its
+ * enabled endpoints subscribed to any of the subscriptions (one row per endpoint; one row with null
+ * endpoint columns for a world without any); and, before it answers, one transaction advisory lock
+ * per (world, producer id) of those worlds' events, always in the same order, so concurrent intakes
+ * of one id wait for each other and the next statement's snapshot sees what the other committed.
+ * The worlds and endpoints are read on this statement's snapshot, as they were when the request
+ * came. One round trip for what took three (lookup, lock, and the `BEGIN` before them was already
+ * one): an intake of a few events is mostly round trips.
+ *
+ * Also switches the rest of the transaction to generic plans (`SET LOCAL`, without a round trip of
+ * its own): the duplicate check of {@link INSERT_EVENTS_AND_DELIVERIES} looks in every partition of
+ * the events, so a custom plan would plan all of them again on every intake, about twice the cost of
  * running it with 90 days of partitions; nothing else in that transaction prunes by plan.
  */
-export const LOCK_EVENT_KEYS: Statement = {
-  name: "dl-lock-event-keys",
-  text: `SELECT count(pg_advisory_xact_lock(k))::int AS n, set_config('plan_cache_mode', 'force_generic_plan', true) AS plans FROM (
-    SELECT DISTINCT hashtextextended(w::text || ':' || p, 0) AS k FROM unnest($1::uuid[], $2::text[]) AS x(w, p) ORDER BY 1) s`,
+export const RESOLVE_AND_LOCK_EVENTS: Statement = {
+  name: "dl-intake-resolve-lock",
+  text: `WITH w AS (
+      SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain
+      FROM (SELECT DISTINCT org, world FROM unnest($1::text[], $2::text[]) AS r(org, world)) r
+      JOIN organizations o ON o.slug = r.org
+      JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world),
+    locks AS (
+      SELECT count(pg_advisory_xact_lock(k))::int AS n, set_config('plan_cache_mode', 'force_generic_plan', true) AS plans FROM (
+        SELECT DISTINCT hashtextextended(w.id::text || ':' || x.p, 0) AS k
+        FROM unnest($1::text[], $2::text[], $3::text[]) AS x(org, world, p)
+        JOIN w ON w.org_slug = x.org AND w.world_slug = x.world
+        ORDER BY 1) s)
+    SELECT w.id, w.world_slug, w.org_slug, w.custom_domain, e.id AS endpoint_id, e.api_version, e.subscriptions, l.n AS locks, l.plans
+    FROM locks l CROSS JOIN w
+    LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true AND e.subscriptions && $4::text[]`,
 };
 
 /**
- * $1..$5 the events, $6 the intake time (their partition): inserts those whose (world, producer id)
- * is in no partition yet; returns their ids. Duplicates within the batch are the caller's to drop.
+ * The second statement of an intake's transaction, after {@link RESOLVE_AND_LOCK_EVENTS}. $1..$5
+ * the events, $6 the intake time (their partition), $7..$15 the deliveries planned for all of them
+ * (see {@link deliveryValues}). Inserts the events whose (world, producer id) is in no partition
+ * yet, and the deliveries of those events only, whose endpoints are still there (locked as in
+ * {@link INSERT_DELIVERIES}). Returns the new events' ids (`fresh`), how many deliveries were
+ * inserted (`n`) and the endpoints no longer there (`gone`). Duplicates within the batch are the
+ * caller's to drop. One round trip where the events and the deliveries took one each.
  *
  * The duplicate check is one probe of each partition's (world, producer id) index per event,
  * whatever the planner believes about the tables' sizes (`OFFSET 0` keeps the `NOT EXISTS` a
@@ -88,13 +121,21 @@ export const LOCK_EVENT_KEYS: Statement = {
  * until an ANALYZE made PostgreSQL plan again (6.8 ms instead of 0.25 ms for 2 events against
  * 20,000 stored).
  */
-export const INSERT_EVENTS: Statement = {
-  name: "dl-insert-events",
-  text: `INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at)
+export const INSERT_EVENTS_AND_DELIVERIES: Statement = {
+  name: "dl-insert-events-deliveries",
+  text: `WITH ev AS (
+    INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at)
     SELECT v.id, v.world_id, v.producer_id, v.type, v.occurred_at, $6::timestamptz
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, world_id, producer_id, type, occurred_at)
     WHERE NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.world_id = v.world_id AND e.producer_id = v.producer_id OFFSET 0)
-    RETURNING id`,
+    RETURNING id
+  ), ep AS (${lockedEndpoints("$8", "KEY SHARE")}), ins AS (
+    ${INSERT_DELIVERY_ROWS}
+    FROM ${deliveryValues(7)}
+    WHERE v.event_id IN (SELECT id FROM ev) AND v.endpoint_id IN (SELECT id FROM ep)
+    RETURNING 1)
+  SELECT ARRAY(SELECT id FROM ev) AS fresh, (SELECT count(*) FROM ins)::int AS n,
+         ARRAY(SELECT DISTINCT g FROM unnest($8::uuid[]) AS g WHERE g NOT IN (SELECT id FROM ep)) AS gone`,
 };
 
 /** $1 world ids, $2 producer ids: deliveries of those events still pending and never attempted. */

@@ -55,6 +55,32 @@ export interface IntakeEvent {
   occurredAt: string;
 }
 
+/** An event offered to the intake as its producer names it: its world by slugs, and its id. */
+export interface IntakeEventRef {
+  organizationSlug: string;
+  worldSlug: string;
+  producerId: string;
+}
+
+/** A world an intake named, with its enabled endpoints subscribed to any of the intake's subscriptions. */
+export interface IntakeWorld {
+  id: string;
+  organizationSlug: string;
+  worldSlug: string;
+  customDomain: string | null;
+  endpoints: { id: string; apiVersion: string; subscriptions: string[] }[];
+}
+
+/**
+ * What an intake stores once its worlds are known: its events (the first of each (world, producer
+ * id), in lock order) and the deliveries of every one of them; those of events already stored are
+ * dropped.
+ */
+export interface IntakePlan {
+  events: IntakeEvent[];
+  deliveries: NewDelivery[];
+}
+
 /** A queued delivery and what a worker needs to attempt it. */
 export interface DeliveryForAttempt {
   deliveryId: string;

@@ -89,7 +89,7 @@ describe("partition pruning of the worker's statements", () => {
 
 describe("the intake's duplicate check", () => {
   it("probes each events partition's (world, producer id) index per event, on the generic plan the intake runs", async () => {
-    // The intake's transaction runs generic plans (LOCK_EVENT_KEYS). A generic plan is made once per
+    // The intake's transaction runs generic plans (RESOLVE_AND_LOCK_EVENTS). A generic plan is made once per
     // connection; one made while the partitions looked small hashed every stored event on each
     // intake, until an ANALYZE made PostgreSQL plan again. The check must be a per-event subplan
     // over indexes whatever the tables' sizes, never a join over their rows.
@@ -98,7 +98,8 @@ describe("the intake's duplicate check", () => {
       await client.query("BEGIN");
       await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
       const name = `intake_${randomUUID().replace(/-/g, "")}`;
-      await client.query(`PREPARE ${name}(uuid[], uuid[], text[], text[], timestamptz[], timestamptz) AS ${sql.INSERT_EVENTS.text}`);
+      const types = "uuid[], uuid[], text[], text[], timestamptz[], timestamptz, uuid[], uuid[], uuid[], uuid[], text[], text[], text[], timestamptz[], bool[]";
+      await client.query(`PREPARE ${name}(${types}) AS ${sql.INSERT_EVENTS_AND_DELIVERIES.text}`);
       const now = new Date().toISOString();
       const world = randomUUID();
       // EXPLAIN takes no bound parameters: the arguments are literals.
@@ -110,6 +111,16 @@ describe("the intake's duplicate check", () => {
         array(["visitor.registered", "visitor.registered"], "text"),
         array([now, now], "timestamptz"),
         `${client.escapeLiteral(now)}::timestamptz`,
+        // One delivery per event.
+        array([randomUUID(), randomUUID()], "uuid"),
+        array([randomUUID(), randomUUID()], "uuid"),
+        array([world, world], "uuid"),
+        array([randomUUID(), randomUUID()], "uuid"),
+        array(["a", "b"], "text"),
+        array(["visitor.registered", "visitor.registered"], "text"),
+        array(["e30=", "e30="], "text"),
+        array([now, now], "timestamptz"),
+        "ARRAY[false, false]::bool[]",
       ];
       const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${args.join(", ")})`);
       const all = nodes(rows[0]!["QUERY PLAN"]);

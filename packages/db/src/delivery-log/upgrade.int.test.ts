@@ -80,8 +80,12 @@ it("keeps the rows of a pre-partitioning database: deliveries, attempts and dedu
   expect((await history.list(endpoint, { eventId: "evt-1" }, { limit: 5 }))!.map((d) => d.id)).toEqual([delivery]);
   // The dedupe record still deduplicates, and the upgraded database takes new deliveries.
   const log = new DeliveryLog(pgRunner(pool));
-  const again = await log.intake([{ rowId: randomUUID(), worldId: world, producerId: "evt-1", type: "visitor.registered", occurredAt: old.toISOString() }], () => []);
+  const again = await log.intake({ events: [{ organizationSlug: "acme", worldSlug: "lobby", producerId: "evt-1" }], subscriptions: [] }, (worlds) => ({
+    events: worlds.map((w) => ({ rowId: randomUUID(), worldId: w.id, producerId: "evt-1", type: "visitor.registered", occurredAt: old.toISOString() })),
+    deliveries: [],
+  }));
   expect(again.fresh).toEqual([]);
+  expect(again.known.map((k) => k.worldId)).toEqual([world]);
   const id = newDeliveryId();
   await log.create([{ id, endpointId: endpoint, worldId: world, type: "visitor.registered", body: Buffer.from("{}") }]);
   expect(await history.find(endpoint, id)).toMatchObject({ id, status: "pending" });
