@@ -174,7 +174,7 @@ export async function postBurst(ingestUrl: string, token: string, world: string,
  * Open loop: events at a steady `eventsPerSecond` for `seconds`, posted every `tickMs` (whatever
  * is due by then, stamped at posting), without waiting for earlier posts unless `maxOutstanding`
  * are still unanswered (then what is due waits for the next tick: intake falling behind shows up
- * in the lag, as it would for a real producer). Returns the events posted.
+ * in the lag, as it would for a real producer). Returns the events posted and in how many requests.
  */
 export async function openLoop(options: {
   ingestUrl: string;
@@ -184,11 +184,12 @@ export async function openLoop(options: {
   seconds: number;
   tickMs?: number;
   maxOutstanding?: number;
-}): Promise<{ posted: number; maxOutstandingHit: number }> {
+}): Promise<{ posted: number; requests: number; maxOutstandingHit: number }> {
   const tickMs = options.tickMs ?? 20;
   const maxOutstanding = options.maxOutstanding ?? 8;
   const start = performance.now();
   let posted = 0;
+  let requests = 0;
   let outstanding = 0;
   let hit = 0;
   const inFlight = new Set<Promise<void>>();
@@ -199,6 +200,7 @@ export async function openLoop(options: {
     if (due > 0 && outstanding < maxOutstanding) {
       const count = Math.min(due, 500);
       posted += count;
+      requests += 1;
       outstanding += 1;
       const p = postEvents(options.ingestUrl, options.token, visitorEvents(options.world, count)).finally(() => {
         outstanding -= 1;
@@ -211,7 +213,7 @@ export async function openLoop(options: {
     await new Promise((r) => setTimeout(r, tickMs));
   }
   await Promise.all(inFlight);
-  return { posted, maxOutstandingHit: hit };
+  return { posted, requests, maxOutstandingHit: hit };
 }
 
 /** Spread of repeated figures: "min-max (median)". */

@@ -313,7 +313,7 @@ async function main(): Promise<void> {
     const steadyBefore = await soFar();
     const steadyThreadBefore = mainThreadTime(worker.child.pid);
     const steadyStart = Date.now();
-    const { posted } = await openLoop({
+    const { posted, requests: steadyRequests } = await openLoop({
       ingestUrl: ingest.url,
       token: INGEST_TOKEN,
       world: `${organization.slug}/${steadyWorld.slug}`,
@@ -371,6 +371,11 @@ async function main(): Promise<void> {
     const steadySeconds = (steady.lastAt - steadyStart) / 1000;
     log(`open loop at 80% of the end-to-end maximum (${fmt(steadyRate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt((posted * ENDPOINTS) / steadySeconds)}/s received):`);
     log(`  lag from intake to receiver: p50 ${fmt(steady.p50)} ms, p99 ${fmt(steady.p99)} ms (goal p99 < 1000 ms)`);
+    // The requests' size follows the offered rate (what is due every tick): a slower machine's
+    // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
+    log(
+      `  ${steadyRequests} requests of ${(posted / Math.max(1, steadyRequests)).toFixed(2)} events (${fmt((posted * ENDPOINTS) / Math.max(1, steadyRequests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)`,
+    );
     // A steady intake costs more per delivery than a burst drained after it (smaller batches in
     // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
     // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
