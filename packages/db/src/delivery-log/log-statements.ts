@@ -78,8 +78,9 @@ export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = {
  * per (world, producer id) of those worlds' events, always in the same order, so concurrent intakes
  * of one id wait for each other and the next statement's snapshot sees what the other committed.
  * The worlds and endpoints are read on this statement's snapshot, as they were when the request
- * came. One round trip for what took three (lookup, lock, and the `BEGIN` before them was already
- * one): an intake of a few events is mostly round trips.
+ * came. One round trip for what took two (the lookup, before the transaction, and the locks): an
+ * intake of a few events is mostly round trips. The `locks` and `plans` columns are there so the
+ * locking CTE is evaluated whatever the planner prunes; the caller does not read them.
  *
  * Also switches the rest of the transaction to generic plans (`SET LOCAL`, without a round trip of
  * its own): the duplicate check of {@link INSERT_EVENTS_AND_DELIVERIES} looks in every partition of
