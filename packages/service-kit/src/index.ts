@@ -10,6 +10,7 @@ export * from "./metrics.js";
 export * from "./process-warnings.js";
 export * from "./shutdown.js";
 export * from "./bearer-auth.js";
+export * from "./coalescer.js";
 export * from "./api-key-auth.js";
 export * from "./json-body.js";
 export * from "./node-http-errors.js";

@@ -12,60 +12,9 @@
  * worker's largest cost after HTTP itself.
  */
 import { DeliveryLog, pgRunner, type AttemptResult, type DeliveryForAttempt, type PgPool } from "@vw/db";
+import { Coalescer } from "@vw/service-kit";
 
 export type { AttemptResult, DeliveryForAttempt } from "@vw/db";
-
-interface Waiter<T> {
-  resolve: (value: T) => void;
-  reject: (err: unknown) => void;
-}
-
-/**
- * Runs `flush` over what was queued while earlier flushes were running, with at most
- * `maxInFlight` flushes at once; callers get their own result back.
- */
-class Coalescer<In, Out> {
-  private queue: { input: In; waiter: Waiter<Out> }[] = [];
-  private inFlight = 0;
-  private scheduled = false;
-
-  constructor(
-    private readonly flush: (inputs: In[]) => Promise<Out[]>,
-    private readonly maxBatch: number,
-    /** Flushes running at once: while one waits on the database, the next batch can be sent. */
-    private readonly maxInFlight: number,
-  ) {}
-
-  submit(input: In): Promise<Out> {
-    return new Promise<Out>((resolve, reject) => {
-      this.queue.push({ input, waiter: { resolve, reject } });
-      if (!this.scheduled && this.inFlight < this.maxInFlight) {
-        // One tick lets the jobs resolved by the same I/O event join the batch.
-        this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          this.pump();
-        });
-      }
-    });
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      this.inFlight += 1;
-      this.flush(batch.map((b) => b.input))
-        .then(
-          (outputs) => batch.forEach((b, i) => b.waiter.resolve(outputs[i] as Out)),
-          (err: unknown) => batch.forEach((b) => b.waiter.reject(err)),
-        )
-        .finally(() => {
-          this.inFlight -= 1;
-          this.pump();
-        });
-    }
-  }
-}
 
 /** The delivery-worker's reads and writes. */
 export class DeliveryStore {
@@ -79,8 +28,8 @@ export class DeliveryStore {
     // batches grow with the load. With 2 reads and 3 writes in flight, `pnpm bench delivery`
     // measured PostgreSQL at 0.20-0.23 ms of CPU per delivery; with one of each, 0.17-0.18 (bigger
     // group commits), at the same throughput.
-    this.loads = new Coalescer((ids) => this.log.loadForAttempt(ids), 500, 1);
-    this.writes = new Coalescer((results) => this.writeMany(results), 500, 1);
+    this.loads = new Coalescer((ids) => this.log.loadForAttempt(ids), { maxBatch: 500, maxInFlight: 1 });
+    this.writes = new Coalescer((results) => this.writeMany(results), { maxBatch: 500, maxInFlight: 1 });
   }
 
   /** The delivery with its endpoint's current state, or null when either no longer exists. */

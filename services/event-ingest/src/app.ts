@@ -8,6 +8,8 @@ import {
   createServiceMetrics,
   errorMiddleware,
   healthRouter,
+  Histogram,
+  METRICS_PREFIX,
   httpMetrics,
   metricsRouter,
   notFoundHandler,
@@ -66,10 +68,18 @@ export const INGEST_API_PREFIX = "/v1";
  * authenticated `/v1` routes; every error is an RFC 9457 problem document.
  */
 export function createIngestApp(deps: IngestAppDeps): Express {
+  const metrics = deps.metrics ?? createServiceMetrics("event-ingest");
+  const batchRequests = new Histogram({
+    name: `${METRICS_PREFIX}ingest_batch_requests`,
+    help: "Requests of POST /v1/events stored per intake transaction: those arriving while one runs are stored together in the next.",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+    registers: [metrics.registry],
+  });
   const members = new MemberDirectory(prismaRunner(deps.prisma));
   const ingest = new IngestService(deps.pool, deps.queue, members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
+    onBatch: (requests) => batchRequests.observe(requests),
   });
 
   const api = Router({ caseSensitive: true });
@@ -80,7 +90,6 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
-  const metrics = deps.metrics ?? createServiceMetrics("event-ingest");
   const app = createApp(deps.logger);
   app.use(httpMetrics(metrics));
   app.use(
