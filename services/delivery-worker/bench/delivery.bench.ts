@@ -16,7 +16,8 @@
  * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
  * BENCH_STEADY_SECONDS (30), printing the lag from intake to receiver a receiver sees at that rate
  * (a burst's lag is only its drain time), and the CPU per delivery of every process and the Redis
- * commands per delivery during it beside the burst's: a steady intake arrives in small requests, whose fixed costs (round trips,
+ * commands per delivery during it beside the burst's, and how many intake transactions ingest
+ * stored its requests in: a steady intake arrives in small requests, whose fixed costs (round trips,
  * statements, BullMQ pipelines) a burst of 100 events per request spreads thinly, so the open loop
  * falls behind when 80% of the burst's maximum exceeds what the steady costs leave.
  * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
@@ -179,6 +180,8 @@ async function main(): Promise<void> {
       parked: await metricValue(worker, "vw_delivery_parked_total"),
       workerCpu: await metricValue(worker, "process_cpu_seconds_total"),
       ingestCpu: await metricValue(ingest, "process_cpu_seconds_total"),
+      /** Intake transactions of ingest so far (vw_ingest_batch_requests: its count). */
+      intakeBatches: await metricValue(ingest, "vw_ingest_batch_requests_count"),
       receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
       redisCpu: await redisCpuSeconds(stats),
       postgresCpu: postgresCpuSeconds(),
@@ -374,7 +377,8 @@ async function main(): Promise<void> {
     // The requests' size follows the offered rate (what is due every tick): a slower machine's
     // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
     log(
-      `  ${steadyRequests} requests of ${(posted / Math.max(1, steadyRequests)).toFixed(2)} events (${fmt((posted * ENDPOINTS) / Math.max(1, steadyRequests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)`,
+      `  ${steadyRequests} requests of ${(posted / Math.max(1, steadyRequests)).toFixed(2)} events (${fmt((posted * ENDPOINTS) / Math.max(1, steadyRequests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)` +
+        `; ingest stored them in ${fmt(steadyAfter.intakeBatches - steadyBefore.intakeBatches)} transactions (${(steadyRequests / Math.max(1, steadyAfter.intakeBatches - steadyBefore.intakeBatches)).toFixed(2)} requests each)`,
     );
     // A steady intake costs more per delivery than a burst drained after it (smaller batches in
     // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these

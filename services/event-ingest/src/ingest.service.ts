@@ -1,6 +1,7 @@
 /**
- * Storing events and fanning them out: one transaction per request records the events
- * (deduplicated on the producer's id within the world), applies the new ones that name a person
+ * Storing events and fanning them out: one transaction per batch of requests (those that arrived
+ * while the previous one ran: {@link IngestService}) records the events (deduplicated on the
+ * producer's id within the world), applies the new ones that name a person
  * to the member directory, and writes one delivery row per (new event, subscribed enabled
  * endpoint) carrying the final body bytes; after the commit, one job per delivery goes to the
  * deliveries queue in a single round trip.
