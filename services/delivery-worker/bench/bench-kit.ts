@@ -266,8 +266,13 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
 
 /** The value of an unlabelled metric on a service's `/metrics` (0 if absent), e.g. `process_cpu_seconds_total`. */
 export async function metricValue(service: { url: string }, name: string): Promise<number> {
+  return (await metricValues(service, [name]))[0] as number;
+}
+
+/** The values of several unlabelled metrics, read from one scrape of a service's `/metrics` (0 if absent). */
+export async function metricValues(service: { url: string }, names: readonly string[]): Promise<number[]> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
-  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+  return names.map((name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0));
 }
 
 /** Where a thread's time went so far: seconds on a core, seconds ready to run but waiting for one. */

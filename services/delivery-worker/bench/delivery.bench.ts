@@ -40,7 +40,7 @@ import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateS
 import {
   deleteKeysUnder,
   mainThreadTime,
-  metricValue,
+  metricValues,
   openLoop,
   postgresCpuBetween,
   postgresCpuSeconds,
@@ -176,17 +176,21 @@ async function main(): Promise<void> {
     const stats = new Redis(redisUrl);
     redis = stats;
     /** What the processes have done so far: jobs the worker parked, CPU seconds of each. */
-    const soFar = async () => ({
-      parked: await metricValue(worker, "vw_delivery_parked_total"),
-      workerCpu: await metricValue(worker, "process_cpu_seconds_total"),
-      ingestCpu: await metricValue(ingest, "process_cpu_seconds_total"),
-      /** Intake transactions of ingest so far (vw_ingest_batch_requests: its count). */
-      intakeBatches: await metricValue(ingest, "vw_ingest_batch_requests_count"),
-      receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
-      redisCpu: await redisCpuSeconds(stats),
-      postgresCpu: postgresCpuSeconds(),
-      redisCalls: await commandCalls(stats),
-    });
+    const soFar = async () => {
+      const [parked, workerCpu] = (await metricValues(worker, ["vw_delivery_parked_total", "process_cpu_seconds_total"])) as [number, number];
+      // intakeBatches: intake transactions of ingest so far (vw_ingest_batch_requests: its count).
+      const [ingestCpu, intakeBatches] = (await metricValues(ingest, ["process_cpu_seconds_total", "vw_ingest_batch_requests_count"])) as [number, number];
+      return {
+        parked,
+        workerCpu,
+        ingestCpu,
+        intakeBatches,
+        receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
+        redisCpu: await redisCpuSeconds(stats),
+        postgresCpu: postgresCpuSeconds(),
+        redisCalls: await commandCalls(stats),
+      };
+    };
     /** CPU ms per item of each process between two readings. */
     const cpuPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => ({
       worker: ((after.workerCpu - before.workerCpu) * 1000) / items,

@@ -53,7 +53,7 @@ interface StoredEvent {
 }
 
 /** Largest intake batch, in events: concurrent requests are stored together up to this many. */
-export const MAX_BATCH_EVENTS = 1000;
+const MAX_BATCH_EVENTS = 1000;
 
 /** How one request of a batch ended: its answer, or its own error (an unknown world, say). */
 type RequestOutcome = { ok: true; result: IngestResult; jobs: boolean } | { ok: false; error: unknown };
