@@ -185,26 +185,34 @@ describe("DeliveryHistory", () => {
     expect(stats.until.getTime() - stats.since.getTime()).toBeGreaterThanOrEqual(24 * 3600_000);
   });
 
-  it("rolls a batch of attempts up per endpoint and 5-minute bucket exactly as a scan of them would", async () => {
+  it("rolls attempts up per endpoint and 5-minute bucket exactly as a scan of them would, over several statements", async () => {
     const endpoints = [await endpointFixture(), await endpointFixture(), await endpointFixture()];
-    const log = new DeliveryLog(pgRunner(pool));
+    // One connection, so one rollup row per (endpoint, bucket): the deliveries' rollup creates it
+    // (an empty histogram), then each of the three statements below adds to it (ON CONFLICT).
+    const onePool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1 });
+    const log = new DeliveryLog(pgRunner(onePool));
     const now = Date.now();
     // Durations on and around the histogram's bounds, two buckets, equal start times: the rollup is
     // checked against a plain computation of the same rows, not against the trigger's own idea.
     const durations = [0, 4, 5, 6, 10, 24, 25, 49, 50, 99, 100, 2999, 3000, 29_999, 30_000, 45_000];
     const bounds = [5, 10, 25, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500, 10000, 15000, 30000];
     const results: AttemptResult[] = [];
-    for (let i = 0; i < 60; i += 1) {
-      const { worldId, endpointId } = endpoints[i % 3]!;
-      const d = { id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") };
-      await log.create([d]);
-      const verdict = ["delivered", "retry", "rejected"][i % 4 === 0 ? 1 : i % 7 === 0 ? 2 : 0]!;
-      const r = result(d, 1 + (i % 3), durations[i % durations.length]!, verdict, verdict === "retry" ? "pending" : verdict === "delivered" ? "delivered" : "failed", verdict === "retry" ? 503 : 200);
-      // A third start six minutes earlier (the previous bucket); pairs share a start time.
-      r.attempt.startedAt = new Date(now - (i % 3 === 2 ? 6 * 60_000 : 0) - Math.floor(i / 6) * 1000);
-      results.push(r);
+    try {
+      for (let i = 0; i < 60; i += 1) {
+        const { worldId, endpointId } = endpoints[i % 3]!;
+        const d = { id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") };
+        await log.create([d]);
+        const verdict = ["delivered", "retry", "rejected"][i % 4 === 0 ? 1 : i % 7 === 0 ? 2 : 0]!;
+        const r = result(d, 1 + (i % 3), durations[i % durations.length]!, verdict, verdict === "retry" ? "pending" : verdict === "delivered" ? "delivered" : "failed", verdict === "retry" ? 503 : 200);
+        // A third start six minutes earlier (the previous bucket); pairs share a start time.
+        r.attempt.startedAt = new Date(now - (i % 3 === 2 ? 6 * 60_000 : 0) - Math.floor(i / 6) * 1000);
+        results.push(r);
+      }
+      // Later statements hold earlier starts: the row's last attempt must stay the latest one.
+      for (let i = 0; i < results.length; i += 20) await log.recordAttempts(results.slice(i, i + 20));
+    } finally {
+      await onePool.end();
     }
-    await log.recordAttempts(results);
 
     const bucketOf = (t: Date) => Math.floor(t.getTime() / 300_000) * 300_000;
     type Roll = { attempts: number; succeeded: number; counts: number[]; max: number; last: AttemptResult };
