@@ -10,10 +10,17 @@
  * A benchmark listed in EXTRA_DATABASES also gets more migrated databases, one per name, as
  * `DATABASE_URL_<NAME>` (for example `history` compares an empty history with a 10M one, side by
  * side). Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
+ *
+ * Every benchmark runs on the Node the images run (infra/docker/Dockerfile; scripts/lib/images-node.mjs:
+ * this Node when it is that major, else the official build installed under .dev-data/node-lts, as
+ * `.ci/run` does), and so does everything it starts: a figure is a measurement of the deployed
+ * runtime, not of whichever Node this machine has (on 2026-11-27 the worker and ingest cost 10-25%
+ * less CPU per delivery on 24 than on 20, the raw HTTP client the same). `BENCH_NODE=machine` runs
+ * on this process' Node instead, to compare.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { join, relative } from "node:path";
+import { delimiter, dirname, join, relative } from "node:path";
 import {
   DEFAULT_PG_ADMIN_URL,
   DEFAULT_REDIS_URL,
@@ -24,6 +31,7 @@ import {
   randomSuffix,
   startS3rver,
 } from "./lib/local-infra.mjs";
+import { imagesNode } from "./lib/images-node.mjs";
 import { ROOT, childEnv, signalExitCode } from "./lib/toolchain.mjs";
 
 const log = (msg) => console.error(`[bench] ${msg}`);
@@ -53,6 +61,23 @@ if (!script || !existsSync(script)) {
   const list = availableBenches();
   console.error(name ? `[bench] unknown benchmark "${name}"` : "usage: pnpm bench <name> [args...]");
   console.error(list.length ? `available (pnpm bench <name> runs services/<service>/bench/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no services/*/bench/*.bench.ts exists yet");
+  process.exit(2);
+}
+
+/** The Node binary the benchmark runs on (see the file comment), saying which and why. */
+async function benchNode() {
+  if (process.env.BENCH_NODE === "machine") {
+    log(`Node ${process.version} (this machine's: BENCH_NODE=machine)`);
+    return process.execPath;
+  }
+  const node = await imagesNode({ log });
+  if (node.reason) log(`Node ${node.version} (this machine's): the images' Node could not be had, ${node.reason}`);
+  else log(`Node ${node.version} (the images'${node.path === process.execPath ? "" : `, ${relative(ROOT, node.path)}`})`);
+  return node.path;
+}
+
+if (process.env.BENCH_NODE && process.env.BENCH_NODE !== "machine") {
+  console.error(`[bench] BENCH_NODE must be unset (the images' Node) or "machine" (this one), not "${process.env.BENCH_NODE}"`);
   process.exit(2);
 }
 
@@ -104,8 +129,12 @@ try {
 
   const env = childEnv(process.env, { DATABASE_URL: databaseUrl, ...extraEnv, REDIS_URL: redisUrl, ...s3.env });
   env.LOG_LEVEL ||= "warn";
+  const node = await benchNode();
+  // What the benchmark starts with `node` (or process.execPath) is then that Node too.
+  const pathKey = Object.keys(env).find((k) => k.toUpperCase() === "PATH") ?? "PATH";
+  env[pathKey] = [dirname(node), env[pathKey]].filter(Boolean).join(delimiter);
   log(`running ${relative(ROOT, script)}`);
-  child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", script, ...benchArgs], { cwd: ROOT, env, stdio: "inherit" });
+  child = spawn(node, ["--import", "tsx", "--conditions=development", script, ...benchArgs], { cwd: ROOT, env, stdio: "inherit" });
   const code = await new Promise((resolve) => {
     child.on("error", (err) => {
       log(`could not start the benchmark: ${err.message}`);
