@@ -15,7 +15,7 @@
  * this Node when it is that major, else the official build installed under .dev-data/node-lts, as
  * `.ci/run` does), and so does everything it starts: a figure is a measurement of the deployed
  * runtime, not of whichever Node this machine has (on 2026-11-27 the worker and ingest cost 10-25%
- * less CPU per delivery on 24 than on 20, the raw HTTP client the same). `BENCH_NODE=machine` runs
+ * less CPU per delivery on 24 than on 20, the raw HTTP client about 5% less). `BENCH_NODE=machine` runs
  * on this process' Node instead, to compare.
  */
 import { spawn } from "node:child_process";
