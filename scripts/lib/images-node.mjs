@@ -27,10 +27,11 @@ export function nodePackage(major, arch = process.arch) {
   return npmArch ? `node-linux-${npmArch}@${major}` : null;
 }
 
-/** The major of the Node binary at `path`, or null when it does not run. */
-function majorOf(path) {
+/** The version (`v24.1.0`) and major of the Node binary at `path`, or null when it does not run. */
+function versionOf(path) {
   try {
-    return Number(/^v(\d+)\./.exec(execFileSync(path, ["--version"], { encoding: "utf8" }).trim())?.[1]);
+    const version = execFileSync(path, ["--version"], { encoding: "utf8" }).trim();
+    return { version, major: Number(/^v(\d+)\./.exec(version)?.[1]) };
   } catch {
     return null;
   }
@@ -47,12 +48,11 @@ export async function imagesNode({ log = () => undefined, major = imagesNodeMajo
   const pkg = process.platform === "linux" ? nodePackage(major) : null;
   if (!pkg) return { ...own, reason: `no ${major}.x build for ${process.platform}-${process.arch} in the npm registry` };
   const bin = join(NODE_LTS_DIR, "node_modules", pkg.slice(0, pkg.lastIndexOf("@")), "bin", "node");
-  let installed = false;
-  if (!existsSync(bin) || majorOf(bin) !== major) {
-    log(`installing ${pkg} (the images' Node) into ${NODE_LTS_DIR}`);
-    const { code, output } = await run("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", NODE_LTS_DIR, pkg], { capture: true });
-    if (code !== 0 || majorOf(bin) !== major) return { ...own, reason: `npm install ${pkg} failed (exit ${code}): ${output.trim().split("\n").slice(-3).join(" ")}` };
-    installed = true;
-  }
-  return { path: bin, version: execFileSync(bin, ["--version"], { encoding: "utf8" }).trim(), installed };
+  let found = existsSync(bin) ? versionOf(bin) : null;
+  if (found?.major === major) return { path: bin, version: found.version, installed: false };
+  log(`installing ${pkg} (the images' Node) into ${NODE_LTS_DIR}`);
+  const { code, output } = await run("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", NODE_LTS_DIR, pkg], { capture: true });
+  found = versionOf(bin);
+  if (code !== 0 || found?.major !== major) return { ...own, reason: `npm install ${pkg} failed (exit ${code}): ${output.trim().split("\n").slice(-3).join(" ")}` };
+  return { path: bin, version: found.version, installed: true };
 }
