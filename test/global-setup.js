@@ -5,6 +5,7 @@
 import {
   DEFAULT_PG_ADMIN_URL,
   DEFAULT_REDIS_URL,
+  createDatabaseFromTemplate,
   ensureDatabase,
   migrate,
   randomSuffix,
@@ -31,13 +32,20 @@ async function start() {
   process.env.VW_TEST_RUN = run;
   globalThis.__VW_TEST_RUN__ = run;
 
-  // PostgreSQL: one fresh database for this run; test files isolate further by random slugs.
+  // PostgreSQL: a migrated template for this run (never connected to after its migration), the
+  // run's shared database copied from it, and more copies for test files that need a database of
+  // their own (packages/testing createTestDatabase: those running a reconciler, which reads every
+  // pending delivery of its database). Test files on the shared one isolate by random slugs.
   const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
-  const dbName = `vw_test_${suffix}`;
-  const { databaseUrl } = await ensureDatabase(adminUrl, dbName);
-  globalThis.__VW_TEST_DB__ = { adminUrl, dbName };
-  await migrate(databaseUrl);
+  const dbPrefix = `vw_test_${suffix}`;
+  const template = `${dbPrefix}_tpl`;
+  globalThis.__VW_TEST_DB__ = { adminUrl, dbPrefix };
+  const { databaseUrl: templateUrl } = await ensureDatabase(adminUrl, template);
+  await migrate(templateUrl);
+  const { databaseUrl } = await createDatabaseFromTemplate(adminUrl, dbPrefix, template);
   process.env.DATABASE_URL = databaseUrl;
+  process.env.TEST_PG_ADMIN_URL = adminUrl;
+  process.env.VW_TEST_DB_TEMPLATE = template;
 
   process.env.REDIS_URL ||= DEFAULT_REDIS_URL;
 

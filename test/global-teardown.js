@@ -3,7 +3,7 @@
 // packages/testing/src/redis-keys.ts), saying how many a test left behind. Safe to call twice and
 // after a partial setup.
 import { Redis } from "ioredis";
-import { dropDatabase } from "../scripts/lib/local-infra.mjs";
+import { dropDatabasesStartingWith } from "../scripts/lib/local-infra.mjs";
 
 export default async function globalTeardown() {
   const s3 = globalThis.__VW_TEST_S3RVER__;
@@ -11,7 +11,7 @@ export default async function globalTeardown() {
   if (s3) await s3.stop();
   const db = globalThis.__VW_TEST_DB__;
   globalThis.__VW_TEST_DB__ = undefined;
-  if (db) await dropDatabase(db.adminUrl, db.dbName);
+  if (db) await dropDatabasesStartingWith(db.adminUrl, db.dbPrefix);
   const run = globalThis.__VW_TEST_RUN__;
   globalThis.__VW_TEST_RUN__ = undefined;
   if (run) await deleteRunKeys(run);

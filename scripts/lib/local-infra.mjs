@@ -131,6 +131,34 @@ export async function ensureDatabase(adminUrl, name) {
   return { databaseUrl: databaseUrlFor(adminUrl, name), created };
 }
 
+/**
+ * Creates database `name` as a copy of `template` (a file copy: much faster than migrating again).
+ * The template must have no connections. Retries while another copy of it is being made.
+ */
+export async function createDatabaseFromTemplate(adminUrl, name, template) {
+  await withAdmin(adminUrl, async (client) => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await client.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)}`);
+        return;
+      } catch (err) {
+        // 55006: "source database is being accessed by other users" (a concurrent copy).
+        if (err.code !== "55006" || attempt >= 50) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  });
+  return { databaseUrl: databaseUrlFor(adminUrl, name) };
+}
+
+/** Drops every database whose name starts with `prefix` (a test run's), disconnecting their clients. */
+export async function dropDatabasesStartingWith(adminUrl, prefix) {
+  await withAdmin(adminUrl, async (client) => {
+    const { rows } = await client.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [prefix]);
+    for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(datname)} WITH (FORCE)`);
+  });
+}
+
 /** Drops database `name` (if it exists), disconnecting whoever is still connected to it. */
 export async function dropDatabase(adminUrl, name) {
   await withAdmin(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));

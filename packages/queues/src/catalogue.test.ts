@@ -1,33 +1,37 @@
 import { describe, expect, it } from "@jest/globals";
-import { JOB_NAMES, JobPayloadError, assertPayload, validateDeliverJob, validateEndpointDisabledMail } from "./catalogue.js";
-import { deliverJobId, infraBackoffDelay } from "./producer.js";
+import { JOB_NAMES, JobPayloadError, assertPayload, validateDeliverJob, validateEndpointDisabledMail, validateLegacyDeliverJob } from "./catalogue.js";
+import { deliverJobId, infraBackoffDelay, runOfJobId } from "./producer.js";
 
 const id = "0b9c0e55-3f43-4c1e-9a43-1c8a4a7d2f10";
 
-describe("deliver.v1 payload", () => {
+describe("deliver.v2 payload", () => {
   it("accepts a well-formed payload", () => {
-    expect(assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: id, endpointId: id, trigger: "initial" })).toEqual({
-      deliveryId: id,
-      endpointId: id,
-      trigger: "initial",
-    });
+    expect(assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: id, endpointId: id, run: 0 })).toEqual({ deliveryId: id, endpointId: id, run: 0 });
   });
 
   it("names every bad field", () => {
-    expect(() => assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: "x", trigger: "later", attempt: -1 })).toThrow(
-      JobPayloadError,
-    );
-    const result = validateDeliverJob({ deliveryId: "x", trigger: "later", attempt: -1, extra: 1 });
+    expect(() => assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: "x", run: -1 })).toThrow(JobPayloadError);
+    const result = validateDeliverJob({ deliveryId: "x", run: -1, trigger: "initial" });
     expect(result.ok).toBe(false);
     if (!result.ok) {
       const pointers = result.errors.map((e) => e.pointer);
-      expect(pointers).toEqual(expect.arrayContaining(["/deliveryId", "/trigger", "/attempt", "/endpointId", "/extra"]));
+      expect(pointers).toEqual(expect.arrayContaining(["/deliveryId", "/run", "/endpointId", "/trigger"]));
     }
   });
 
-  it("gives the initial run the deliveryId as job id and replays their own", () => {
-    expect(deliverJobId({ deliveryId: id, endpointId: id, trigger: "initial" })).toBe(id);
-    expect(deliverJobId({ deliveryId: id, endpointId: id, trigger: "replay" }, 7)).toBe(`${id}-replay-7`);
+  it("names a run's job after the delivery and the run alone, and reads the run back", () => {
+    expect(deliverJobId({ deliveryId: id, run: 0 })).toBe(id);
+    expect(deliverJobId({ deliveryId: id, run: 7 })).toBe(`${id}-replay-7`);
+    expect(runOfJobId(id)).toBe(0);
+    expect(runOfJobId(`${id}-replay-7`)).toBe(7);
+    expect(runOfJobId(`${id}-replay-1732700000000`)).toBeUndefined();
+  });
+});
+
+describe("deliver.v1 payload (queued by earlier versions)", () => {
+  it("is still understood", () => {
+    expect(validateLegacyDeliverJob({ deliveryId: id, endpointId: id, trigger: "replay", attempt: 2 }).ok).toBe(true);
+    expect(validateLegacyDeliverJob({ deliveryId: id, endpointId: id, trigger: "later" }).ok).toBe(false);
   });
 });
 

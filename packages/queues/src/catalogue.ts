@@ -21,23 +21,41 @@ export const QUEUE_NAMES = {
 
 /** Job names, versioned. */
 export const JOB_NAMES = {
-  deliver: "deliver.v1",
+  /** A run of a delivery: {@link DeliverJobData}. */
+  deliver: "deliver.v2",
+  /**
+   * The previous shape ({@link LegacyDeliverJobData}): still processed, so jobs queued before an
+   * upgrade are sent; nothing adds it any more.
+   */
+  deliverV1: "deliver.v1",
   endpointDisabledMail: "endpoint-disabled-mail.v1",
   retention: "retention.v1",
   analyticsFlush: "analytics-flush.v1",
   recover: "recover.v1",
 } as const;
 
-/** Why a delivery run was queued. Retries continue the run of their job. */
+/** Why a delivery run was queued (`deliver.v1` only; a run's trigger is now read from its row). */
 export type DeliveryTrigger = "initial" | "replay";
 
-/** Payload of `deliver.v1`: which stored delivery to send, and where this run stands. */
+/**
+ * Payload of `deliver.v2`: which run of which stored delivery to send. Everything else (where
+ * the run stands in its retry schedule, when it is due, whether it is a replay) is read from the
+ * delivery row, the schedule of record, so a job rebuilt from PostgreSQL after Redis lost its data
+ * is the same job.
+ */
 export interface DeliverJobData {
   deliveryId: string;
   /** Redundant with the delivery row; lets the worker apply per-endpoint limits before any read. */
   endpointId: string;
+  /** The delivery's run (0 first, +1 per Replay or recover): a job of an older run sends nothing. */
+  run: number;
+}
+
+/** Payload of `deliver.v1`, queued by earlier versions: its run is whatever the row's is. */
+export interface LegacyDeliverJobData {
+  deliveryId: string;
+  endpointId: string;
   trigger: DeliveryTrigger;
-  /** Attempts already made by this run (absent = 0); written by the worker before each retry. */
   attempt?: number;
 }
 
@@ -71,8 +89,20 @@ export interface RecoverJobData {
   recoveryId: string;
 }
 
-/** `deliver.v1` payload validator. */
+/** `deliver.v2` payload validator. */
 export const validateDeliverJob: (data: unknown) => ValidationResult<DeliverJobData> = compileValidator<DeliverJobData>({
+  type: "object",
+  required: ["deliveryId", "endpointId", "run"],
+  additionalProperties: false,
+  properties: {
+    deliveryId: UUID,
+    endpointId: UUID,
+    run: { type: "integer", minimum: 0 },
+  },
+});
+
+/** `deliver.v1` payload validator. */
+export const validateLegacyDeliverJob: (data: unknown) => ValidationResult<LegacyDeliverJobData> = compileValidator<LegacyDeliverJobData>({
   type: "object",
   required: ["deliveryId", "endpointId", "trigger"],
   additionalProperties: false,

@@ -8,3 +8,4 @@ export * from "./connection.js";
 export * from "./producer.js";
 export * from "./analytics-buffer.js";
 export * from "./endpoint-scheduler.js";
+export * from "./dispatch-index.js";

@@ -23,10 +23,26 @@ export const INFRA_BACKOFF_TYPE = "infra";
 /** Infrastructure failures tolerated before a job is left failed for the operator. */
 export const INFRA_ATTEMPTS = 20;
 
-/** Job id of a delivery run: the initial run is the deliveryId, so re-enqueuing it is a no-op. */
-export function deliverJobId(data: DeliverJobData, replayNumber?: number): string {
-  return data.trigger === "initial" ? data.deliveryId : `${data.deliveryId}-replay-${replayNumber ?? Date.now()}`;
+/**
+ * Job id of a delivery run, a function of the row alone (deliveryId and run): the first run's is
+ * the deliveryId, a Replay's or recover's `<deliveryId>-replay-<run>`. Queueing a run whose job
+ * already exists is a no-op, so every writer (intake, Replay, recover, the analytics flush, the
+ * reconciler) may queue it again without ever doubling it.
+ */
+export function deliverJobId(data: Pick<DeliverJobData, "deliveryId" | "run">): string {
+  return data.run === 0 ? data.deliveryId : `${data.deliveryId}-replay-${data.run}`;
 }
+
+/** The run a job id names (see {@link deliverJobId}); undefined for ids of other shapes (`deliver.v1`'s timed replays). */
+export function runOfJobId(jobId: string): number | undefined {
+  const at = jobId.lastIndexOf("-replay-");
+  if (at < 0) return jobId.length === 36 ? 0 : undefined;
+  const run = Number(jobId.slice(at + 8));
+  return Number.isSafeInteger(run) && run > 0 && run < 1_000_000 ? run : undefined;
+}
+
+/** A delivery run to queue; `delayMs` for one not due yet (the reconciler's rebuild of a retry). */
+export type DeliverJobRequest = DeliverJobData & { delayMs?: number };
 
 /**
  * Adds `deliver.v1` jobs in few round trips. Initial runs have the deliveryId as job id, so adding
@@ -38,14 +54,19 @@ export function deliverJobId(data: DeliverJobData, replayNumber?: number): strin
  * stands in the wait list in front of the others' jobs. Added but not yet parked (a crash in
  * between) is safe: the park intents recorded before the add let a worker's sweep park them.
  */
-export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobData[]): Promise<void> {
+export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobRequest[]): Promise<void> {
   if (jobs.length === 0) return;
-  const payloads = jobs.map((data) => assertPayload(JOB_NAMES.deliver, validateDeliverJob, data));
+  const payloads = jobs.map(({ delayMs, ...data }) => ({ payload: assertPayload(JOB_NAMES.deliver, validateDeliverJob, data), delayMs: delayMs ?? 0 }));
   const scheduler = await schedulerOf(queue);
-  const congested = await scheduler.congested([...new Set(payloads.map((p) => p.endpointId))]);
+  const now = payloads.filter((p) => p.delayMs <= 0).map((p) => p.payload.endpointId);
+  const congested = await scheduler.congested([...new Set(now)]);
   const parked = new Map<string, string[]>();
-  const bulk = payloads.map((payload) => {
+  const bulk = payloads.map(({ payload, delayMs }) => {
     const jobId = deliverJobId(payload);
+    if (delayMs > 0) {
+      // Not due yet: it waits in the delayed set like a retry, and asks for a slot when it runs.
+      return { name: JOB_NAMES.deliver, data: payload, opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, delay: delayMs } };
+    }
     const park = congested.has(payload.endpointId);
     if (park) {
       const ids = parked.get(payload.endpointId);

@@ -14,3 +14,4 @@ export * from "./registered-routes.js";
 export * from "./openapi-conformance.js";
 export * from "./fuzz.js";
 export * from "./tcp-proxy.js";
+export * from "./test-database.js";

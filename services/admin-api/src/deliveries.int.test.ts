@@ -250,14 +250,16 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     const res = await api.request("POST", `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`);
     expect(res.status).toBe(202);
     expect(res.headers.get("location")).toBe(`${w.endpoints}/${endpoint.id}/deliveries/${id}`);
-    expect(res.body).toMatchObject({ deliveryId: id, endpointId: endpoint.id, status: "pending", nextAttemptAt: null, attemptCount: 10, lastStatus: 503 });
+    expect(res.body).toMatchObject({ deliveryId: id, endpointId: endpoint.id, status: "pending", attemptCount: 10, lastStatus: 503 });
+    // Due at once: the row is the schedule of record.
+    expect(Date.parse(res.body.nextAttemptAt)).toBeLessThanOrEqual(Date.now());
 
     const row = await deliveryRow(api, id);
-    expect(row).toMatchObject({ status: "pending", nextAttemptAt: null });
+    expect(row).toMatchObject({ status: "pending", run: 1, runAttempts: 0 });
     expect(Buffer.from(row.body).equals(bodyBefore)).toBe(true);
     const jobs = await jobsOf(endpoint.id);
     expect(jobs.map((j) => ({ name: j.name, id: j.id, data: j.data }))).toEqual([
-      { name: JOB_NAMES.deliver, id: expect.stringMatching(new RegExp(`^${id}-replay-\\d+$`)), data: { deliveryId: id, endpointId: endpoint.id, trigger: "replay" } },
+      { name: JOB_NAMES.deliver, id: `${id}-replay-1`, data: { deliveryId: id, endpointId: endpoint.id, run: 1 } },
     ]);
 
     // Each replay is a run of its own.

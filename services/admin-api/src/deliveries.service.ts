@@ -101,7 +101,7 @@ export class DeliveriesService {
       throw endpointDisabled("replays");
     }
 
-    const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, trigger: "replay" }]);
+    const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, run: requeued.run }]);
     try {
       await withTimeout(enqueued, this.enqueueTimeoutMs, ENQUEUE_TIMEOUT_MESSAGE);
     } catch (err) {

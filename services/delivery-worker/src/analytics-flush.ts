@@ -140,7 +140,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       { ignoreExisting: true },
     );
     deps.metrics.analyticsBatches.inc(stored);
-    const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, trigger: "initial" }));
+    const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, run: 0 }));
     await enqueueDeliveries(deps.deliveries, jobs);
   } catch (err) {
     deps.logger.warn(

@@ -6,7 +6,7 @@
  */
 import type { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
+import { DeliveryLog, LogPartitions, pgRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -16,11 +16,13 @@ import { AttemptSlots, JOBS_PER_ATTEMPT_SLOT } from "./attempt-slots.js";
 import { DeliveryStore } from "./delivery-store.js";
 import type { DeliverDeps } from "./deliver.js";
 import { createDeliveriesWorker } from "./deliveries.worker.js";
+import { DependencyGate } from "./dependency-gate.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
 import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
 import { createNotificationsWorker } from "./notifications.worker.js";
+import { Reconciler } from "./reconciler.js";
 import { createRecoveriesWorker } from "./recoveries.worker.js";
 
 /** What the worker process is made of. */
@@ -63,6 +65,12 @@ export interface DeliveryWorkerOptions {
   analytics?: { flushIntervalMs: number; batchMax: number; playUrl: string };
   /** The process's metrics registry (`main.ts` creates it); a fresh one when absent. */
   serviceMetrics?: ServiceMetrics;
+  /**
+   * The reconciler (see reconciler.ts): RECONCILE_INTERVAL_MS between sweeps, and how often the
+   * index marker is checked. Every process runs one (one replica at a time is active); only tests
+   * that share a database with other files' workers go without.
+   */
+  reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
 }
 
 /** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
@@ -80,6 +88,10 @@ export interface DeliveryWorker {
   scheduler: EndpointScheduler;
   /** Backlog figures (also served on `/metrics`). */
   backlog(): Promise<BacklogStats>;
+  /** The reconciler, when this process runs one. */
+  reconciler: Reconciler | null;
+  /** Closed while a dependency is down (this process takes no deliveries meanwhile). */
+  gate: DependencyGate;
   /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
   close(): Promise<void>;
 }
@@ -121,6 +133,13 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     random: options.random,
     now: options.now,
   };
+  const gate = new DependencyGate({
+    logger: options.logger,
+    probes: [
+      { dependency: "postgresql", check: () => options.pool.query("SELECT 1") },
+      { dependency: "redis", check: () => options.connection.ping() },
+    ],
+  });
   const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
   // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
   // a failure is logged and left to that run (there are days of margin, and deliveries go on).
@@ -138,6 +157,10 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       jobLockMs: options.jobLockMs,
       logger: options.logger,
       deps,
+      onDependencyDown: (err) => {
+        metrics.platformFailures.inc();
+        gate.close(err);
+      },
     }),
     createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger }),
     createMaintenanceWorker({
@@ -169,6 +192,20 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
+  gate.guard(workers[0] as Worker);
+  const reconciler = options.reconcile
+    ? new Reconciler({
+        log: new DeliveryLog(pgRunner(options.pool)),
+        queue: queues.deliveries,
+        redis: options.connection,
+        leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
+        sweepIntervalMs: options.reconcile.sweepIntervalMs,
+        checkIntervalMs: options.reconcile.checkIntervalMs,
+        logger: options.logger,
+        metrics,
+      })
+    : null;
+  reconciler?.start();
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
   let sweeping = false;
   const sweeper = setInterval(() => {
@@ -187,8 +224,12 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     workers,
     scheduler,
     backlog: () => scheduler.stats(),
+    reconciler,
+    gate,
     async close() {
       clearInterval(sweeper);
+      gate.stop();
+      await reconciler?.stop();
       // An attempt in flight ends within its timeout and its log write, so by then every job this
       // process took is done. BullMQ's close can wait longer than that on a blocking connection
       // still backing off after a Redis outage (taskforcesh/bullmq#4656); past the bound it is

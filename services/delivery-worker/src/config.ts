@@ -86,6 +86,12 @@ export function loadConfig(env: Env) {
        * DELIVERY_TIMEOUT_MS.
        */
       jobLockMs: r.int("JOB_LOCK_MS", 30_000, { min: 1000 }),
+      /**
+       * How often the reconciler sweeps the pending deliveries of PostgreSQL (the schedule of
+       * record) for ones without a job in Redis, and queues them again: the longest a delivery can
+       * wait without a job. A Redis that lost its data is noticed within a second, whatever this is.
+       */
+      reconcileIntervalMs: r.int("RECONCILE_INTERVAL_MS", 30_000, { min: 1000, max: 3_600_000 }),
       /** SMTP relay for administrator mails; unset = mails are logged, not sent (loud warning). */
       smtpUrl: smtpUrl ?? null,
       mailFrom: r.string("MAIL_FROM", "Webhooks <webhooks@localhost>"),

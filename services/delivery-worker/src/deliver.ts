@@ -4,7 +4,7 @@
  * spec's reaction table, and say what the queue should do next.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { DeliverJobData, EndpointScheduler, WindowSignal } from "@vw/queues";
+import type { EndpointScheduler, WindowSignal } from "@vw/queues";
 import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
@@ -13,10 +13,25 @@ import type { WorkerMetrics } from "./metrics.js";
 
 /** What the processor does with the job afterwards. */
 export type DeliverResult =
-  | { kind: "done"; outcome: "delivered" | "failed" | "skipped" | "missing" | "not-pending" }
-  | { kind: "retry"; delayMs: number; attempt: number }
+  /** `stale`: the job is of an earlier run of the delivery (a Replay or recover started another). */
+  | { kind: "done"; outcome: "delivered" | "failed" | "skipped" | "missing" | "not-pending" | "stale" }
+  /** Not due yet (by its row, the schedule of record): the job waits until `delayMs` from now. */
+  | { kind: "retry"; delayMs: number }
   /** The endpoint has no free slot: the job waits in its parked set (nothing was sent). */
   | { kind: "park" };
+
+/** Which delivery a job sends: its id, its endpoint, and the run it was queued for (undefined: `deliver.v1`, whatever run the row has). */
+export interface DeliveryRun {
+  deliveryId: string;
+  endpointId: string;
+  run: number | undefined;
+}
+
+/**
+ * How early a job may run against its row's due time (clock differences between the writer of the
+ * row and this worker, BullMQ's delayed-set granularity): earlier than this, it waits again.
+ */
+export const DUE_TOLERANCE_MS = 1000;
 
 /** Which run of which job this is: the scheduler's lease is per run. */
 export interface JobRun {
@@ -58,7 +73,7 @@ export interface DeliverDeps {
  * @param data the validated job payload
  * @param run the job's id and this run's lock token
  */
-export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDeps): Promise<DeliverResult> {
+export async function deliver(data: DeliveryRun, run: JobRun, deps: DeliverDeps): Promise<DeliverResult> {
   // Taken before the endpoint's window, so a job waiting here holds nothing else; given back when
   // the POST has its answer (or the run stops before sending), not after the log write.
   const attemptDone = await deps.attempts.take();
@@ -70,11 +85,14 @@ export async function deliver(data: DeliverJobData, run: JobRun, deps: DeliverDe
 }
 
 /** The run of {@link deliver} once it holds an attempt slot; `attemptDone` gives the slot back (idempotent). */
-async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, attemptDone: () => void): Promise<DeliverResult> {
+async function attempt(data: DeliveryRun, run: JobRun, deps: DeliverDeps, attemptDone: () => void): Promise<DeliverResult> {
   // The slot and the row are asked for at once (Redis and PostgreSQL in parallel): one round trip
   // less on every attempt. A job that must park read its row for nothing, which is rare: jobs of a
   // congested endpoint are parked by their producer without being fetched.
   const loading = deps.store.load(data.deliveryId);
+  // Observed at once: the read may fail (PostgreSQL restarting) while the slot is still being
+  // waited for, and an unobserved rejection ends the process. Every path below awaits it.
+  loading.catch(() => undefined);
   const slot = await deps.scheduler.acquireWithin(data.endpointId, run.jobId, run.token, deps.slotWaitMs ?? 0, run.fresh).catch(async (err: unknown) => {
     await loading.catch(() => undefined);
     throw err;
@@ -108,6 +126,18 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
       deps.metrics.skipped.inc();
       return { kind: "done", outcome: delivery.status === "skipped" ? "skipped" : "not-pending" };
     }
+    if (data.run !== undefined && data.run !== delivery.run) {
+      // A Replay or recover started another run with its own job; this one owes nothing.
+      return { kind: "done", outcome: "stale" };
+    }
+    // The schedule runs on the system clock, as its writers' do (the row's times); `deps.now` is
+    // the clock of what the receiver sees (`webhook-timestamp`).
+    const dueInMs = delivery.nextAttemptAt === null ? 0 : delivery.nextAttemptAt.getTime() - Date.now();
+    if (dueInMs > DUE_TOLERANCE_MS) {
+      // The row says later: a retry whose job ran early (a stalled job taken back, a job rebuilt
+      // from PostgreSQL, a duplicate). The row is the schedule; nothing is sent, nothing counted.
+      return { kind: "retry", delayMs: dueInMs };
+    }
 
     if ((delivery.rateLimitPerSecond ?? 0) !== slot.rate) {
       // The throttle did not know this endpoint's rate yet (first attempt, or changed since):
@@ -116,8 +146,8 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
       if (waitMs > 0) await sleep(waitMs);
     }
 
-    const attemptsInRun = data.attempt ?? 0;
-    const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : data.trigger;
+    const attemptsInRun = delivery.runAttempts;
+    const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : delivery.run > 0 ? "replay" : "initial";
     const sent = await sendAttempt({
       url: delivery.url,
       deliveryId: delivery.deliveryId,
@@ -132,20 +162,19 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
     signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
     // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.
-    if (!delivery.test && data.trigger === "initial") {
+    if (!delivery.test && delivery.run === 0) {
       if (delivery.attemptCount === 0) deps.metrics.firstAttemptLag.observe(secondsBetween(delivery.createdAt, sent.startedAt));
       if (sent.verdict === "delivered") deps.metrics.successLag.observe(secondsBetween(delivery.createdAt, sent.startedAt) + sent.outcome.durationMs / 1000);
     }
 
     const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
-    const now = (deps.now ?? (() => new Date()))();
     const status = sent.verdict === "delivered" ? "delivered" : retryDelay !== null ? "pending" : "failed";
     const failures = await deps.store.record({
       attempt: toAttemptRecord(sent, delivery.deliveryId, delivery.attemptCount + 1, trigger),
       endpointId: delivery.endpointId,
       deliveryCreatedAt: delivery.createdAt,
       status,
-      nextAttemptAt: retryDelay === null ? null : new Date(now.getTime() + retryDelay),
+      nextAttemptAt: retryDelay === null ? null : new Date(Date.now() + retryDelay),
       counts: !delivery.test,
       succeeded: sent.verdict === "delivered",
     });
@@ -163,7 +192,7 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
       // A retry of this delivery would only find its endpoint disabled.
       if (status === "pending") return { kind: "done", outcome: "skipped" };
     }
-    if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay, attempt: attemptsInRun + 1 };
+    if (status === "pending" && retryDelay !== null) return { kind: "retry", delayMs: retryDelay };
     return { kind: "done", outcome: status === "delivered" ? "delivered" : "failed" };
   } finally {
     // Not awaited: the job completes without waiting for it. The release goes out with the other

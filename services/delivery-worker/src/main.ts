@@ -51,6 +51,7 @@ const worker = await startDeliveryWorker({
   partitionsAheadDays: config.partitionsAheadDays,
   retentionIntervalMs: config.retentionIntervalMs,
   jobLockMs: config.jobLockMs,
+  reconcile: { sweepIntervalMs: config.reconcileIntervalMs },
   mailTransport: mail,
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },

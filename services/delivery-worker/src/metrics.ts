@@ -62,6 +62,10 @@ export class WorkerMetrics {
   readonly analyticsBatches: Counter;
   /** `vw_analytics_events_dropped_total{reason}`. */
   readonly analyticsDropped: Counter<"reason">;
+  /** `vw_deliveries_reconciled_total{reason}`: pending deliveries queued again from PostgreSQL (rebuild: Redis lost its data; sweep: a job was missing). */
+  readonly reconciled: Counter<"reason">;
+  /** `vw_delivery_platform_failures_total`: runs that could not be attempted for the platform's reason (a dependency down); no attempt spent. */
+  readonly platformFailures: Counter;
 
   constructor(readonly registry: Registry) {
     const registers = [registry];
@@ -97,11 +101,21 @@ export class WorkerMetrics {
     });
     this.analyticsBatches = counter("analytics_batches_total", "analytics.batch deliveries created by the flush.");
     this.analyticsDropped = counter("analytics_events_dropped_total", "Analytics events never sent, by reason.", ["reason"]);
+    this.reconciled = counter(
+      "deliveries_reconciled_total",
+      "Pending deliveries queued again from PostgreSQL, the schedule of record (rebuild: Redis lost the queue's data; sweep: a due delivery had no job).",
+      ["reason"],
+    );
+    this.platformFailures = counter(
+      "delivery_platform_failures_total",
+      "Delivery runs that could not be attempted because of the platform (PostgreSQL or Redis unavailable): retried without spending an attempt.",
+    );
 
     // Every known label value exists from the start at 0, so rate() and alerts see the first increase.
     for (const verdict of VERDICTS) this.attempts.inc({ verdict }, 0);
     for (const reason of ["gone", "failures"] as const) this.endpointsDisabled.inc({ reason }, 0);
     for (const reason of ANALYTICS_DROP_REASONS) this.analyticsDropped.inc({ reason }, 0);
+    for (const reason of ["rebuild", "sweep"] as const) this.reconciled.inc({ reason }, 0);
   }
 
   /** Records one retention run (retention.ts): partitions created and dropped, and how long it took. */

@@ -61,7 +61,7 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
     try {
       await enqueueDeliveries(
         deps.deliveries,
-        requeued.map((row) => ({ deliveryId: row.deliveryId, endpointId, trigger: "replay" as const })),
+        requeued.map((row) => ({ deliveryId: row.deliveryId, endpointId, run: row.run })),
       );
     } catch (err) {
       // Nothing of this batch was queued for sure: back to `failed`, so the retry takes it again.

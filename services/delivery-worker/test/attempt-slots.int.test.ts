@@ -23,11 +23,14 @@ afterAll(async () => {
 
 it("never has more POSTs in flight than DELIVERY_CONCURRENCY, across all endpoints", async () => {
   const world = await h.createWorld();
-  const ids: string[] = [];
+  const jobs: { deliveryId: string; endpointId: string; run: number }[] = [];
   for (const receiver of receivers) {
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
-    for (let i = 0; i < 6; i += 1) ids.push(await h.seedDelivery(endpoint));
+    for (let i = 0; i < 6; i += 1) jobs.push({ deliveryId: await h.seedDelivery(endpoint, { enqueue: false }), endpointId: endpoint.id, run: 0 });
   }
+  // All queued in one call: the worker has more than DELIVERY_CONCURRENCY to send at once.
+  await h.enqueue(jobs);
+  const ids = jobs.map((j) => j.deliveryId);
   const results = await Promise.all(ids.map((id) => h.completion(id)));
   expect(results).toEqual(ids.map(() => "delivered"));
   expect(receivers.reduce((n, r) => n + r.received.length, 0)).toBe(ids.length);

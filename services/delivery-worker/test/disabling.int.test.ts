@@ -111,7 +111,7 @@ describe("a disabled endpoint", () => {
       h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } }),
       h.prisma.webhookDelivery.updateMany({ where: { endpointId: endpoint.id, status: "pending" }, data: { status: "skipped", nextAttemptAt: null } }),
     ]);
-    await h.enqueue([{ deliveryId: queuedLater, endpointId: endpoint.id, trigger: "initial" }]);
+    await h.enqueue([{ deliveryId: queuedLater, endpointId: endpoint.id, run: 0 }]);
     expect(await h.completion(queuedLater)).toBe("skipped");
 
     // Re-enable before the first delivery's retry is due: it was skipped, so it stays unsent.
@@ -130,7 +130,7 @@ describe("a disabled endpoint", () => {
     const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
     // Only the endpoint flag changes (a disable racing the job): the delivery is still pending.
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
+    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
     expect(await h.completion(deliveryId)).toBe("skipped");
     expect(probe.received).toHaveLength(0);
     expect((await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } })).status).toBe("skipped");
@@ -142,7 +142,7 @@ describe("a disabled endpoint", () => {
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
     await h.prisma.webhookEndpoint.delete({ where: { id: endpoint.id } });
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
+    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
     expect(await h.completion(deliveryId)).toBe("missing");
     expect(probe.received).toHaveLength(0);
   });

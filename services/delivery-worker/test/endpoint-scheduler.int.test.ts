@@ -28,7 +28,7 @@ afterAll(async () => {
 /** Adds a deliver job straight into the delayed set, as the worker does before parking it. */
 async function delayedJob(endpointId: string): Promise<string> {
   const id = randomUUID();
-  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: id, endpointId, trigger: "initial" }, { jobId: id, delay: 3_600_000 });
+  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: id, endpointId, run: 0 }, { jobId: id, delay: 3_600_000 });
   return id;
 }
 
@@ -42,7 +42,7 @@ it("producers queue an endpoint's new jobs behind its parked ones, others' into 
   await scheduler.park(busy, [first]);
   expect([...(await scheduler.congested([busy, idle]))]).toEqual([busy]);
 
-  const jobs = [busy, idle, busy].map((endpointId) => ({ deliveryId: randomUUID(), endpointId, trigger: "initial" as const }));
+  const jobs = [busy, idle, busy].map((endpointId) => ({ deliveryId: randomUUID(), endpointId, run: 0 }));
   await enqueueDeliveries(h.deliveries, jobs);
   expect((await h.deliveries.getWaiting()).map((j) => j.id)).toEqual([jobs[1]!.deliveryId]);
   expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
@@ -226,7 +226,7 @@ it("a run's release takes its job out of the parked set, where a producer's re-e
   const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
   const endpoint = randomUUID();
   const parkedKey = `${scheduler.base}ep:${endpoint}:parked`;
-  const running = { deliveryId: randomUUID(), endpointId: endpoint, trigger: "initial" as const };
+  const running = { deliveryId: randomUUID(), endpointId: endpoint, run: 0 };
   await enqueueDeliveries(h.deliveries, [running]);
   expect(await scheduler.acquire(endpoint, "holder", "t")).toMatchObject({ granted: true });
   // The job's first run, never delayed (fresh), takes the other slot of the window.
@@ -256,7 +256,7 @@ it("the sweep parks a job whose process died between moving it to the delayed se
   // timeout (an hour), and is killed before the park itself.
   const orphan = randomUUID();
   await scheduler.intendPark(new Map([[endpoint, [orphan]]]));
-  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, trigger: "initial" }, { jobId: orphan, delay: 3_600_000 });
+  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, run: 0 }, { jobId: orphan, delay: 3_600_000 });
   // Another was killed before even the move: its job is not delayed (here: it does not exist).
   await scheduler.intendPark(new Map([[endpoint, ["never-moved"]]]));
   expect(await h.redis.zcard(parking)).toBe(2);

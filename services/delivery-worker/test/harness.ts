@@ -1,6 +1,7 @@
 /**
- * In-process harness of the delivery worker's integration tests: the real PostgreSQL of the test
- * run (DATABASE_URL from the jest global setup), the real Redis under a random key prefix, the
+ * In-process harness of the delivery worker's integration tests: a database of the test file's own
+ * on the real PostgreSQL of the run (copied from the run's migrated template: the worker's
+ * reconciler reads every pending delivery of its database), the real Redis under a random key prefix, the
  * worker built by `startDeliveryWorker` with a short retry schedule, loopback receivers that
  * verify like a customer's, and an SMTP sink. Rows are created directly, the way event-ingest and
  * admin-api write them, so these tests exercise the worker alone.
@@ -10,7 +11,7 @@ import { Queue, type Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
+import { createTestDatabase, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
@@ -58,6 +59,8 @@ export interface HarnessOptions {
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
   inProcessWorker?: boolean;
+  /** The in-process worker's reconciler (RECONCILE_INTERVAL_MS and its marker check); default: as in production. */
+  reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
 }
 
 export interface TestEndpoint {
@@ -67,6 +70,8 @@ export interface TestEndpoint {
 }
 
 export interface Harness {
+  /** This file's own database (see the file comment). */
+  databaseUrl: string;
   prisma: PrismaClient;
   redis: Redis;
   keyPrefix: string;
@@ -99,9 +104,9 @@ export interface Harness {
 
 /** Starts a harness; call `close` in afterAll. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const databaseUrl = process.env.DATABASE_URL;
+  const database = await createTestDatabase();
+  const databaseUrl = database.url;
   const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-  if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through `pnpm test` (jest global setup)");
   const prisma = createPrismaClient(databaseUrl, { max: 5 });
   const pool = createPgPool(databaseUrl, { max: 3 });
   const redis = createRedisConnection(redisUrl, "worker");
@@ -136,6 +141,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     mailFrom: "Webhooks <webhooks@test.local>",
     random: options.random,
     now: options.now,
+    reconcile: options.reconcile === undefined ? { sweepIntervalMs: 30_000 } : options.reconcile,
   });
 
   const done = new Map<string, string>();
@@ -149,6 +155,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const organizationIds: string[] = [];
   return {
+    databaseUrl,
     prisma,
     redis,
     keyPrefix,
@@ -199,7 +206,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         test,
       });
       await new DeliveryLog(prismaRunner(prisma)).create([{ id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test }]);
-      if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, trigger: "initial" }]);
+      if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, run: 0 }]);
       return deliveryId;
     },
     enqueue: (jobs) => enqueueDeliveries(deliveries, jobs),
@@ -237,6 +244,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await redis.quit();
       await prisma.$disconnect();
       await pool.end();
+      await database.drop();
     },
   };
 }

@@ -90,7 +90,7 @@ describe("GET /metrics on the delivery worker", () => {
     await h.deliveries.pause();
     const enqueuedAt = Date.now();
     const job = (ageMs: number): Promise<unknown> => {
-      const data: DeliverJobData = { deliveryId: randomUUID(), endpointId: randomUUID(), trigger: "initial" };
+      const data: DeliverJobData = { deliveryId: randomUUID(), endpointId: randomUUID(), run: 0 };
       return h.deliveries.add(JOB_NAMES.deliver, data, { jobId: data.deliveryId, timestamp: enqueuedAt - ageMs });
     };
     // The older job first, then a newer one: the gauge must report the older.

@@ -24,7 +24,7 @@ function through(url: string, proxy: TcpProxy): string {
 beforeAll(async () => {
   h = await startHarness({ inProcessWorker: false });
   const redisUrl = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  const dbUrl = new URL(process.env.DATABASE_URL!);
+  const dbUrl = new URL(h.databaseUrl);
   redisProxy = await startTcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
   pgProxy = await startTcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432));
   worker = await spawnService(

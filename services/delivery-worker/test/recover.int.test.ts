@@ -57,7 +57,7 @@ function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`replays completed: ${results.size} of ${deliveryIds.length}`)), 30_000);
     const onDone = (job: Job, result: unknown) => {
-      if (job.data.trigger !== "replay" || !deliveryIds.includes(job.data.deliveryId)) return;
+      if (!(job.data.run > 0) || !deliveryIds.includes(job.data.deliveryId)) return;
       results.set(job.data.deliveryId, result);
       if (results.size < deliveryIds.length) return;
       clearTimeout(timer);
@@ -165,7 +165,7 @@ describe("runRecovery", () => {
     const last = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: 1 });
     expect(row?.cursorId).toBe(last[0]?.id);
     const jobs = await idle.getJobs(["waiting"]);
-    expect(jobs.map((j) => [j.data.trigger, j.data.endpointId])).toEqual(failed.map(() => ["replay", endpoint.id]));
+    expect(jobs.map((j) => [j.data.run, j.data.endpointId])).toEqual(failed.map(() => [1, endpoint.id]));
     expect(jobs.map((j) => j.data.deliveryId).sort()).toEqual([...failed].sort());
     const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
     expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { DeliveryLog, prismaRunner } from "@vw/db";
 import { deliverJobId } from "@vw/queues";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -27,15 +28,13 @@ it("resends the stored bytes under the same webhook-id with a new timestamp and 
   const deliveryId = await h.seedDelivery(endpoint);
   expect(await h.completion(deliveryId)).toBe("delivered");
 
-  // What admin-api's replay route does: back to pending, then a replay run.
+  // What admin-api's replay route does: back to pending as a new run, then that run's job.
   clock += 42_000;
-  await h.prisma.webhookDelivery.updateMany({ where: { id: deliveryId }, data: { status: "pending" } });
-  const replay = { deliveryId, endpointId: endpoint.id, trigger: "replay" as const };
+  const [requeued] = await new DeliveryLog(prismaRunner(h.prisma)).requeue(endpoint.id, [deliveryId]);
+  expect(requeued?.run).toBe(1);
+  const replay = { deliveryId, endpointId: endpoint.id, run: requeued!.run };
   await h.enqueue([replay]);
-  const jobs = await h.deliveries.getJobs(["waiting", "active", "delayed", "completed"]);
-  const replayJob = jobs.find((j) => j.data.deliveryId === deliveryId && j.data.trigger === "replay");
-  expect(replayJob).toBeDefined();
-  expect(await h.completion(String(replayJob!.id))).toBe("delivered");
+  expect(await h.completion(deliverJobId(replay))).toBe("delivered");
 
   const [original, replayed] = probe.received;
   expect(replayed!.verifyError).toBeNull();
@@ -48,5 +47,5 @@ it("resends the stored bytes under the same webhook-id with a new timestamp and 
     [1, "initial"],
     [2, "replay"],
   ]);
-  expect(deliverJobId(replay, 1)).not.toBe(deliveryId);
+  expect(deliverJobId(replay)).not.toBe(deliveryId);
 });

@@ -14,7 +14,7 @@ let h: Harness;
 let pool: PgPool;
 beforeAll(async () => {
   h = await startHarness({ inProcessWorker: false });
-  pool = createPgPool(process.env.DATABASE_URL!, { max: 4 });
+  pool = createPgPool(h.databaseUrl, { max: 4 });
 });
 afterAll(async () => {
   await pool.end();

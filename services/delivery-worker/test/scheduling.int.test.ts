@@ -70,7 +70,7 @@ describe("two worker processes", () => {
     const workers = [await spawnWorker(env), await spawnWorker(env)];
     const ids: string[] = [];
     for (let i = 0; i < 60; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
-    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
 
     await receivedAll(receiver, ids);
     // Each process alone would allow 3; together they still never held more than 3 at once.
@@ -94,7 +94,7 @@ describe("two worker processes", () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
     const enqueuedAt = Date.now();
-    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
 
     await receivedAll(receiver, ids);
     const at = receiver.received.map((r) => r.at).sort((a, b) => a - b);
@@ -121,7 +121,7 @@ describe("two worker processes", () => {
     const first = await spawnWorker(env);
     const ids: string[] = [];
     for (let i = 0; i < 40; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
-    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+    await h.enqueue(ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
 
     await receiver.waitFor(6, 30_000);
     await first.kill9();
@@ -236,7 +236,7 @@ describe("parked jobs", () => {
     // their first run.
     const later: string[] = [];
     for (let i = 0; i < 3; i += 1) later.push(await h.seedDelivery(endpoint, { enqueue: false }));
-    await h.enqueue(later.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" })));
+    await h.enqueue(later.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
     expect(await Promise.all(later.map((id) => h.deliveries.getJobState(id)))).toEqual(["delayed", "delayed", "delayed"]);
 
     // The holders finish: each freed slot is reserved for the oldest parked job and promoted.

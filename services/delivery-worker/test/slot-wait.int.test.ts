@@ -29,7 +29,7 @@ async function burst(slotWaitMs: number): Promise<{ parked: number; delivered: n
   const ids: string[] = [];
   for (let i = 0; i < 40; i += 1) ids.push(await h.seedDelivery(endpoint, { enqueue: false }));
   // All queued at once, so the worker takes 12 of them together.
-  await enqueueDeliveries(h.deliveries, ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, trigger: "initial" as const })));
+  await enqueueDeliveries(h.deliveries, ids.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
   const results = await Promise.all(ids.map((id) => h!.completion(id)));
   return { parked: await metricValue(h.worker.metrics.parked), delivered: results.filter((r) => r === "delivered").length };
 }

@@ -195,8 +195,8 @@ export class IngestService {
       return { ok: true, result: { accepted: accepted[index] as number, duplicates, deliveries }, jobs };
     });
     const jobs: DeliverJobData[] = [
-      ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, trigger: "initial" })),
-      ...intake.unattempted.map((d): DeliverJobData => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, trigger: "initial" })),
+      ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, run: 0 })),
+      ...intake.unattempted.map((d): DeliverJobData => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run })),
     ];
     return { outcomes, jobs };
   }

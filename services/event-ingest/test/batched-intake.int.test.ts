@@ -105,7 +105,7 @@ describe("intakes in batches", () => {
       { accepted: 1, duplicates: 1, deliveries: 2 },
     ]);
     expect(await storedEvents([a.id, b.id, c.id])).toEqual([a.id, b.id, c.id].sort());
-    const jobs = (await api.jobs()).filter((j) => j.data.trigger === "initial");
+    const jobs = (await api.jobs()).filter((j) => j.data.run === 0);
     const events = await api.prisma.webhookEvent.findMany({ where: { worldId: world.id, producerId: { in: [a.id, b.id, c.id] } }, select: { id: true } });
     const deliveries = await api.prisma.webhookDelivery.findMany({ where: { eventId: { in: events.map((e) => e.id) } }, select: { id: true } });
     expect(deliveries).toHaveLength(5);

@@ -99,7 +99,7 @@ describe("crash repair: a retried event re-queues its never-attempted deliveries
     expect(retry.body).toEqual({ accepted: 0, duplicates: 1, deliveries: 0 });
     const jobs = await api.jobs();
     const readded = jobs.find((job) => job.id === lost!.id);
-    expect(readded?.data).toEqual({ deliveryId: lost!.id, endpointId: lost!.endpointId, trigger: "initial" });
+    expect(readded?.data).toEqual({ deliveryId: lost!.id, endpointId: lost!.endpointId, run: 0 });
     expect(await readded?.getState()).toBe("waiting");
     // The job that still waited is the same job, not a second one.
     expect(jobs.filter((job) => job.id === kept!.id).map((job) => job.timestamp)).toEqual([keptTimestamp]);

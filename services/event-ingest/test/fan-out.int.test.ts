@@ -61,7 +61,7 @@ describe("fan-out", () => {
     for (const delivery of deliveries) {
       const job = jobs.get(delivery.id);
       expect(job?.name).toBe(JOB_NAMES.deliver);
-      expect(job?.data).toEqual({ deliveryId: delivery.id, endpointId: delivery.endpointId, trigger: "initial" });
+      expect(job?.data).toEqual({ deliveryId: delivery.id, endpointId: delivery.endpointId, run: 0 });
       expect(await job?.getState()).toBe("waiting");
     }
   });

@@ -102,7 +102,7 @@ describe("DeliveryHistory", () => {
     expect(intake.fresh).toHaveLength(3);
     // A known event again: nothing new stored (its planned delivery is dropped); its delivery, never attempted, is named for queueing again.
     const again = await intakeOf(log, [events[0]!]);
-    expect({ fresh: again.fresh.length, created: again.created, unattempted: again.unattempted }).toEqual({ fresh: 0, created: [], unattempted: [{ deliveryId: intake.created[0]!.id, endpointId }] });
+    expect({ fresh: again.fresh.length, created: again.created, unattempted: again.unattempted }).toEqual({ fresh: 0, created: [], unattempted: [{ deliveryId: intake.created[0]!.id, endpointId, run: 0 }] });
     const stored = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1", [endpointId]);
     expect(stored.rows[0]!.n).toBe(3);
 

@@ -24,6 +24,8 @@ import type {
   LoggedAttempt,
   NewDelivery,
   RequeuedDelivery,
+  ScheduleCursor,
+  ScheduledDelivery,
 } from "./log-types.js";
 import type { SqlRunner } from "./sql-runner.js";
 import * as sql from "./log-statements.js";
@@ -41,7 +43,7 @@ export interface IntakeResult {
   known: IntakeEvent[];
   created: NewDelivery[];
   /** Deliveries of known events still pending and never attempted: their job may have been lost. */
-  unattempted: { deliveryId: string; endpointId: string }[];
+  unattempted: { deliveryId: string; endpointId: string; run: number }[];
 }
 
 interface LoadRow {
@@ -51,6 +53,9 @@ interface LoadRow {
   body: Buffer | Uint8Array;
   status: string;
   attempt_count: number;
+  next_attempt_at: Date | null;
+  run: number;
+  run_attempts: number;
   test: boolean;
   url: string;
   enabled: boolean;
@@ -106,8 +111,8 @@ export class DeliveryLog {
       const unattempted =
         known.length === 0
           ? []
-          : await tx.query<{ id: string; endpoint_id: string }>(sql.UNATTEMPTED_OF_EVENTS, [known.map((k) => k.worldId), known.map((k) => k.producerId)]);
-      return { fresh, known, created, unattempted: unattempted.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id })) };
+          : await tx.query<{ id: string; endpoint_id: string; run: number }>(sql.UNATTEMPTED_OF_EVENTS, [known.map((k) => k.worldId), known.map((k) => k.producerId)]);
+      return { fresh, known, created, unattempted: unattempted.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, run: row.run })) };
     });
   }
 
@@ -160,6 +165,9 @@ export class DeliveryLog {
         body: Buffer.from(row.body),
         status: row.status as LogDeliveryStatus,
         attemptCount: row.attempt_count,
+        nextAttemptAt: row.next_attempt_at === null ? null : new Date(row.next_attempt_at),
+        run: row.run,
+        runAttempts: row.run_attempts,
         test: row.test,
         url: row.url,
         enabled: row.enabled,
@@ -218,7 +226,7 @@ export class DeliveryLog {
     if (deliveryIds.length === 0) return [];
     const times = deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null);
     const statement = times.every((t) => t !== null) ? sql.REQUEUE_TIMED : sql.REQUEUE;
-    const rows = await this.db.query<{ id: string; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(statement, [
+    const rows = await this.db.query<{ id: string; run: number; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(statement, [
       endpointId,
       [...deliveryIds],
       times,
@@ -227,9 +235,25 @@ export class DeliveryLog {
     return rows.map((row) => ({
       deliveryId: row.id,
       endpointId,
+      run: row.run,
       previous: { status: row.prev_status as LogDeliveryStatus, nextAttemptAt: row.prev_next === null ? null : new Date(row.prev_next), updatedAt: new Date(row.prev_updated) },
       requeuedAt: new Date(row.updated_at),
     }));
+  }
+
+  /**
+   * The schedule of record, one page at a time: pending deliveries due at or before `dueBy`, in due
+   * order after `after` (exclusive; null from the start). The reconciler walks it to queue again
+   * whatever has no job in Redis.
+   */
+  async pendingDue(dueBy: Date, after: ScheduleCursor | null, limit: number): Promise<ScheduledDelivery[]> {
+    const rows = await this.db.query<{ id: string; endpoint_id: string; run: number; next_attempt_at: Date }>(sql.PENDING_DUE, [
+      dueBy.toISOString(),
+      after === null ? "-infinity" : after.nextAttemptAt.toISOString(),
+      after === null ? "00000000-0000-0000-0000-000000000000" : after.deliveryId,
+      limit,
+    ]);
+    return rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, run: row.run, nextAttemptAt: new Date(row.next_attempt_at) }));
   }
 
   /** Undoes {@link requeue}s whose jobs could not be queued, for each delivery nothing touched since. */

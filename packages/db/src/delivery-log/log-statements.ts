@@ -43,9 +43,12 @@ const deliveryValues = (first: number): string => {
   AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
 };
 
-/** How a delivery row is written from `v` (see {@link deliveryValues}): pending, its body decoded from base64. */
-const INSERT_DELIVERY_ROWS = `INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, created_at, updated_at)
-    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at`;
+/**
+ * How a delivery row is written from `v` (see {@link deliveryValues}): pending and due at once (its
+ * `next_attempt_at` is its creation time: the schedule of record), its body decoded from base64.
+ */
+const INSERT_DELIVERY_ROWS = `INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, next_attempt_at, created_at, updated_at)
+    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at, created_at`;
 
 /**
  * $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted (`n`) and the
@@ -142,7 +145,7 @@ export const INSERT_EVENTS_AND_DELIVERIES: Statement = {
 /** $1 world ids, $2 producer ids: deliveries of those events still pending and never attempted. */
 export const UNATTEMPTED_OF_EVENTS: Statement = {
   name: "dl-unattempted-of-events",
-  text: `SELECT d.id, d.endpoint_id
+  text: `SELECT d.id, d.endpoint_id, d.run
     FROM unnest($1::uuid[], $2::text[]) AS k(world_id, producer_id)
     JOIN webhook_events e ON e.world_id = k.world_id AND e.producer_id = k.producer_id
     JOIN webhook_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at
@@ -170,7 +173,8 @@ export const RECORD_FINISHED: Statement = {
   JOIN d ON d.id = t.delivery_id`,
 };
 
-const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.test, e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second`;
+const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.next_attempt_at, d.run, d.run_attempts, d.test,
+  e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second`;
 
 /**
  * $1 ids, $2 their creation times (UUIDv7): one partition probed per id. The `= ANY($2)` repeats
@@ -221,7 +225,7 @@ export const RECORD_ATTEMPTS: Statement = {
   ), upd AS (
     UPDATE webhook_deliveries d
     SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
-        attempt_count = d.attempt_count + 1, last_status = v.last_status,
+        attempt_count = d.attempt_count + 1, run_attempts = d.run_attempts + 1, last_status = v.last_status,
         next_attempt_at = CASE WHEN d.status = 'skipped' THEN NULL ELSE v.next_at END, updated_at = now()
     FROM unnest($5::uuid[], $18::timestamptz[], $20::text[], $10::int[], $21::timestamptz[]) AS v(id, created_at, status, last_status, next_at)
     WHERE d.id = v.id AND d.created_at = v.created_at AND d.created_at = ANY($18::timestamptz[]) AND (SELECT count(*) FROM counters) >= 0
@@ -259,10 +263,11 @@ export const REQUEUE: Statement = {
     WHERE d.endpoint_id = $1::uuid AND ($4::text IS NULL OR d.status = $4::text)
     FOR UPDATE OF d
   )
-  UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = NULL, updated_at = clock_timestamp()
+  UPDATE webhook_deliveries d
+  SET status = 'pending', next_attempt_at = clock_timestamp(), run = d.run + 1, run_attempts = 0, updated_at = clock_timestamp()
   FROM target
   WHERE d.id = target.id AND d.created_at = target.created_at
-  RETURNING d.id, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
+  RETURNING d.id, d.run, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
 };
 
 /**
@@ -292,4 +297,20 @@ export const RESTORE: Statement = {
 export const RESTORE_TIMED: Statement = {
   name: "dl-restore-timed",
   text: variantOf(RESTORE.text, ["WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at)", "WHERE d.id = p.id AND d.created_at = p.at AND d.created_at = ANY($2::timestamptz[])"]),
+};
+
+/**
+ * The schedule of record: $1 due at or before, $2/$3 the keyset cursor (due time, id; exclusive),
+ * $4 the page size. Pending deliveries in due order, through the partial index of pending rows
+ * (`webhook_deliveries_due_idx`, one per partition, merged in order): a page costs its own rows,
+ * whatever the size of the history.
+ */
+export const PENDING_DUE: Statement = {
+  name: "dl-pending-due",
+  text: `SELECT d.id, d.endpoint_id, d.run, d.next_attempt_at
+    FROM webhook_deliveries d
+    WHERE d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
+      AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3::uuid)
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT $4::int`,
 };

@@ -89,6 +89,12 @@ export interface DeliveryForAttempt {
   body: Buffer;
   status: LogDeliveryStatus;
   attemptCount: number;
+  /** When it is due (set while `pending`; null once final). */
+  nextAttemptAt: Date | null;
+  /** Its current run: 0 for the first, one more per Replay or recover. */
+  run: number;
+  /** Attempts made in the current run (the retry schedule's position). */
+  runAttempts: number;
   test: boolean;
   url: string;
   enabled: boolean;
@@ -114,7 +120,24 @@ export interface AttemptResult {
 export interface RequeuedDelivery {
   deliveryId: string;
   endpointId: string;
+  /** The run it was put back for (its job's identity). */
+  run: number;
   /** Its state before, so a caller that cannot queue it can put it back ({@link DeliveryLog.restore}). */
   previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date };
   requeuedAt: Date;
+}
+
+/** A pending delivery as the schedule of record holds it: enough to queue its job again. */
+export interface ScheduledDelivery {
+  deliveryId: string;
+  endpointId: string;
+  run: number;
+  /** When it is due. */
+  nextAttemptAt: Date;
+}
+
+/** Keyset position in the schedule (due time, then id). */
+export interface ScheduleCursor {
+  nextAttemptAt: Date;
+  deliveryId: string;
 }

@@ -37,10 +37,10 @@ afterAll(async () => {
   await admin.end();
 });
 
-/** Applies the migrations older than the partitioning one, or the partitioning one alone. */
+/** Applies the migrations older than the partitioning one, or that one and every later one (an upgrade to today). */
 async function migrate(which: "before" | "partitioning"): Promise<void> {
   const folders = readdirSync(migrationsDir).filter((f) => /^\d{14}_/.test(f)).sort();
-  const selected = which === "before" ? folders.filter((f) => f < PARTITIONING) : [PARTITIONING];
+  const selected = which === "before" ? folders.filter((f) => f < PARTITIONING) : folders.filter((f) => f >= PARTITIONING);
   for (const folder of selected) await pool.query(readFileSync(join(migrationsDir, folder, "migration.sql"), "utf8"));
 }
 

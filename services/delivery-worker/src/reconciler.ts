@@ -1,0 +1,216 @@
+/**
+ * The reconciler: PostgreSQL is the schedule of record, Redis a dispatch index this rebuilds.
+ *
+ * Every worker replica runs one; a lease in Redis makes one of them active at a time. The active one
+ * - checks the index marker every `checkIntervalMs`: a marker gone means Redis lost the queue's data
+ *   (restarted empty, a failover to a replica that never had it, a FLUSHDB, an eviction), and every
+ *   pending delivery is queued again at once: those due now to run, the others delayed to their
+ *   due time;
+ * - every `sweepIntervalMs` (RECONCILE_INTERVAL_MS) walks the pending deliveries that are due and
+ *   queues again each one without a job: the delivery of a process killed between its write and
+ *   its enqueue (intake, Replay, recover, a retry, the analytics flush), a job lost to a failover.
+ *
+ * Both walk the partial index of pending rows in pages, and queueing is idempotent: a run's job id
+ * is its deliveryId and run (`deliverJobId`), so a run that has a job is never queued twice, and
+ * the job sends the delivery under its own deliveryId. A sweep visits at most `sweepMaxRows` rows and
+ * goes on from there at the next one, so its cost stays bounded whatever the backlog.
+ */
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { DeliveryLog, ScheduleCursor, ScheduledDelivery } from "@vw/db";
+import { RedisLease, enqueueDeliveries, indexState, markIndexed, markRebuilding, runsWithoutJob, type DeliverJobRequest } from "@vw/queues";
+import type { Logger } from "@vw/service-kit";
+import type { WorkerMetrics } from "./metrics.js";
+
+/** Options of {@link Reconciler}. */
+export interface ReconcilerOptions {
+  /** Reads the schedule of record (`pendingDue`). */
+  log: Pick<DeliveryLog, "pendingDue">;
+  queue: Queue;
+  redis: Redis;
+  /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
+  leaseKey: string;
+  /** RECONCILE_INTERVAL_MS: how often the due deliveries are swept. */
+  sweepIntervalMs: number;
+  /** How often the marker and the lease are checked (default 1 s). */
+  checkIntervalMs?: number;
+  /** Most rows one sweep visits (default 100,000); the next sweep goes on from there. */
+  sweepMaxRows?: number;
+  /** Rows per page (default 500). */
+  pageSize?: number;
+  logger: Logger;
+  metrics?: WorkerMetrics;
+  now?: () => number;
+}
+
+/** How long {@link Reconciler.stop} waits for a pass in progress. */
+const STOP_WAIT_MS = 5000;
+
+/** A sweep leaves alone what became due this recently: its writer is queueing it right now. */
+const SWEEP_GRACE_MS = 1000;
+
+/** What one pass queued. */
+export interface ReconcileReport {
+  visited: number;
+  queued: number;
+}
+
+/** See the file comment. */
+export class Reconciler {
+  private readonly lease: RedisLease;
+  private readonly checkIntervalMs: number;
+  private readonly sweepMaxRows: number;
+  private readonly pageSize: number;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private nextSweepAt = 0;
+  /** Where the last sweep stopped (it goes on from there), or null to start from the oldest. */
+  private sweepCursor: ScheduleCursor | null = null;
+  private active = false;
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.checkIntervalMs = options.checkIntervalMs ?? 1000;
+    this.sweepMaxRows = options.sweepMaxRows ?? 100_000;
+    this.pageSize = options.pageSize ?? 500;
+    this.now = options.now ?? Date.now;
+    // Three checks' worth: a holder that misses two renewals in a row has lost it.
+    this.lease = new RedisLease(options.redis, options.leaseKey, this.checkIntervalMs * 3);
+  }
+
+  /** Starts checking (the first check at once). */
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stops, waits for a pass in progress, and gives the lease up. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    // A pass waiting on an unavailable Redis or PostgreSQL is left behind after a few seconds: it
+    // holds nothing that another replica's reconciler cannot redo.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
+    clearTimeout(timer);
+    if (this.active) await Promise.race([this.lease.release().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref())]);
+    this.active = false;
+  }
+
+  /** True while this replica holds the lease. */
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.tick().finally(() => {
+        this.running = null;
+        this.schedule(this.checkIntervalMs);
+      });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One check: lease, marker, and the sweep when it is time. Never throws (logged; the next check tries again). */
+  async tick(): Promise<void> {
+    try {
+      this.active = await this.lease.hold();
+      if (!this.active) return;
+      const state = await indexState(this.options.redis, this.options.queue);
+      if (state !== "indexed") {
+        await this.rebuild(state);
+        return;
+      }
+      if (this.now() >= this.nextSweepAt) {
+        this.nextSweepAt = this.now() + this.options.sweepIntervalMs;
+        await this.sweep();
+      }
+    } catch (err) {
+      // Redis or PostgreSQL unavailable: their status lines say so; the next check tries again.
+      this.options.logger.debug({ err: err as Error }, "reconciler check failed; trying again");
+    }
+  }
+
+  /**
+   * Queues every pending delivery again (the index's data is gone): due ones now, oldest first,
+   * later ones delayed to their time. Redone from the start if the data goes again meanwhile.
+   */
+  async rebuild(state: "missing" | "rebuilding" = "missing"): Promise<ReconcileReport> {
+    const started = this.now();
+    this.options.logger.warn({ marker: state }, "the dispatch index in Redis is gone: queueing every pending delivery again from PostgreSQL");
+    for (;;) {
+      const epoch = await markRebuilding(this.options.redis, this.options.queue);
+      const report = await this.walk(Number.POSITIVE_INFINITY, null, Number.POSITIVE_INFINITY);
+      if (await markIndexed(this.options.redis, this.options.queue, epoch)) {
+        this.options.metrics?.reconciled.inc({ reason: "rebuild" }, report.queued);
+        this.options.logger.warn({ ...report, tookMs: this.now() - started }, "dispatch index rebuilt from PostgreSQL");
+        // The sweep starts over too: whatever it had visited was queued just now.
+        this.sweepCursor = null;
+        this.nextSweepAt = this.now() + this.options.sweepIntervalMs;
+        return report;
+      }
+      if (this.stopped) return report;
+    }
+  }
+
+  /** Queues again the due deliveries without a job (see the file comment). */
+  async sweep(): Promise<ReconcileReport> {
+    const report = await this.walk(this.now() - SWEEP_GRACE_MS, this.sweepCursor, this.sweepMaxRows);
+    if (report.queued > 0) {
+      this.options.metrics?.reconciled.inc({ reason: "sweep" }, report.queued);
+      this.options.logger.warn(report, "queued again pending deliveries that had no job");
+    }
+    return report;
+  }
+
+  /**
+   * Walks the pending deliveries due by `dueBy` from `from`, at most `maxRows`, queueing those
+   * without a job; the sweep's cursor is left where it stopped (null once the end was reached).
+   */
+  private async walk(dueBy: number, from: ScheduleCursor | null, maxRows: number): Promise<ReconcileReport> {
+    const dueByDate = new Date(Number.isFinite(dueBy) ? dueBy : 8.64e15);
+    let cursor = from;
+    let visited = 0;
+    let queued = 0;
+    let renewedAt = this.now();
+    while (!this.stopped && visited < maxRows) {
+      if (this.now() - renewedAt >= this.checkIntervalMs) {
+        // A long walk keeps its lease; one that lost it (a pause longer than the lease) stops, and
+        // the new holder walks instead.
+        renewedAt = this.now();
+        this.active = await this.lease.hold();
+        if (!this.active) break;
+      }
+      const page = await this.options.log.pendingDue(dueByDate, cursor, this.pageSize);
+      if (page.length === 0) {
+        cursor = null;
+        break;
+      }
+      visited += page.length;
+      queued += await this.queueMissing(page);
+      const last = page[page.length - 1] as ScheduledDelivery;
+      cursor = { nextAttemptAt: last.nextAttemptAt, deliveryId: last.deliveryId };
+      if (page.length < this.pageSize) {
+        cursor = null;
+        break;
+      }
+    }
+    if (Number.isFinite(maxRows)) this.sweepCursor = cursor;
+    return { visited, queued };
+  }
+
+  private async queueMissing(page: readonly ScheduledDelivery[]): Promise<number> {
+    const missing = await runsWithoutJob(this.options.redis, this.options.queue, page);
+    const now = this.now();
+    const jobs: DeliverJobRequest[] = page
+      .filter((_, i) => missing[i])
+      .map((d) => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run, delayMs: Math.max(0, d.nextAttemptAt.getTime() - now) }));
+    await enqueueDeliveries(this.options.queue, jobs);
+    return jobs.length;
+  }
+}
