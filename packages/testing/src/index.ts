@@ -15,3 +15,4 @@ export * from "./openapi-conformance.js";
 export * from "./fuzz.js";
 export * from "./tcp-proxy.js";
 export * from "./test-database.js";
+export * from "./eventually.js";

@@ -173,7 +173,7 @@ export class Reconciler {
    * without a job; the sweep's cursor is left where it stopped (null once the end was reached).
    */
   private async walk(dueBy: number, from: ScheduleCursor | null, maxRows: number): Promise<ReconcileReport> {
-    const dueByDate = new Date(Number.isFinite(dueBy) ? dueBy : 8.64e15);
+    const dueByDate = Number.isFinite(dueBy) ? new Date(dueBy) : null;
     let cursor = from;
     let visited = 0;
     let queued = 0;

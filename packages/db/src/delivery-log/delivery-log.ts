@@ -242,13 +242,13 @@ export class DeliveryLog {
   }
 
   /**
-   * The schedule of record, one page at a time: pending deliveries due at or before `dueBy`, in due
-   * order after `after` (exclusive; null from the start). The reconciler walks it to queue again
-   * whatever has no job in Redis.
+   * The schedule of record, one page at a time: pending deliveries due at or before `dueBy` (null:
+   * all of them, whenever due), in due order after `after` (exclusive; null from the start). The
+   * reconciler walks it to queue again whatever has no job in Redis.
    */
-  async pendingDue(dueBy: Date, after: ScheduleCursor | null, limit: number): Promise<ScheduledDelivery[]> {
+  async pendingDue(dueBy: Date | null, after: ScheduleCursor | null, limit: number): Promise<ScheduledDelivery[]> {
     const rows = await this.db.query<{ id: string; endpoint_id: string; run: number; next_attempt_at: Date }>(sql.PENDING_DUE, [
-      dueBy.toISOString(),
+      dueBy === null ? "infinity" : dueBy.toISOString(),
       after === null ? "-infinity" : after.nextAttemptAt.toISOString(),
       after === null ? "00000000-0000-0000-0000-000000000000" : after.deliveryId,
       limit,

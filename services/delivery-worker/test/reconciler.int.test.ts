@@ -1,0 +1,171 @@
+/**
+ * PostgreSQL is the schedule of record and Redis a dispatch index: the reconciler rebuilds the
+ * index when Redis loses the queue's data, queues again a due delivery that has no job, never
+ * queues a run twice, and the worker trusts the row over the job (a job of an older run sends
+ * nothing; one that runs before its row's due time waits).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { UnrecoverableError, Worker } from "bullmq";
+import { DeliveryLog, prismaRunner } from "@vw/db";
+import { JOB_NAMES, QUEUE_NAMES, bullPrefix, deliverJobId, enqueueDeliveries, indexState, openQueue, runsWithoutJob } from "@vw/queues";
+import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+const RETRY_MS = 1500;
+let h: Harness;
+const receivers: WebhookReceiver[] = [];
+
+beforeAll(async () => {
+  h = await startHarness({ retryDelays: [RETRY_MS], reconcile: { sweepIntervalMs: 1000, checkIntervalMs: 200 } });
+  await eventually("the reconciler indexed the empty schedule", async () => (await indexState(h.redis, h.deliveries)) === "indexed");
+});
+afterAll(async () => {
+  await h.close();
+  await Promise.all(receivers.map((r) => r.close()));
+});
+
+async function receiver(answer: Parameters<typeof startWebhookReceiver>[0] extends infer O ? (O extends { answer?: infer A } ? A : never) : never = 200) {
+  const r = await startWebhookReceiver({ answer });
+  receivers.push(r);
+  return r;
+}
+
+/** Deletes every key of the harness's prefix, as a Redis restarted without its data would have none. */
+async function loseRedisData(): Promise<number> {
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await h.redis.scan(cursor, "MATCH", `${h.keyPrefix}:*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await h.redis.del(...keys);
+  } while (cursor !== "0");
+  return deleted;
+}
+
+const log = () => new DeliveryLog(prismaRunner(h.prisma));
+const rowOf = (id: string) => h.prisma.webhookDelivery.findFirstOrThrow({ where: { id } });
+
+describe("when Redis loses the queue's data", () => {
+  it("queues every pending delivery again from PostgreSQL: due ones at once, retries at their time", async () => {
+    const world = await h.createWorld();
+    // The first attempt of each delivery fails: each then waits for its retry, in Redis only.
+    const flaky = await receiver((req, res) => {
+      res.statusCode = flaky.received.filter((r) => r.headers["webhook-id"] === req.headers["webhook-id"]).length === 1 ? 503 : 200;
+      res.end();
+    });
+    const steady = await receiver(200);
+    const retrying = await h.createEndpoint(world.id, { url: flaky.url });
+    const unsent = await h.createEndpoint(world.id, { url: steady.url });
+    const waitingForRetry = await Promise.all([0, 1, 2].map(() => h.seedDelivery(retrying)));
+    await eventually("each of the three got its first (failed) attempt", async () => {
+      const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: waitingForRetry } } });
+      return rows.every((r) => r.attemptCount === 1 && r.status === "pending" && r.nextAttemptAt !== null && r.nextAttemptAt.getTime() > Date.now());
+    });
+    // Stored, never queued: a producer killed between its commit and its enqueue.
+    const neverQueued = await Promise.all([0, 1].map(() => h.seedDelivery(unsent, { enqueue: false })));
+
+    expect(await loseRedisData()).toBeGreaterThan(0);
+
+    await eventually("both never-queued deliveries arrived", () => neverQueued.every((id) => steady.received.some((r) => r.headers["webhook-id"] === id)));
+    await eventually("the three retries were sent at their time and delivered", async () => {
+      const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: waitingForRetry } } });
+      return rows.every((r) => r.status === "delivered");
+    });
+    for (const id of waitingForRetry) {
+      const row = await rowOf(id);
+      // Two attempts each: the index rebuilt the retry, it did not add one.
+      expect({ id, attempts: row.attemptCount, received: flaky.received.filter((r) => r.headers["webhook-id"] === id).length }).toEqual({ id, attempts: 2, received: 2 });
+      const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: id }, orderBy: { attemptNumber: "asc" } });
+      expect(attempts.map((a) => [a.trigger, a.responseStatus])).toEqual([
+        ["initial", 503],
+        ["retry", 200],
+      ]);
+      // Not before the row's due time: the second attempt came at least RETRY_MS after the first.
+      expect(attempts[1]!.startedAt.getTime() - attempts[0]!.startedAt.getTime()).toBeGreaterThanOrEqual(RETRY_MS);
+    }
+    expect(await indexState(h.redis, h.deliveries)).toBe("indexed");
+    const rebuilt = (await h.worker.metrics.reconciled.get()).values.find((v) => v.labels.reason === "rebuild");
+    expect(rebuilt?.value).toBeGreaterThanOrEqual(5);
+  });
+});
+
+describe("the sweep", () => {
+  it("queues a due delivery that has no job, once", async () => {
+    const world = await h.createWorld();
+    const probe = await receiver(200);
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
+    await eventually("the delivery without a job arrived", () => probe.received.length === 1);
+    expect(probe.received[0]!.headers["webhook-id"]).toBe(deliveryId);
+    expect(await rowOf(deliveryId)).toMatchObject({ status: "delivered", attemptCount: 1 });
+  });
+
+  it("leaves alone a run that has a job, and replaces a run whose job failed", async () => {
+    const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
+    try {
+      const waiting = { deliveryId: "0193a000-0000-7000-8000-000000000001", endpointId: "0193a000-0000-7000-8000-0000000000e1", run: 0 };
+      const failed = { deliveryId: "0193a000-0000-7000-8000-000000000002", endpointId: waiting.endpointId, run: 3 };
+      const absent = { deliveryId: "0193a000-0000-7000-8000-000000000003", endpointId: waiting.endpointId, run: 0 };
+      await enqueueDeliveries(idle, [{ ...waiting, delayMs: 3_600_000 }, failed]);
+      // A job that ended in the failed set (its payload refused): the run has no live job.
+      const connection = h.redis.duplicate();
+      const failing = new Worker(idle.name, () => Promise.reject(new UnrecoverableError("refused")), { connection, prefix: bullPrefix(`${h.keyPrefix}-idle`) });
+      await eventually("the job failed", async () => (await idle.getJobState(deliverJobId(failed))) === "failed");
+      await failing.close();
+      await connection.quit();
+      expect(await runsWithoutJob(h.redis, idle, [waiting, failed, absent])).toEqual([false, true, true]);
+      // The failed job was removed, so the run can be queued again under its id.
+      expect(await idle.getJob(deliverJobId(failed))).toBeUndefined();
+      await enqueueDeliveries(idle, [failed, waiting]);
+      const jobs = await idle.getJobs(["waiting", "delayed", "failed"]);
+      expect(jobs.map((j) => [j.id, j.name]).sort()).toEqual(
+        [
+          [deliverJobId(waiting), JOB_NAMES.deliver],
+          [deliverJobId(failed), JOB_NAMES.deliver],
+        ].sort(),
+      );
+    } finally {
+      await idle.obliterate({ force: true });
+      await idle.close();
+    }
+  });
+});
+
+describe("the row over the job", () => {
+  it("a job of an earlier run sends nothing", async () => {
+    const world = await h.createWorld();
+    const probe = await receiver(200);
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    const deliveryId = await h.seedDelivery(endpoint);
+    expect(await h.completion(deliveryId)).toBe("delivered");
+    const [replay] = await log().requeue(endpoint.id, [deliveryId]);
+    expect(replay?.run).toBe(1);
+    // Run 0's job again (a duplicate from before the Replay): stale. Then run 1's: sent.
+    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
+    expect(await h.completion(deliveryId)).toBe("delivered");
+    await h.deliveries.add(JOB_NAMES.deliver, { deliveryId, endpointId: endpoint.id, run: 0 }, { jobId: `${deliveryId}-dup` });
+    expect(await h.completion(`${deliveryId}-dup`)).toBe("stale");
+    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 1 }]);
+    expect(await h.completion(deliverJobId({ deliveryId, run: 1 }))).toBe("delivered");
+    expect(probe.received).toHaveLength(2);
+    expect((await rowOf(deliveryId)).run).toBe(1);
+  });
+
+  it("a job that runs before its row's due time waits for it, and nothing is spent", async () => {
+    const world = await h.createWorld();
+    const probe = await receiver(200);
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
+    const dueAt = new Date(Date.now() + 2500);
+    // The row says later (as after a failed attempt); a job for it runs now anyway.
+    await h.prisma.webhookDelivery.updateMany({ where: { id: deliveryId }, data: { nextAttemptAt: dueAt } });
+    await h.deliveries.add(JOB_NAMES.deliver, { deliveryId, endpointId: endpoint.id, run: 0 }, { jobId: deliveryId });
+    await eventually("the early job went back to the delayed set", async () => (await h.deliveries.getJobState(deliveryId)) === "delayed");
+    expect(probe.received).toHaveLength(0);
+    expect(await rowOf(deliveryId)).toMatchObject({ status: "pending", attemptCount: 0 });
+    expect(await h.completion(deliveryId)).toBe("delivered");
+    expect(probe.received).toHaveLength(1);
+    const [attempt] = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
+    expect(attempt!.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt.getTime() - 1000);
+  });
+});
