@@ -9,13 +9,13 @@
  * BENCH_DELIVERIES healthy deliveries to both at once, then, once both have finished,
  * BENCH_LAG_ROUNDS (2) open-loop rounds of BENCH_LAG_SECONDS (10) to both at once.
  *
- * Why at the same moment: on this shared machine the same code's throughput moves by 20-50% from
- * one minute to the next (CPU time per delivery between 0.76 and 1.54 ms within one run), so two
- * conditions measured one after the other, even alternated, were decided by when each unit ran (the
- * same code read 81.7-117.3%). Side by side, a slow spell slows both stacks alike. The two stacks
- * share the machine's two cores, so each delivers about half of what one would alone, and a stack
- * whose deliveries cost more CPU gets fewer done: the ratio of their throughputs is the ratio of
- * what a delivery costs them. It is measured over the same window for both: from the burst's start
+ * Why at the same moment: on a shared machine the same code's throughput moves by a fifth or more
+ * from one minute to the next (CPU time per delivery too, within one run), so two conditions
+ * measured one after the other, even alternated, were decided by when each unit ran. Side by side,
+ * a slow spell slows both stacks alike (docs/benchmarks.md, "How the figures are made"). The two
+ * stacks share the machine's two cores, so each delivers about half of what one would alone, and a
+ * stack whose deliveries cost more CPU gets fewer done: the ratio of their throughputs is the ratio
+ * of what a delivery costs them. It is measured over the same window for both: from the burst's start
  * until the first stack has delivered all of it (after that the other has the machine to itself).
  *
  * The backlog sits on the first stack for BENCH_UNITS (3) units, then moves to the second for as
