@@ -7,9 +7,8 @@ import { useId, useState, type FormEvent } from "react";
 import type { DeliveredEventType, EndpointResource } from "@vw/contracts";
 import { ApiError } from "../api/client.js";
 import type { DeliveryFilters } from "../api/world-api.js";
-import { navigate } from "../router.js";
+import { Link, navigate } from "../router.js";
 import { useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 import { DELIVERY_STATUS_LIST, DeliveryStatusBadge } from "./delivery-status.js";
 import { Button, Empty, Loading, ProblemMessage, formatTime } from "./ui.js";
 

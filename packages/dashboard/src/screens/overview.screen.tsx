@@ -1,8 +1,8 @@
 /** Overview: the world, where its maps live, its endpoints and how deliveries went lately. */
 import { useQueries, useQuery } from "@tanstack/react-query";
 import { Badge, Loading, ProblemMessage, formatRate } from "../components/ui.js";
+import { Link } from "../router.js";
 import { useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 
 export function OverviewScreen() {
   const { api } = useSession();
