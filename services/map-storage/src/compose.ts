@@ -17,7 +17,7 @@ export interface MapStorageClients {
   logger: Logger;
 }
 
-/** Builds the app from config and live clients; shared by `main.ts`, the tests and the benchmark. */
+/** Builds the app from config and live clients; shared by `main.ts` and the tests. */
 /** Replacements tests inject: a store that counts calls, a clock for key-cache expiry. */
 export interface MapStorageOverrides {
   wrapStore?: (store: ObjectStore) => ObjectStore;

@@ -20,6 +20,7 @@ import type {
   UpdateEndpointRequest,
   UpdateWorldRequest,
   WorldResource,
+  WorldStatsResource,
 } from "@vw/contracts";
 import { apiRequest } from "./client.js";
 
@@ -55,6 +56,7 @@ export function worldApi(organization: string, world: string) {
   const ep = (id: string) => `${base}/endpoints/${enc(id)}`;
   return {
     world: () => apiRequest<WorldResource>("GET", base),
+    worldStats: () => apiRequest<WorldStatsResource>("GET", `${base}/stats`),
     updateWorld: (patch: UpdateWorldRequest) => apiRequest<WorldResource>("PATCH", base, patch),
 
     apiKeys: (cursor?: string) => apiRequest<ListResource<ApiKeyResource>>("GET", `${base}/api-keys${query({ limit: "100", cursor })}`),
