@@ -26,15 +26,23 @@ const fatalUtf8 = new TextDecoder("utf-8", { fatal: true });
  * - malformed JSON, or a top level that is not an object or an array: 400;
  * - a string or member name holding a NUL or a lone surrogate: 400 with a JSON pointer to each;
  * - larger than `limit`: 413 (through the error middleware).
- * A request without a body (none, or `Content-Length: 0`) leaves `req.body` undefined.
+ * A request without a body (none, or `Content-Length: 0`) leaves `req.body` undefined. On a method
+ * outside `methods` a JSON-typed body is checked (malformed: 400) and then dropped; others are ignored.
  */
 export function jsonBody(options: JsonBodyOptions): RequestHandler[] {
   const methods = new Set(options.methods ?? ["POST", "PUT", "PATCH"]);
   const readRaw = express.raw({ type: () => true, limit: options.limit });
   const gate: RequestHandler = (req, _res, next) => {
     const hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] ?? "0") !== "0";
-    if (!methods.has(req.method) || !hasBody) {
+    if (!hasBody) {
       next();
+      return;
+    }
+    if (!methods.has(req.method)) {
+      // A route that takes no body (DELETE, say) ignores one, but not a body that claims to be
+      // JSON and is not: that request is malformed, and acting on it would hide the client's bug.
+      if (req.is(JSON_MEDIA_TYPES)) readRaw(req, _res, next);
+      else next();
       return;
     }
     if (!req.is(JSON_MEDIA_TYPES)) {
@@ -57,7 +65,9 @@ export function jsonBody(options: JsonBodyOptions): RequestHandler[] {
       next();
       return;
     }
-    req.body = parseJsonBytes(raw);
+    const parsed = parseJsonBytes(raw);
+    // Checked, then dropped, on a method that takes no body (see the gate).
+    if (methods.has(req.method)) req.body = parsed;
     next();
   };
   return [gate, parse];

@@ -59,14 +59,23 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: Logge
   const requestId = randomUUID();
   logger?.warn({ requestId, status, code, detail, parserError: err.code }, "request refused by the HTTP parser");
   const body = problemBody(status, code, detail, undefined);
+  // An answer to HEAD has no body (RFC 9110, 9.3.2): a client reading one would take the problem
+  // document for the next response, or drop the connection. The method is read off the raw bytes,
+  // since the parser gave up before it made a request of them.
+  const head = isHeadRequest((err as { rawPacket?: unknown }).rawPacket);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TITLES[status] ?? "Bad Request"}\r\n` +
       "Content-Type: application/problem+json\r\n" +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\n` +
       "Connection: close\r\n\r\n" +
-      body,
+      (head ? "" : body),
   );
+}
+
+/** Whether the raw bytes the parser refused begin a HEAD request. */
+export function isHeadRequest(rawPacket: unknown): boolean {
+  return Buffer.isBuffer(rawPacket) && rawPacket.subarray(0, 5).toString("latin1") === "HEAD ";
 }
 
 function problemBody(status: number, code: string, detail: string, instance: string | undefined): string {

@@ -121,6 +121,17 @@ describe("platform text in every string the admin API stores", () => {
     expect(await storedState()).toBe(before);
   });
 
+  it("refuses a malformed JSON body on a route that takes none (revoking a key), and revokes nothing", async () => {
+    const key = await api.request("POST", `${worldPath}/api-keys`, { body: {} });
+    expect(key.status).toBe(201);
+    const before = await storedState();
+    const res = await api.request("DELETE", `${worldPath}/api-keys/${key.body.id}`, { rawBody: '{"a":1,}', headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(await storedState()).toBe(before);
+    expect((await api.request("DELETE", `${worldPath}/api-keys/${key.body.id}`)).status).toBe(204);
+  });
+
   it("refuses a body nested deeper than 64 levels with 400, before parsing it", async () => {
     const deep = `{"name":${"[".repeat(10_000)}${"]".repeat(10_000)}}`;
     const res = await api.request("PATCH", worldPath, { rawBody: deep, headers: { "content-type": "application/json" } });
