@@ -9,6 +9,11 @@
  * Counting: `passed`/`failed` are tests; a test file that failed to run at all (a syntax error,
  * an import that throws) adds 1 to `failed`, and a run that produced no results (the global setup
  * failed, say) prints `0 passed, 1 failed`.
+ *
+ * The whole suite (no test path given) is preceded by the type-aware lint of every package
+ * (eslint.config.js: promises nobody observes or that are handed where a value is expected); a lint
+ * error adds 1 to `failed` and makes the exit code non-zero, though jest still runs. `VW_LINT=0`
+ * skips it (CI's second run on another Node: the lint does not depend on the runtime).
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
@@ -39,6 +44,8 @@ if (!nodeOptions.includes("--experimental-vm-modules")) nodeOptions.push("--expe
 // The flag is the supported way to run jest on ESM; its warning on every run is noise.
 if (!nodeOptions.some((o) => o.startsWith("--disable-warning"))) nodeOptions.push("--disable-warning=ExperimentalWarning");
 
+const lintFailed = userArgs.some((a) => !a.startsWith("-")) || process.env.VW_LINT === "0" || noResults ? false : await lint();
+
 const child = spawn(process.execPath, [jestBin, ...args], {
   cwd: ROOT,
   env: childEnv(process.env, { NODE_OPTIONS: nodeOptions.join(" ") }),
@@ -60,13 +67,32 @@ child.on("error", (err) => {
 });
 
 child.on("close", (code, signal) => {
-  const exitCode = code ?? signalExitCode(signal);
-  if (!noResults) console.log(summaryLine(exitCode));
+  const jestExit = code ?? signalExitCode(signal);
+  const exitCode = jestExit === 0 && lintFailed ? 1 : jestExit;
+  if (!noResults) console.log(summaryLine(jestExit, lintFailed ? 1 : 0));
   rmSync(resultsFile, { force: true });
   process.exit(interrupted && exitCode === 0 ? 130 : exitCode);
 });
 
-function summaryLine(exitCode) {
+/** Runs eslint over the workspace; resolves true when it reported an error (or could not run). */
+function lint() {
+  const eslintBin = join(ROOT, "node_modules", "eslint", "bin", "eslint.js");
+  console.log("[test] lint: eslint (type-aware) over every package");
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const run = spawn(process.execPath, [eslintBin, "--max-warnings=0", "."], { cwd: ROOT, env: childEnv(process.env, {}), stdio: "inherit" });
+    run.on("error", (err) => {
+      console.error(`[test] lint could not run: ${err.message}`);
+      resolve(true);
+    });
+    run.on("close", (code) => {
+      console.log(`[test] lint ${code === 0 ? "clean" : "FAILED (counted as 1 failure)"} in ${Math.round((Date.now() - started) / 1000)} s`);
+      resolve(code !== 0);
+    });
+  });
+}
+
+function summaryLine(exitCode, extraFailures = 0) {
   let results;
   try {
     results = JSON.parse(readFileSync(resultsFile, "utf8"));
@@ -77,5 +103,5 @@ function summaryLine(exitCode) {
   const passed = results.numPassedTests ?? 0;
   const brokenFiles = results.numRuntimeErrorTestSuites ?? 0;
   if (brokenFiles > 0) console.log(`[test] ${brokenFiles} test file(s) failed to run; each counts as 1 failure`);
-  return `${passed} passed, ${(results.numFailedTests ?? 0) + brokenFiles} failed`;
+  return `${passed} passed, ${(results.numFailedTests ?? 0) + brokenFiles + extraFailures} failed`;
 }

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { parseAllDocuments } from "yaml";
 
 /** A rendered object, as YAML gives it. */
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, any>;
 
 /** What one service's config reader knows: every variable it reads, and those it requires. */
 export interface ConfigReader {
@@ -123,7 +123,7 @@ function checkPod(o: K8sObject, fail: Fail): void {
   const pod = o.spec?.template?.spec ?? {};
   const podSec = pod.securityContext ?? {};
   if (pod.automountServiceAccountToken !== false) fail(o, "security context", "automountServiceAccountToken must be false");
-  const containers: any[] = pod.containers ?? []; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const containers: any[] = pod.containers ?? [];
   const all = [...(pod.initContainers ?? []), ...containers];
   for (const c of all) {
     const where = `container ${c.name}`;
@@ -244,7 +244,7 @@ function checkWorkerEgress(policies: K8sObject[], fail: Fail): void {
       const ports: { port?: number }[] | undefined = rule.ports;
       const covers443 = ports === undefined || ports.length === 0 || ports.some((p) => p.port === 443 || p.port === undefined);
       if (!covers443) continue;
-      const peers: any[] = rule.to ?? []; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const peers: any[] = rule.to ?? [];
       if (peers.length === 0) fail(np, "worker egress", "a rule opens 443 to every destination, private ranges included");
       for (const peer of peers) {
         if (peer.podSelector || peer.namespaceSelector) fail(np, "worker egress", "a rule opens 443 to pods of the cluster");

@@ -111,7 +111,7 @@ export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
             {session.organization}/{session.world}
           </span>
         </div>
-        <button type="button" className="btn btn-link signout" onClick={doSignOut}>
+        <button type="button" className="btn btn-link signout" onClick={() => void doSignOut()}>
           Sign out
         </button>
         <nav aria-label="Dashboard" className="nav">

@@ -17,7 +17,7 @@ beforeAll(async () => {
   producer = createRedisConnection(url, "producer");
   admin = createRedisConnection(url, "producer");
   // A producer connection has no offline queue: it takes commands once it is ready.
-  await Promise.all([worker, producer, admin].map((c) => (c.status === "ready" ? null : once(c, "ready"))));
+  await Promise.all([worker, producer, admin].map((c) => (c.status === "ready" ? Promise.resolve() : once(c, "ready"))));
 });
 afterAll(async () => {
   await Promise.all([worker.quit(), producer.quit(), admin.quit()]);

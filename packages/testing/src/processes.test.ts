@@ -37,7 +37,7 @@ describe("freePort", () => {
       const port = await freePort();
       for (const [i, srv] of held.entries()) if (srv) expect(port).not.toBe(next + i + 1);
     } finally {
-      await Promise.all(held.map((srv) => srv && new Promise((resolve) => srv.close(resolve))));
+      await Promise.all(held.map((srv) => (srv ? new Promise((resolve) => srv.close(resolve)) : Promise.resolve())));
     }
   });
 });

@@ -118,7 +118,7 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
   return (
     <section className="card" aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Deliveries</h2>
-      <form onSubmit={lookup} className="form-row" role="search" aria-label="Find a delivery">
+      <form onSubmit={(e) => void lookup(e)} className="form-row" role="search" aria-label="Find a delivery">
         <div className="field grow">
           <label htmlFor={`${id}-find`}>Find by delivery id or event id</label>
           <input id={`${id}-find`} className="mono" value={find} onChange={(e) => setFind(e.target.value)} placeholder="deliveryId or your event id" />

@@ -130,7 +130,7 @@ export function SecretOnce({ label, value, children, onDone }: { label: string; 
           {label}
         </label>
         <input id={id} className="mono" readOnly value={value} onFocus={(e) => e.currentTarget.select()} data-testid="secret-value" />
-        <Button variant="primary" onClick={copy}>
+        <Button variant="primary" onClick={() => void copy()}>
           Copy
         </Button>
       </div>
