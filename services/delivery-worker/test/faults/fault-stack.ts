@@ -1,0 +1,268 @@
+/**
+ * The stack the fault tests break: a private PostgreSQL and a private Redis (never the machine's:
+ * these get crashed, killed and flushed), event-ingest and delivery-worker as separate processes
+ * against them, customer-like receivers that verify every signature with `standardwebhooks`, and a
+ * producer that posts events at a steady rate and remembers which were accepted (202).
+ *
+ * What every fault test asserts, after the fault has healed: every accepted event reached each of
+ * its endpoints' receivers; every copy of a delivery is byte-identical and all copies for one
+ * (event, endpoint) share one deliveryId; the processes are alive; every log line is JSON.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect } from "@jest/globals";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import {
+  eventually,
+  spawnService,
+  startPostgres,
+  startRedis,
+  startWebhookReceiver,
+  type PrivatePostgres,
+  type PrivateRedis,
+  type ReceiverAnswer,
+  type ServiceProcess,
+  type WebhookReceiver,
+} from "@vw/testing";
+import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
+// The same migration step as `pnpm db:migrate` (prisma migrate deploy).
+import { migrate } from "../../../../scripts/lib/local-infra.mjs";
+
+const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+/** An endpoint of the stack's world and the receiver behind it. */
+export interface FaultEndpoint {
+  id: string;
+  receiver: WebhookReceiver;
+}
+
+/** Options of {@link startFaultStack}. */
+export interface FaultStackOptions {
+  /** Redis with an append-only file (survives a SIGKILL). */
+  appendonly?: boolean;
+  /** How each receiver answers (one endpoint per entry). */
+  receivers: ReceiverAnswer[];
+  /** RETRY_DELAYS of the worker. */
+  retryDelays?: string;
+  /** Extra environment of both services. */
+  env?: Record<string, string>;
+}
+
+/** What one producer run posted, and what was accepted. */
+export interface ProducerRun {
+  /** Ids of the events answered 202. */
+  accepted: string[];
+  /** Requests answered otherwise (or not at all), by status (0: no answer). */
+  refused: Map<number, number>;
+}
+
+/** The stack (see the file comment). */
+export interface FaultStack {
+  postgres: PrivatePostgres;
+  redis: PrivateRedis;
+  prisma: PrismaClient;
+  ingest: ServiceProcess;
+  worker: ServiceProcess;
+  endpoints: FaultEndpoint[];
+  /** `<org>/<world>` of the events. */
+  worldRef: string;
+  /** Starts (again) the process after a kill, with the same environment. */
+  restart(service: "ingest" | "worker"): Promise<ServiceProcess>;
+  /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
+  produce(options?: { perRequest?: number; everyMs?: number }): { stop(): Promise<ProducerRun> };
+  /** Waits until every accepted event reached every endpoint, then checks copies, processes and logs; returns the extra copies. */
+  verify(run: ProducerRun, options?: { timeoutMs?: number }): Promise<number>;
+  /** GET `/readyz` of a service: its status and the names of the failing checks. */
+  readiness(service: ServiceProcess): Promise<{ status: number; failing: string[] }>;
+  close(): Promise<void>;
+}
+
+/** Starts the stack; `close()` it in afterAll. */
+export async function startFaultStack(options: FaultStackOptions): Promise<FaultStack> {
+  const postgres = await startPostgres();
+  const redis = await startRedis({ appendonly: options.appendonly ?? false });
+  const databaseUrl = await postgres.createDatabase("vw");
+  await migrate(databaseUrl);
+  const prisma = createPrismaClient(databaseUrl, { max: 2 });
+  const secretsKey = generateSecretBoxKey();
+  const box = createSecretBox(secretsKey);
+  const suffix = randomBytes(4).toString("hex");
+  const organization = await prisma.organization.create({ data: { slug: `faults-${suffix}`, name: "Faults" } });
+  const world = await prisma.world.create({ data: { organizationId: organization.id, slug: "lobby", name: "Lobby", adminEmails: [] } });
+  const endpoints: FaultEndpoint[] = [];
+  for (const answer of options.receivers) {
+    const secret = generateSecret();
+    const receiver = await startWebhookReceiver({ secret, answer });
+    const row = await prisma.webhookEndpoint.create({
+      data: { worldId: world.id, url: receiver.url, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(secret) },
+    });
+    endpoints.push({ id: row.id, receiver });
+  }
+  const ingestToken = randomBytes(24).toString("base64url");
+  const env = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: "faults",
+    SECRETS_ENCRYPTION_KEY: secretsKey,
+    INGEST_TOKEN: ingestToken,
+    ENDPOINT_URL_POLICY: "any",
+    RETRY_DELAYS: options.retryDelays ?? "1s",
+    DELIVERY_TIMEOUT_MS: "5000",
+    // A killed worker's jobs come back within seconds, and a lost job within a sweep.
+    JOB_LOCK_MS: "5000",
+    RECONCILE_INTERVAL_MS: "2000",
+    DELIVERY_RETENTION_DAYS: "36500",
+    LOG_LEVEL: "info",
+    LOG_FORMAT: "json",
+    ...options.env,
+  };
+  const spawnOf = (service: "ingest" | "worker") => spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), env, { readyTimeoutMs: 60_000 });
+  const processes = { ingest: await spawnOf("ingest"), worker: await spawnOf("worker") };
+  /** Every process this stack started, to check logs and liveness (killed ones included). */
+  const started: ServiceProcess[] = [processes.ingest, processes.worker];
+  const killed = new Set<ServiceProcess>();
+
+  const stack: FaultStack = {
+    postgres,
+    redis,
+    prisma,
+    get ingest() {
+      return processes.ingest;
+    },
+    get worker() {
+      return processes.worker;
+    },
+    endpoints,
+    worldRef: `${organization.slug}/${world.slug}`,
+    async restart(service) {
+      const old = processes[service];
+      if (old.child.exitCode === null && old.child.signalCode === null) throw new Error(`${service} still runs: kill it first`);
+      killed.add(old);
+      processes[service] = await spawnOf(service);
+      started.push(processes[service]);
+      return processes[service];
+    },
+    produce({ perRequest = 5, everyMs = 50 } = {}) {
+      const run: ProducerRun = { accepted: [], refused: new Map() };
+      const inFlight = new Set<Promise<void>>();
+      const post = async () => {
+        const events = Array.from({ length: perRequest }, () => {
+          const id = randomUUID();
+          // The producer's id travels in the payload, so a receiver can tell which event it got.
+          return { id, world: stack.worldRef, type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" } };
+        });
+        let status = 0;
+        try {
+          const res = await fetch(`${processes.ingest.url}/v1/events`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${ingestToken}`, "content-type": "application/json" },
+            body: JSON.stringify({ events }),
+            signal: AbortSignal.timeout(5000),
+          });
+          status = res.status;
+          await res.arrayBuffer();
+        } catch {
+          status = 0;
+        }
+        if (status === 202) run.accepted.push(...events.map((e) => e.id));
+        else run.refused.set(status, (run.refused.get(status) ?? 0) + 1);
+      };
+      const timer = setInterval(() => {
+        const p = post().finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }, everyMs);
+      return {
+        async stop() {
+          clearInterval(timer);
+          await Promise.all([...inFlight]);
+          return run;
+        },
+      };
+    },
+    async verify(run, { timeoutMs = 60_000 } = {}) {
+      expect(run.accepted.length).toBeGreaterThan(0);
+      const eventOf = (body: Buffer): string => (JSON.parse(body.toString("utf8")) as { data: { uuid: string } }).data.uuid;
+      for (const { receiver } of endpoints) {
+        await eventually(
+          `every one of the ${run.accepted.length} accepted events reached ${receiver.url}`,
+          () => {
+            const seen = new Set(receiver.received.filter((r) => r.verifyError === null).map((r) => eventOf(r.body)));
+            return run.accepted.every((id) => seen.has(id));
+          },
+          { timeoutMs, intervalMs: 250 },
+        );
+      }
+      let extra = 0;
+      for (const { receiver } of endpoints) {
+        expect(receiver.received.filter((r) => r.verifyError !== null).map((r) => r.verifyError)).toEqual([]);
+        const byDelivery = new Map<string, Buffer>();
+        const deliveryOfEvent = new Map<string, string>();
+        for (const r of receiver.received) {
+          const deliveryId = String(r.headers["webhook-id"]);
+          const first = byDelivery.get(deliveryId);
+          if (first) {
+            // A copy: byte for byte the first one.
+            expect({ deliveryId, identical: first.equals(r.body) }).toEqual({ deliveryId, identical: true });
+          } else {
+            byDelivery.set(deliveryId, r.body);
+          }
+          const event = eventOf(r.body);
+          const known = deliveryOfEvent.get(event);
+          // One event, one endpoint: one deliveryId, however many copies.
+          expect({ event, deliveryId: known ?? deliveryId }).toEqual({ event, deliveryId });
+          deliveryOfEvent.set(event, deliveryId);
+        }
+        extra += receiver.received.length - byDelivery.size;
+      }
+      for (const service of [processes.ingest, processes.worker]) {
+        expect({ url: service.url, exitCode: service.child.exitCode, signal: service.child.signalCode }).toEqual({ url: service.url, exitCode: null, signal: null });
+      }
+      for (const service of started) assertJsonLogs(service, killed.has(service));
+      return extra;
+    },
+    async readiness(service) {
+      try {
+        const res = await fetch(`${service.url}/readyz`, { signal: AbortSignal.timeout(5000) });
+        const body = (await res.json()) as { checks?: { name: string; ok: boolean }[] };
+        return { status: res.status, failing: (body.checks ?? []).filter((c) => !c.ok).map((c) => c.name) };
+      } catch {
+        return { status: 0, failing: [] };
+      }
+    },
+    async close() {
+      await Promise.all([processes.ingest.stop(), processes.worker.stop()]);
+      await prisma.$disconnect();
+      await Promise.all(endpoints.map((e) => e.receiver.close()));
+      await redis.stop();
+      await postgres.stop();
+    },
+  };
+  return stack;
+}
+
+/**
+ * Every line a service wrote is one JSON object (stdout), and it wrote nothing to stderr. A process
+ * killed with SIGKILL may have been cut in the middle of its last line: that one is left out.
+ */
+function assertJsonLogs(service: ServiceProcess, wasKilled: boolean): void {
+  expect({ url: service.url, stderr: service.stderr() }).toEqual({ url: service.url, stderr: "" });
+  const text = service.stdout();
+  const lines = text.split("\n");
+  const complete = text.endsWith("\n") || !wasKilled ? lines : lines.slice(0, -1);
+  const notJson = complete.filter((line) => {
+    if (line === "") return false;
+    try {
+      return typeof JSON.parse(line) !== "object";
+    } catch {
+      return true;
+    }
+  });
+  expect({ url: service.url, notJson: notJson.slice(0, 5) }).toEqual({ url: service.url, notJson: [] });
+}
+
+/** Logs the figure a fault test reports (extra copies). */
+export function report(fault: string, run: ProducerRun, extra: number): void {
+  const refused = [...run.refused].map(([status, n]) => `${n}x ${status || "no answer"}`).join(", ") || "none";
+  process.stdout.write(`[faults] ${fault}: ${run.accepted.length} events accepted, all delivered; ${extra} extra copies (same deliveryId, same bytes); requests refused: ${refused}\n`);
+}
