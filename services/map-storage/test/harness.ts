@@ -44,8 +44,11 @@ export class CountingStore implements ObjectStore {
   writes = 0;
   constructor(readonly inner: ObjectStore) {}
   get(key: string) { this.calls++; return this.inner.get(key); }
+  getStream(key: string) { this.calls++; return this.inner.getStream(key); }
   head(key: string) { this.calls++; return this.inner.head(key); }
+  list(...a: Parameters<ObjectStore["list"]>) { this.calls++; return this.inner.list(...a); }
   put(...a: Parameters<ObjectStore["put"]>) { this.calls++; this.writes++; return this.inner.put(...a); }
+  putStream(...a: Parameters<ObjectStore["putStream"]>) { this.calls++; this.writes++; return this.inner.putStream(...a); }
   delete(key: string) { this.calls++; this.writes++; return this.inner.delete(key); }
   ping() { return this.inner.ping(); }
 }
