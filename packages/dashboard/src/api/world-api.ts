@@ -16,6 +16,7 @@ import type {
   ListResource,
   RecoverPreviewResource,
   RecoveryResource,
+  RoomListPage,
   TestDeliveryResource,
   UpdateEndpointRequest,
   UpdateWorldRequest,
@@ -56,6 +57,8 @@ export function worldApi(organization: string, world: string) {
   return {
     world: () => apiRequest<WorldResource>("GET", base),
     updateWorld: (patch: UpdateWorldRequest) => apiRequest<WorldResource>("PATCH", base, patch),
+
+    rooms: (cursor?: string) => apiRequest<RoomListPage>("GET", `${base}/rooms${query({ limit: "50", cursor })}`),
 
     apiKeys: (cursor?: string) => apiRequest<ListResource<ApiKeyResource>>("GET", `${base}/api-keys${query({ limit: "100", cursor })}`),
     createApiKey: (name: string | null) => apiRequest<CreatedApiKeyResource>("POST", `${base}/api-keys`, { name }),
