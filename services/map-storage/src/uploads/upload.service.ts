@@ -45,6 +45,8 @@ interface PlannedFile {
 
 /** Files up to this size are written from memory (and so enter the read cache); larger ones stream. */
 const IN_MEMORY_BYTES = 1024 * 1024;
+/** Large files streamed to S3 at once. */
+const LARGE_FILES_IN_FLIGHT = 2;
 
 /**
  * `POST {base}/upload`: replaces a directory of a world with a zip's contents, in two passes over
@@ -73,7 +75,10 @@ export class UploadService {
       return await this.locks.withLock(
         `upload:${org}/${world}`,
         async () => {
-          await mapLimit(planned, this.options.concurrency, (p) => this.write(zip, p));
+          // Small files many at a time (latency-bound); large ones, streamed, a few at a time: their
+          // throughput is the link's either way, and fewer streams in flight keep memory flat.
+          await mapLimit(planned.filter((p) => p.bytes <= IN_MEMORY_BYTES), this.options.concurrency, (p) => this.write(zip, p));
+          await mapLimit(planned.filter((p) => p.bytes > IN_MEMORY_BYTES), LARGE_FILES_IN_FLIGHT, (p) => this.write(zip, p));
           const removed = await this.removeStale(directoryPrefix(org, world, directory), new Set(planned.map((p) => p.file.objectKey)));
           return { directory, files: planned.map((p) => p.file), bytes: planned.reduce((n, p) => n + p.bytes, 0), removed, skipped };
         },
