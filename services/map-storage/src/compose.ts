@@ -29,7 +29,7 @@ export interface MapStorageOverrides {
   now?: () => number;
 }
 
-/** Builds the app from config and live clients; shared by `main.ts`, the tests and the benchmark. */
+/** Builds the app from config and live clients; shared by `main.ts` and the tests. */
 export function composeMapStorage(config: MapStorageConfig, clients: MapStorageClients, overrides: MapStorageOverrides = {}) {
   const s3Store = new S3ObjectStore(clients.s3, config.s3.bucket);
   const store = overrides.wrapStore ? overrides.wrapStore(s3Store) : s3Store;

@@ -244,13 +244,24 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
       }),
     },
+    "/worlds/{org}/{world}/stats": {
+      get: adminOperation({
+        operationId: "getWorldStats",
+        summary: "A world's delivery figures over the last 24 h",
+        description: "The figures of every endpoint the world has now, together (an endpoint deleted takes its figures with it).",
+        tags: ["deliveries"],
+        parameters: world,
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
+        problems: NOT_FOUND,
+      }),
+    },
     "/worlds/{org}/{world}/endpoints/{id}/stats": {
       get: adminOperation({
         operationId: "getEndpointStats",
         summary: "An endpoint's figures over the last 24 h",
         tags: ["deliveries"],
         parameters: endpoint,
-        responses: { "200": json("EndpointStats", "Deliveries by status, attempts, success rate, latency and the last attempt.") },
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
         problems: NOT_FOUND,
       }),
     },

@@ -21,6 +21,7 @@ import type {
   UpdateEndpointRequest,
   UpdateWorldRequest,
   WorldResource,
+  WorldStatsResource,
 } from "@vw/contracts";
 import { apiRequest } from "./client.js";
 
@@ -56,6 +57,7 @@ export function worldApi(organization: string, world: string) {
   const ep = (id: string) => `${base}/endpoints/${enc(id)}`;
   return {
     world: () => apiRequest<WorldResource>("GET", base),
+    worldStats: () => apiRequest<WorldStatsResource>("GET", `${base}/stats`),
     updateWorld: (patch: UpdateWorldRequest) => apiRequest<WorldResource>("PATCH", base, patch),
 
     rooms: (cursor?: string) => apiRequest<RoomListPage>("GET", `${base}/rooms${query({ limit: "50", cursor })}`),

@@ -1,9 +1,10 @@
 /** Overview: the world, where its maps live, its endpoints and how deliveries went lately. */
-import { useQueries, useQuery } from "@tanstack/react-query";
-import { Badge, Loading, ProblemMessage, formatRate } from "../components/ui.js";
+import { useQuery } from "@tanstack/react-query";
+import { Badge, Loading, ProblemMessage } from "../components/ui.js";
 import { RoomsCard } from "../components/rooms-card.js";
+import { WorldDeliveriesCard } from "../components/world-deliveries.js";
+import { Link } from "../router.js";
 import { useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 
 export function OverviewScreen() {
   const { api } = useSession();
@@ -12,14 +13,6 @@ export function OverviewScreen() {
 
   // roomUrlBase is the world's room prefix (on its custom domain when it has one).
   const roomBase = world.data?.roomUrlBase ?? null;
-  // The world's 24 h figures are the sum of its endpoints' rollups (one cheap read each).
-  const stats = useQueries({
-    queries: (endpoints.data?.items ?? []).map((e) => ({ queryKey: ["stats", e.id], queryFn: () => api.stats(e.id), refetchInterval: 30_000, staleTime: 0 })),
-  });
-  const statsReady = stats.length > 0 && stats.every((q) => q.data !== undefined);
-  const deliveries24h = stats.reduce((n, q) => n + (q.data?.deliveries.total ?? 0), 0);
-  const attempts24h = stats.reduce((n, q) => n + (q.data?.attempts.total ?? 0), 0);
-  const succeeded24h = stats.reduce((n, q) => n + (q.data?.attempts.succeeded ?? 0), 0);
   const enabled = endpoints.data?.items.filter((e) => e.enabled).length ?? 0;
   const disabled = (endpoints.data?.items.length ?? 0) - enabled;
 
@@ -89,18 +82,6 @@ export function OverviewScreen() {
                   <Badge tone={disabled > 0 ? "bad" : "neutral"}>disabled</Badge>
                 </span>
               </div>
-              <div className="stat">
-                <span className="stat-value" data-testid="deliveries-24h">
-                  {statsReady ? deliveries24h : "…"}
-                </span>
-                <span className="stat-label">deliveries, last 24 h</span>
-              </div>
-              <div className="stat">
-                <span className="stat-value" data-testid="success-24h">
-                  {statsReady ? formatRate(attempts24h === 0 ? null : succeeded24h / attempts24h) : "…"}
-                </span>
-                <span className="stat-label">attempts succeeded, 24 h</span>
-              </div>
             </div>
           )
         ) : null}
@@ -108,6 +89,7 @@ export function OverviewScreen() {
           <Link to="/endpoints">Manage endpoints</Link>
         </p>
       </section>
+      <WorldDeliveriesCard />
     </>
   );
 }
