@@ -89,6 +89,26 @@ async function createEndpoint(page: Page, url: string, subscriptions: string[]):
   return secret;
 }
 
+describe("rooms", () => {
+  it("the overview lists the world's rooms, each with its room URL", async () => {
+    const key = await stack.adminCall<{ token: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/api-keys`, { name: "map upload" });
+    const wam = (path: string, name: string) => JSON.stringify({ version: "2.1.0", mapUrl: `https://maps.example.test/${path.replace(/\.wam$/, ".tmj")}`, entities: {}, areas: [], metadata: { name } });
+    for (const [path, name] of [["lobby.wam", "Lobby"], ["floors/first-floor-meeting-rooms-and-the-kitchen.wam", "First floor, meeting rooms and kitchen"]] as const) {
+      const res = await fetch(`${stack.mapStorage.url}/${beta.org}/${beta.world}/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key.token}` }, body: wam(path, name) });
+      expect(res.status).toBe(201);
+    }
+    const page = await signIn(await stack.mintLink(beta.org, beta.world, { capabilities: ["view"] }), beta.name);
+    await waitForCount(page, '[data-testid="room-row"]', 2);
+    const urls = await page.getByTestId("room-url").allTextContents();
+    expect(urls).toEqual([
+      `https://play.example.test/@/${beta.org}/${beta.world}/floors/first-floor-meeting-rooms-and-the-kitchen.wam`,
+      `https://play.example.test/@/${beta.org}/${beta.world}/lobby.wam`,
+    ]);
+    await page.getByRole("listitem").filter({ hasText: "Lobby" }).getByText("Map: https://maps.example.test/lobby.tmj").waitFor();
+    await checkPage(page, "overview-rooms");
+  }, 60_000);
+});
+
 describe("session links", () => {
   it("a link opens its world once and leaves no code in the address bar; a reused or unknown link and no session get clear pages", async () => {
     const link = await stack.mintLink(alpha.org, alpha.world);
@@ -98,6 +118,7 @@ describe("session links", () => {
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByTestId("map-storage-url").filter({ hasText: `https://maps.example.test/${alpha.org}/${alpha.world}` }).waitFor();
     await page.getByText(`https://play.example.test/@/${alpha.org}/${alpha.world}/`).waitFor();
+    await page.getByText("No rooms yet.").waitFor();
     await checkPage(page, "overview");
 
     // A reload keeps the session (cookie), the code is not needed again.

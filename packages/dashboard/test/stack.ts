@@ -22,6 +22,8 @@ export interface Stack {
   strictAdmin: ServiceProcess;
   ingest: ServiceProcess;
   worker: ServiceProcess;
+  /** map-storage, which admin-api asks for the overview's room list (same ADMIN_TOKEN). */
+  mapStorage: ServiceProcess;
   adminToken: string;
   ingestToken: string;
   slugPrefix: string;
@@ -75,7 +77,9 @@ export async function startStack(): Promise<Stack> {
   };
   const adminToken = `dash-admin-${randomBytes(12).toString("hex")}`;
   const ingestToken = `dash-ingest-${randomBytes(12).toString("hex")}`;
-  const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}` });
+  // Started first: admin-api is told where it is. S3_* come from the test run's environment (its s3rver).
+  const mapStorage = await spawnService(join(servicesDir, "map-storage"), { ...common, ADMIN_TOKEN: adminToken }, { readyTimeoutMs: 90_000 });
+  const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}`, MAP_STORAGE_INTERNAL_URL: mapStorage.url });
   const [admin, strictAdmin, ingest, worker] = await Promise.all([
     spawnService(join(servicesDir, "admin-api"), (port) => ({ ...adminEnv(port), ENDPOINT_URL_POLICY: "any" }), { readyTimeoutMs: 90_000 }),
     spawnService(join(servicesDir, "admin-api"), adminEnv, { readyTimeoutMs: 90_000 }),
@@ -92,6 +96,7 @@ export async function startStack(): Promise<Stack> {
     strictAdmin,
     ingest,
     worker,
+    mapStorage,
     adminToken,
     ingestToken,
     slugPrefix,
@@ -165,7 +170,7 @@ export async function startStack(): Promise<Stack> {
       await log.recordAttempts(results);
     },
     async close() {
-      await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop()]);
+      await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop(), mapStorage.stop()]);
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       await prisma.$disconnect();
     },

@@ -70,6 +70,10 @@ export interface AdminApiOptions {
   dashboardAssetsDir?: string;
   /** Clock of dashboard sessions; the system clock unless given. */
   now?: () => Date;
+  /** ADMIN_TOKEN; a fresh random one unless given. */
+  adminToken?: string;
+  /** MAP_STORAGE_INTERNAL_URL (the room listing); PUBLIC_MAP_STORAGE_URL unless given. */
+  mapStorageInternalUrl?: string;
 }
 
 export interface AdminApiHarness {
@@ -139,7 +143,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
-  const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
+  const adminToken = options.adminToken ?? `test-admin-${randomBytes(16).toString("hex")}`;
   const logs: LogLine[] = [];
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
@@ -167,6 +171,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     dashboardFrameAncestors: options.dashboardFrameAncestors ?? [],
     dashboardAssetsDir: options.dashboardAssetsDir ?? ownDashboardDir ?? "",
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.mapStorageInternalUrl === undefined ? {} : { mapStorageInternalUrl: options.mapStorageInternalUrl }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);

@@ -1,9 +1,13 @@
+import { tmpdir } from "node:os";
 import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3001);
+    const adminToken = r.optionalString("ADMIN_TOKEN") ?? null;
+    // The same floor as admin-api's: a short operator token is guessable.
+    if (adminToken !== null && adminToken.length < 16) r.problem(`ADMIN_TOKEN must be at least 16 characters long, got ${adminToken.length}`);
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -25,6 +29,17 @@ export function loadConfig(env: Env) {
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
       fileCacheBytes: r.int("FILE_CACHE_BYTES", 128 * 1024 * 1024, { min: 0 }),
       writeLockWaitMs: r.int("WRITE_LOCK_WAIT_MS", 10_000, { min: 100 }),
+      /** Largest unpacked total of one `POST {base}/upload` (each file is also held to MAX_FILE_BYTES). */
+      maxUploadBytes: r.int("MAX_UPLOAD_BYTES", 500 * 1024 * 1024, { min: 1 }),
+      /** How long an upload waits for the previous upload of its world to finish before 503. */
+      uploadLockWaitMs: r.int("UPLOAD_LOCK_WAIT_MS", 120_000, { min: 100 }),
+      /** Where an upload's zip is spooled while it is checked and published (deleted right after). */
+      uploadTmpDir: r.string("UPLOAD_TMP_DIR", tmpdir()),
+      /**
+       * The operator's token (admin-api's ADMIN_TOKEN): also accepted by `GET {base}/rooms`, so
+       * admin-api can list any world's rooms for its dashboard. Unset: only world API keys are.
+       */
+      adminToken,
     };
   });
 }

@@ -78,6 +78,20 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: { 404: ["not-found"], 409: ["custom-domain-taken"] },
       }),
     },
+    "/worlds/{org}/{world}/rooms": {
+      get: adminOperation({
+        operationId: "listRooms",
+        summary: "List a world's rooms (its `.wam` files)",
+        description:
+          "As map-storage lists them (`GET {base}/rooms`, asked with this ADMIN_TOKEN at MAP_STORAGE_INTERNAL_URL): path order, " +
+          "each with its URL, room URL, `mapUrl` and `metadata`. A page may hold fewer than `limit` rooms and still have a next one. " +
+          "503 when map-storage does not answer.",
+        tags: ["worlds"],
+        parameters: [...world, parameterRef("Limit"), { name: "cursor", in: "query", required: false, description: "The `nextCursor` of the previous page, as given.", schema: { type: "string" } }],
+        responses: { "200": json("RoomList", "A page of rooms.") },
+        problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
+      }),
+    },
     "/worlds/{org}/{world}/api-keys": {
       get: adminOperation({
         operationId: "listApiKeys",

@@ -16,6 +16,7 @@ import type {
   ListResource,
   RecoverPreviewResource,
   RecoveryResource,
+  RoomListPage,
   TestDeliveryResource,
   UpdateEndpointRequest,
   UpdateWorldRequest,
@@ -58,6 +59,8 @@ export function worldApi(organization: string, world: string) {
     world: () => apiRequest<WorldResource>("GET", base),
     worldStats: () => apiRequest<WorldStatsResource>("GET", `${base}/stats`),
     updateWorld: (patch: UpdateWorldRequest) => apiRequest<WorldResource>("PATCH", base, patch),
+
+    rooms: (cursor?: string) => apiRequest<RoomListPage>("GET", `${base}/rooms${query({ limit: "50", cursor })}`),
 
     apiKeys: (cursor?: string) => apiRequest<ListResource<ApiKeyResource>>("GET", `${base}/api-keys${query({ limit: "100", cursor })}`),
     createApiKey: (name: string | null) => apiRequest<CreatedApiKeyResource>("POST", `${base}/api-keys`, { name }),

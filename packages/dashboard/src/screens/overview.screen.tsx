@@ -1,6 +1,7 @@
 /** Overview: the world, where its maps live, its endpoints and how deliveries went lately. */
 import { useQuery } from "@tanstack/react-query";
 import { Badge, Loading, ProblemMessage } from "../components/ui.js";
+import { RoomsCard } from "../components/rooms-card.js";
 import { WorldDeliveriesCard } from "../components/world-deliveries.js";
 import { Link } from "../router.js";
 import { useSession } from "../session-context.js";
@@ -39,14 +40,21 @@ export function OverviewScreen() {
               {roomBase}
               <em>&lt;path&gt;</em>.wam
             </dd>
-            <dt>Upload a map</dt>
+            <dt>Publish a map</dt>
+            <dd>
+              From the Map Starter Kit, with an <Link to="/api-keys">API key</Link>:{" "}
+              <span className="mono break" data-testid="upload-command">
+                npm run upload -- -u {world.data.mapStorageUrl} -k &lt;API key&gt; -d &lt;directory&gt;
+              </span>
+            </dd>
+            <dt>One file</dt>
             <dd className="mono break">
-              PUT {world.data.mapStorageUrl}/<em>&lt;path&gt;</em> with <span className="nowrap">Authorization: Bearer &lt;API key&gt;</span> (
-              <Link to="/api-keys">API keys</Link>)
+              PUT {world.data.mapStorageUrl}/<em>&lt;path&gt;</em> with <span className="nowrap">Authorization: Bearer &lt;API key&gt;</span>
             </dd>
           </dl>
         ) : null}
       </section>
+      <RoomsCard />
       <section className="card" aria-labelledby="endpoints-title">
         <h2 id="endpoints-title">Webhook endpoints</h2>
         {endpoints.isPending ? <Loading /> : null}
