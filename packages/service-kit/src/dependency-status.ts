@@ -1,6 +1,5 @@
 import type { EventEmitter } from "node:events";
 import type { Logger } from "./logger.js";
-import { isDependencyUnavailable } from "./http.js";
 
 /**
  * Up/down state of one backing service (Redis, PostgreSQL) as seen by one process, logged once per
@@ -86,4 +85,24 @@ export function redisClientErrorListener(logger: Logger, msg: string): (err: unk
     if (isDependencyUnavailable(err)) status.down(err);
     else logger.error({ err }, msg);
   };
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"]);
+
+/**
+ * True for failures of a backing service (network errors, Redis offline, S3 5xx, database
+ * unreachable): the request may succeed later, so they are answered 503, not 500.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } } | null;
+  if (!e || typeof e !== "object") return false;
+  // Network codes; Prisma's P1001/P1002/P1017 (unreachable, timed out, closed); PostgreSQL's
+  // SQLSTATEs (via pg) of a lost connection (class 08), a shutdown or restart (57P01-57P03) and
+  // too many connections (53300).
+  if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$|^08...$|^57P0[1-3]$|^53300$/.test(e.code))) return true;
+  if (e.name === "MaxRetriesPerRequestError" || e.name === "TimeoutError") return true;
+  // ioredis offline or closed; Prisma unreachable; pg's pool or client losing its connection.
+  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server|Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  return typeof status === "number" && status >= 500;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { isDependencyUnavailable } from "./http.js";
+import { isDependencyUnavailable } from "./dependency-status.js";
 
 /** An error as pg raises it: a message and, for server errors, the SQLSTATE as `code`. */
 const pgError = (message: string, code?: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code });

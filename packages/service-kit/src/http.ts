@@ -4,7 +4,7 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import type { ProblemCode } from "@vw/contracts";
 import { AppError, STATUS_TITLES } from "./errors.js";
 import type { Logger } from "./logger.js";
-import { dependencyStatus } from "./dependency-status.js";
+import { dependencyStatus, describeError, isDependencyUnavailable } from "./dependency-status.js";
 import { answerNodeHttpErrors } from "./node-http-errors.js";
 import { requestTextGuard } from "./request-guard.js";
 import { noteRequestOutcome, requestLogger } from "./request-log.js";
@@ -84,7 +84,9 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     }
     const errorId = randomUUID();
     if (isDependencyUnavailable(err)) {
-      log("error", { code: "dependency-unavailable", errorId, err }, "dependency unavailable");
+      // The outage itself is logged once by the dependency's status (see dependency-status.ts);
+      // each request it fails gets one short line, not a stack trace.
+      log("warn", { code: "dependency-unavailable", errorId, detail: describeError(err).message }, "dependency unavailable");
       sendProblem(res, 503, "dependency-unavailable", "A storage dependency did not answer; retry shortly.", {
         errorId,
         headers: { "Retry-After": "2" },
@@ -94,26 +96,6 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     log("error", { code: "internal", errorId, err }, "unexpected error");
     sendProblem(res, 500, "internal", "An unexpected error occurred; quote the errorId when reporting it.", { errorId });
   };
-}
-
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"]);
-
-/**
- * True for failures of a backing service (network errors, Redis offline, S3 5xx, database
- * unreachable): the request may succeed later, so they are answered 503, not 500.
- */
-export function isDependencyUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } } | null;
-  if (!e || typeof e !== "object") return false;
-  // Network codes; Prisma's P1001/P1002/P1017 (unreachable, timed out, closed); PostgreSQL's
-  // SQLSTATEs (via pg) of a lost connection (class 08), a shutdown or restart (57P01-57P03) and
-  // too many connections (53300).
-  if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$|^08...$|^57P0[1-3]$|^53300$/.test(e.code))) return true;
-  if (e.name === "MaxRetriesPerRequestError" || e.name === "TimeoutError") return true;
-  // ioredis offline or closed; Prisma unreachable; pg's pool or client losing its connection.
-  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server|Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
-  const status = e.$metadata?.httpStatusCode;
-  return typeof status === "number" && status >= 500;
 }
 
 /** 404 problem for routes nobody handles. */

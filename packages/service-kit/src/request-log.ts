@@ -45,7 +45,8 @@ export function noteRequestOutcome(res: Response, outcome: RequestOutcome): bool
 /**
  * One log line per request, when its answer is finished (or the client went away): method, path,
  * status, duration and the request id, plus the problem's code and detail for an error answer and
- * the error with its stack for a 5xx. Level: debug for success, warn for 4xx, error for 5xx.
+ * the error with its stack for a 5xx. Level: debug for success, warn for 4xx and for a 503 turned
+ * away because a dependency is down, error for any other 5xx.
  * The request id (the caller's `X-Request-Id` when sane, else a new UUID) is sent back as
  * `X-Request-Id` and tags every line logged while the request is answered.
  *
@@ -70,7 +71,10 @@ export function requestLogger(logger: Logger, options: { context?: boolean } = {
       const ms = Math.round((Number(process.hrtime.bigint() - start) / 1e6) * 10) / 10;
       const outcome = (res as WithOutcome)[OUTCOME] ?? {};
       const status = res.statusCode;
-      const level = aborted ? "info" : status >= 500 ? "error" : status >= 400 ? "warn" : "debug";
+      // A 503 for an unavailable dependency is the outage's, logged once by its status line
+      // (dependency-status.ts); each request it turns away is a warning, not an error of its own.
+      const unavailable = status === 503 && outcome.code === "dependency-unavailable";
+      const level = aborted ? "info" : status >= 500 && !unavailable ? "error" : status >= 400 ? "warn" : "debug";
       const fields: Record<string, unknown> = { requestId, method: req.method, path: req.path, status, ms };
       if (aborted) fields.aborted = true;
       for (const [k, v] of Object.entries(outcome)) if (v !== undefined) fields[k] = v;

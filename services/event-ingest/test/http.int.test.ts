@@ -106,7 +106,8 @@ describe("intake without its database", () => {
     const logs: unknown[] = [];
     const silent = (() => {
       const noop = (): void => undefined;
-      const l = { trace: noop, debug: noop, info: noop, warn: noop, error: (f: unknown) => void logs.push(f), fatal: noop, child: () => l };
+      // The request line: a warning (the outage itself is the dependency status's one error line).
+      const l = { trace: noop, debug: noop, info: noop, warn: (f: unknown) => void logs.push(f), error: (f: unknown) => void logs.push(f), fatal: noop, child: () => l };
       return l as unknown as Logger;
     })();
     const app = createIngestApp({ prisma: api.prisma, pool, redis: api.redis, queue: api.queue, logger: silent, ingestToken: api.token, playUrl: "https://play.example.test" });

@@ -71,7 +71,7 @@ export interface FaultStack {
   restart(service: "ingest" | "worker"): Promise<ServiceProcess>;
   /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
   produce(options?: { perRequest?: number; everyMs?: number }): { stop(): Promise<ProducerRun> };
-  /** Waits until every accepted event reached every endpoint, then checks copies, processes and logs; returns the extra copies. */
+  /** Waits until every accepted event reached every endpoint, then checks copies, processes and logs; returns the extra copies since the last call. */
   verify(run: ProducerRun, options?: { timeoutMs?: number }): Promise<number>;
   /** GET `/readyz` of a service: its status and the names of the failing checks. */
   readiness(service: ServiceProcess): Promise<{ status: number; failing: string[] }>;
@@ -122,6 +122,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
   /** Every process this stack started, to check logs and liveness (killed ones included). */
   const started: ServiceProcess[] = [processes.ingest, processes.worker];
   const killed = new Set<ServiceProcess>();
+  let extraSoFar = 0;
 
   const stack: FaultStack = {
     postgres,
@@ -219,7 +220,9 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
         expect({ url: service.url, exitCode: service.child.exitCode, signal: service.child.signalCode }).toEqual({ url: service.url, exitCode: null, signal: null });
       }
       for (const service of started) assertJsonLogs(service, killed.has(service));
-      return extra;
+      const since = extra - extraSoFar;
+      extraSoFar = extra;
+      return since;
     },
     async readiness(service) {
       try {
@@ -266,3 +269,6 @@ export function report(fault: string, run: ProducerRun, extra: number): void {
   const refused = [...run.refused].map(([status, n]) => `${n}x ${status || "no answer"}`).join(", ") || "none";
   process.stdout.write(`[faults] ${fault}: ${run.accepted.length} events accepted, all delivered; ${extra} extra copies (same deliveryId, same bytes); requests refused: ${refused}\n`);
 }
+
+/** Time limit of one fault test: the fault, its recovery and the wait for every delivery. */
+export const FAULT_TEST_TIMEOUT_MS = 120_000;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { eventually } from "@vw/testing";
-import { report, startFaultStack, type FaultStack } from "./fault-stack.js";
+import { FAULT_TEST_TIMEOUT_MS, report, startFaultStack, type FaultStack } from "./fault-stack.js";
 
 let stack: FaultStack;
 beforeAll(async () => {
@@ -13,7 +13,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
-});
+}, FAULT_TEST_TIMEOUT_MS);
 
 it("PostgreSQL stopped immediately and restarted under load: nothing lost, nothing spent", async () => {
   const producer = stack.produce();
@@ -48,4 +48,4 @@ it("PostgreSQL stopped immediately and restarted under load: nothing lost, nothi
   // jobs not queued) were sent by the reconciler.
   await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0);
   report("PostgreSQL immediate stop and restart under load", run, extra);
-});
+}, FAULT_TEST_TIMEOUT_MS);

@@ -1,0 +1,88 @@
+/**
+ * Redis goes away under load, three ways, one after the other on one stack: SIGKILLed and
+ * restarted with its append-only file; SIGKILLed and restarted EMPTY while deliveries wait in it
+ * for their retry; its data flushed (FLUSHDB). PostgreSQL holds the schedule, so each time the
+ * worker fleet rebuilds what Redis lost, and every accepted event reaches its receivers.
+ */
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { Redis } from "ioredis";
+import { eventually, type ReceivedDelivery } from "@vw/testing";
+import type { ServerResponse } from "node:http";
+import { FAULT_TEST_TIMEOUT_MS, report, startFaultStack, type FaultStack } from "./fault-stack.js";
+
+/** Answers 503 to the first attempt of each delivery, 200 to the others: every delivery waits for a retry once. */
+function failsFirstAttempt(seen: Set<string>) {
+  return (req: ReceivedDelivery, res: ServerResponse) => {
+    const id = String(req.headers["webhook-id"]);
+    res.statusCode = seen.has(id) ? 200 : 503;
+    seen.add(id);
+    res.end();
+  };
+}
+
+let stack: FaultStack;
+const retried = new Set<string>();
+beforeAll(async () => {
+  // One receiver answers at once; the other makes every delivery wait 3 s in Redis for a retry.
+  stack = await startFaultStack({ appendonly: true, receivers: [200, failsFirstAttempt(retried)], retryDelays: "3s" });
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+}, FAULT_TEST_TIMEOUT_MS);
+
+async function flowing(): Promise<void> {
+  const before = stack.endpoints.map((e) => e.receiver.received.length);
+  await eventually("deliveries flow", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10));
+}
+
+it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async () => {
+  const producer = stack.produce();
+  await flowing();
+  await stack.redis.kill("SIGKILL");
+  for (const service of [stack.ingest, stack.worker]) {
+    await eventually(`${service.url}/readyz answers 503 naming Redis`, async () => {
+      const r = await stack.readiness(service);
+      return r.status === 503 && r.failing.includes("redis");
+    }, { timeoutMs: 5000, intervalMs: 100 });
+  }
+  await stack.redis.restart();
+  await flowing();
+  const run = await producer.stop();
+  report("Redis SIGKILL and restart with AOF", run, await stack.verify(run));
+}, FAULT_TEST_TIMEOUT_MS);
+
+it("Redis SIGKILLed and restarted EMPTY under load, with deliveries waiting for their retry: every one is sent", async () => {
+  const producer = stack.produce();
+  await flowing();
+  // Deliveries waiting for their retry, in Redis only (the row says when).
+  const waiting = await eventually("deliveries wait for a retry", async () => {
+    const n = await stack.prisma.webhookDelivery.count({ where: { status: "pending", attemptCount: { gt: 0 } } });
+    return n >= 10 ? n : 0;
+  });
+  await stack.redis.kill("SIGKILL");
+  await stack.redis.restart({ empty: true });
+  const backAt = Date.now();
+  await flowing();
+  process.stdout.write(`[faults] redis empty: ${waiting} deliveries were waiting for a retry; flowing again ${Date.now() - backAt} ms after the restart\n`);
+  const run = await producer.stop();
+  const extra = await stack.verify(run);
+  await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0, { timeoutMs: 30_000 });
+  report("Redis SIGKILL and restart empty, retries waiting", run, extra);
+}, FAULT_TEST_TIMEOUT_MS);
+
+it("the queue's keys flushed (FLUSHDB) under load: every delivery is sent", async () => {
+  const producer = stack.produce();
+  await flowing();
+  const admin = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
+  try {
+    expect(await admin.dbsize()).toBeGreaterThan(0);
+    await admin.flushdb();
+  } finally {
+    admin.disconnect();
+  }
+  await flowing();
+  const run = await producer.stop();
+  const extra = await stack.verify(run);
+  await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0, { timeoutMs: 30_000 });
+  report("FLUSHDB of the queue keys", run, extra);
+}, FAULT_TEST_TIMEOUT_MS);
