@@ -64,6 +64,23 @@ export interface IdentityProvider {
   exposeAccessToken: boolean;
 }
 
+/**
+ * A world's own quotas, set by the platform operator only (ADMIN_TOKEN). `null`: the platform
+ * default (MAX_ENDPOINTS_PER_WORLD, MAX_AUTH_ENDPOINTS_PER_WORLD, ANALYTICS_BUFFER_MAX_PER_WORLD).
+ */
+export interface WorldQuotas {
+  /** Webhook endpoints of the world, enabled or not. */
+  maxEndpoints: number | null;
+  /** Endpoints subscribed to `auth` (each is called while a member connects). */
+  maxAuthEndpoints: number | null;
+  /** Analytics events held in Redis for the world (all its endpoints' buffers); more are dropped and counted. */
+  analyticsBufferMax: number | null;
+}
+
+/** The world's quota names, as in {@link WorldQuotas}. */
+export const WORLD_QUOTA_NAMES = ["maxEndpoints", "maxAuthEndpoints", "analyticsBufferMax"] as const;
+export type WorldQuotaName = (typeof WORLD_QUOTA_NAMES)[number];
+
 /** `POST /admin/v1/organizations` */
 export interface CreateOrganizationRequest {
   slug: string;
@@ -78,6 +95,8 @@ export interface CreateWorldRequest {
   customDomain?: string | null;
   analytics?: WorldAnalyticsPatch;
   identityProviders?: IdentityProviderInput[];
+  /** Operator only. */
+  quotas?: Partial<WorldQuotas>;
 }
 
 /** `PATCH /admin/v1/worlds/{org}/{world}`: members given change, others are kept. */
@@ -90,6 +109,8 @@ export interface UpdateWorldRequest {
   analytics?: WorldAnalyticsPatch;
   /** Replaces the whole list. */
   identityProviders?: IdentityProviderInput[];
+  /** Operator only; merged member by member (`null` restores the platform default). */
+  quotas?: Partial<WorldQuotas>;
 }
 
 /** An identity provider as written by clients; `exposeAccessToken` defaults to `false`. */
@@ -126,6 +147,7 @@ export interface WorldResource {
   roomUrlBase: string;
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
+  quotas: WorldQuotas;
   createdAt: string;
   updatedAt: string;
 }
@@ -213,6 +235,21 @@ export const WORLD_ANALYTICS_SCHEMA = {
   },
 } as const;
 
+const quotaValueSchema = (description: string, maximum: number) =>
+  ({ type: ["integer", "null"], minimum: 1, maximum, description: `${description} \`null\`: the platform default.` }) as const;
+
+/** Schema of a world's quotas (operator only). In a PATCH each member given replaces the stored one. */
+export const WORLD_QUOTAS_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  description: "Set by the platform operator (ADMIN_TOKEN) only; a dashboard session gets 403.",
+  properties: {
+    maxEndpoints: quotaValueSchema("Most webhook endpoints of the world (MAX_ENDPOINTS_PER_WORLD).", 100_000),
+    maxAuthEndpoints: quotaValueSchema("Most endpoints subscribed to `auth` (MAX_AUTH_ENDPOINTS_PER_WORLD).", 1_000),
+    analyticsBufferMax: quotaValueSchema("Most analytics events held in Redis for the world (ANALYTICS_BUFFER_MAX_PER_WORLD).", 10_000_000),
+  },
+} as const;
+
 const identityProviderInputSchema = {
   type: "object",
   additionalProperties: false,
@@ -263,6 +300,7 @@ export const CREATE_WORLD_REQUEST_SCHEMA = {
     customDomain: customDomainSchema,
     analytics: WORLD_ANALYTICS_PATCH_SCHEMA,
     identityProviders: identityProvidersInputSchema,
+    quotas: WORLD_QUOTAS_SCHEMA,
   },
 } as const;
 
@@ -271,15 +309,16 @@ export const UPDATE_WORLD_REQUEST_SCHEMA = {
   $id: "urn:vw:admin:v1:update-world-request",
   title: "Update world settings",
   description:
-    "Members present are changed, others kept. `customDomain: null` removes the domain; `analytics` is merged member by member; `identityProviders` replaces the list.",
+    "Members present are changed, others kept. `customDomain: null` removes the domain; `analytics` and `quotas` are merged member by member; `identityProviders` replaces the list. `adminEmails`, `customDomain` and `quotas` are the operator's (ADMIN_TOKEN): a dashboard session sending any of them gets 403.",
   type: "object",
   additionalProperties: false,
   properties: {
     name: nameSchema,
-    adminEmails: adminEmailsSchema,
-    customDomain: customDomainSchema,
+    adminEmails: { ...adminEmailsSchema, description: `${adminEmailsSchema.description} Operator only.` },
+    customDomain: { ...customDomainSchema, description: `${customDomainSchema.description} Operator only: bind a domain after verifying the world owns it.` },
     analytics: WORLD_ANALYTICS_PATCH_SCHEMA,
     identityProviders: identityProvidersInputSchema,
+    quotas: WORLD_QUOTAS_SCHEMA,
   },
 } as const;
 
@@ -326,6 +365,7 @@ export const WORLD_SCHEMA = {
     "roomUrlBase",
     "analytics",
     "identityProviders",
+    "quotas",
     "createdAt",
     "updatedAt",
   ],
@@ -352,6 +392,7 @@ export const WORLD_SCHEMA = {
     },
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
+    quotas: { ...WORLD_QUOTAS_SCHEMA, required: [...WORLD_QUOTA_NAMES] },
     createdAt: dateTime,
     updatedAt: dateTime,
   },

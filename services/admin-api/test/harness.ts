@@ -70,6 +70,16 @@ export interface AdminApiOptions {
   dashboardAssetsDir?: string;
   /** Clock of dashboard sessions; the system clock unless given. */
   now?: () => Date;
+  /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD; the production defaults unless given. */
+  endpointQuotas?: { maxEndpoints: number; maxAuthEndpoints: number };
+  /**
+   * AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S (in ms); 10000 failures a minute unless given, so
+   * tests that send many bad credentials on purpose are not throttled. The counters are in the
+   * run's Redis under the harness's prefix either way.
+   */
+  authThrottle?: { maxFailures: number; windowMs: number };
+  /** TRUST_PROXY; none unless given. */
+  trustProxy?: number | string[] | false;
 }
 
 export interface AdminApiHarness {
@@ -167,6 +177,11 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     dashboardFrameAncestors: options.dashboardFrameAncestors ?? [],
     dashboardAssetsDir: options.dashboardAssetsDir ?? ownDashboardDir ?? "",
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.endpointQuotas === undefined ? {} : { endpointQuotas: options.endpointQuotas }),
+    throttleRedis: redis,
+    redisKeyPrefix,
+    authThrottle: options.authThrottle ?? { maxFailures: 10_000, windowMs: 60_000 },
+    trustProxy: options.trustProxy ?? false,
   });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
@@ -213,6 +228,8 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
       await deliveryQueue.close();
       await recoveryQueue.obliterate({ force: true });
       await recoveryQueue.close();
+      const counters = await redis.keys(`${redisKeyPrefix}:auth-failures:*`);
+      if (counters.length > 0) await redis.del(...counters);
       await redis.quit();
       destroyDeliveryAgents(deliveryAgents);
       await prisma.$disconnect();
