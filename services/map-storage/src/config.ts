@@ -1,4 +1,5 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
+import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readTrustProxy, type Env } from "@vw/service-kit";
+import { ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX } from "./files/active-content.js";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
@@ -25,6 +26,12 @@ export function loadConfig(env: Env) {
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
       fileCacheBytes: r.int("FILE_CACHE_BYTES", 128 * 1024 * 1024, { min: 0 }),
       writeLockWaitMs: r.int("WRITE_LOCK_WAIT_MS", 10_000, { min: 100 }),
+      /** ACTIVE_FILE_SANDBOX: the CSP sandbox of files a browser could run (HTML, SVG, XML, PDF); see files/active-content.ts. */
+      activeFileSandbox: r.oneOf("ACTIVE_FILE_SANDBOX", ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX),
+      /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: unknown API keys one client may send per window. */
+      authThrottle: readAuthThrottle(r),
+      /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */
+      trustProxy: readTrustProxy(r),
     };
   });
 }

@@ -38,6 +38,7 @@ export const INGEST_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
   400: ["invalid-request", "malformed-json", "too-deeply-nested", "bad-request"],
   401: ["missing-token", "invalid-token"],
   413: ["payload-too-large"],
+  429: ["too-many-failed-attempts"],
   415: ["unsupported-media-type", "unsupported-encoding"],
   503: ["dependency-unavailable"],
 });
