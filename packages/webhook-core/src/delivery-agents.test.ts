@@ -23,6 +23,8 @@ function fakeLookup(table: Record<string, string[]>): LookupFunction {
   return (hostname, options, callback) => {
     const answers = table[hostname];
     if (!answers) return systemLookup(hostname, options, callback);
+    // An empty list: the name does not exist (NXDOMAIN), as getaddrinfo reports it.
+    if (answers.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "", 4);
     const all: LookupAddress[] = answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
     if (options.all) return callback(null, all);
     const first = all[0] as LookupAddress;
@@ -62,7 +64,12 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
   ])("refuses %s before any connection is made", async (_label, url) => {
     const outcome = await postDelivery({ url: url(receiver.port), body, headers, timeoutMs: 5000, agents: agentsFor("public-https") });
     expect(outcome.status).toBeUndefined();
-    expect(outcome.error).toEqual({ kind: "refused-by-policy", message: expect.stringMatching(/refused by ENDPOINT_URL_POLICY: .*loopback address/) });
+    expect(outcome.error).toEqual({
+      kind: "refused-by-policy",
+      message: expect.stringMatching(/refused by ENDPOINT_URL_POLICY: \S+ is not a public address$/),
+      detail: expect.stringMatching(/loopback address/),
+    });
+    expect(outcome.error?.message).not.toMatch(/loopback/);
     expect(classify(outcome)).toBe("rejected");
     expect(receiver.connections()).toBe(0);
   });
@@ -98,7 +105,7 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
   });
 
   it("refuses a public-looking name that resolves to a private address at delivery time (DNS rebinding)", async () => {
-    const lookup = fakeLookup({ "hooks.rebind.test": ["127.0.0.1"] });
+    const lookup = fakeLookup({ "hooks.rebind.test": ["127.0.0.1"], "nowhere.rebind.test": [] });
 
     const refused = await postDelivery({
       url: `https://hooks.rebind.test:${receiver.port}/`,
@@ -107,8 +114,27 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       timeoutMs: 5000,
       agents: agentsFor("public-https", { lookup }),
     });
-    expect(refused.error).toEqual({ kind: "refused-by-policy", message: expect.stringContaining("127.0.0.1 is a loopback address") });
+    expect(refused.error).toEqual({
+      kind: "refused-by-policy",
+      message: "connection to hooks.rebind.test refused by ENDPOINT_URL_POLICY: hooks.rebind.test is not a public address",
+      detail: "hooks.rebind.test: 127.0.0.1 is a loopback address",
+    });
     expect(receiver.connections()).toBe(0);
+
+    // A name that does not resolve at all is refused the same way: the answer tells neither apart.
+    const missing = await postDelivery({
+      url: `https://nowhere.rebind.test:${receiver.port}/`,
+      body,
+      headers,
+      timeoutMs: 5000,
+      agents: agentsFor("public-https", { lookup }),
+    });
+    expect(missing.error).toEqual({
+      kind: "refused-by-policy",
+      message: "connection to nowhere.rebind.test refused by ENDPOINT_URL_POLICY: nowhere.rebind.test is not a public address",
+      detail: expect.stringMatching(/^nowhere\.rebind\.test does not resolve \(ENOTFOUND\)$/),
+    });
+    expect(classify(missing)).toBe(classify(refused));
 
     // The same name and lookup under `any` does reach the receiver: the refusal above is the policy's.
     const reached = await postDelivery({
@@ -130,7 +156,11 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       timeoutMs: 5000,
       agents: agentsFor("public-https", { lookup }),
     });
-    expect(outcome.error).toEqual({ kind: "refused-by-policy", message: expect.stringContaining("10.0.0.7 is a private address") });
+    expect(outcome.error).toEqual({
+      kind: "refused-by-policy",
+      message: "connection to mixed.rebind.test refused by ENDPOINT_URL_POLICY: mixed.rebind.test is not a public address",
+      detail: "mixed.rebind.test: 10.0.0.7 is a private address",
+    });
   });
 
   it("lets a public answer through to the connection attempt (which fails here only for lack of a route)", async () => {
@@ -182,7 +212,7 @@ describe("isPolicyRefusal", () => {
   });
 
   it("recognises our own refusal directly, by code and through a cause chain", () => {
-    const ours = new AddressRefusedError("10.0.0.1", "private", "x.test");
+    const ours = AddressRefusedError.ofAddress("10.0.0.1", "private", "x.test");
     expect(isPolicyRefusal(ours)).toBe(true);
     expect(isPolicyRefusal(Object.assign(new Error("wrapped"), { code: ADDRESS_REFUSED_CODE }))).toBe(true);
     expect(isPolicyRefusal(new Error("outer", { cause: new Error("middle", { cause: ours }) }))).toBe(true);

@@ -23,7 +23,13 @@ export interface AttemptOutcome {
    * for a 3xx answer (`redirect`: never followed), and when the body read failed after the status
    * arrived (the status still decides the verdict then).
    */
-  error?: { kind: AttemptErrorKind; message: string };
+  error?: {
+    kind: AttemptErrorKind;
+    /** What went wrong, as customers may read it (a policy refusal names no address). */
+    message: string;
+    /** For the server's log only, never stored or answered: what a policy refusal was about (the address, the resolver's answer). */
+    detail?: string;
+  };
 }
 
 /**

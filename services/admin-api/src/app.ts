@@ -122,7 +122,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     playUrl: deps.playUrl.replace(/\/+$/, ""),
   });
   const apiKeys = new ApiKeysService(deps.prisma, worlds);
-  const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost);
+  const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost, deps.logger);
   const endpoints = new EndpointsService(deps.prisma, worlds, {
     secretBox: deps.secretBox,
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
@@ -134,6 +134,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     secretBox: deps.secretBox,
     agents: deps.deliveryAgents,
     timeoutMs: deps.deliveryTimeoutMs,
+    logger: deps.logger,
   });
   const now = deps.now ?? (() => new Date());
   const publicAdminUrl = (deps.publicAdminUrl ?? DEFAULT_PUBLIC_ADMIN_URL).replace(/\/+$/, "");

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testKeyPrefix } from "@vw/testing";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, LookupFunction } from "node:net";
 import type { Queue } from "bullmq";
 import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
@@ -80,6 +80,8 @@ export interface AdminApiOptions {
   authThrottle?: { maxFailures: number; windowMs: number };
   /** TRUST_PROXY; none unless given. */
   trustProxy?: number | string[] | false;
+  /** DNS lookup of the Test action's connections; the system's unless given. */
+  deliveryLookup?: LookupFunction;
 }
 
 export interface AdminApiHarness {
@@ -157,7 +159,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
   const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, redisKeyPrefix);
-  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
+  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
   const app = createAdminApp({
     prisma,

@@ -110,6 +110,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     attempts: new AttemptSlots(options.deliveryConcurrency),
     scheduler,
     onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
+    // The delivery log says only "not a public address"; the address or resolver answer is for operators.
+    onPolicyRefusal: (refusal) => options.logger.warn(refusal, "delivery refused by ENDPOINT_URL_POLICY"),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),
     agents,

@@ -39,6 +39,8 @@ export interface DeliverDeps {
   metrics: WorkerMetrics;
   /** A slot release that failed (Redis down): logged; the lease expires by itself. */
   onSchedulerError?: (err: unknown) => void;
+  /** An attempt refused by ENDPOINT_URL_POLICY: what it was about (address, resolver answer), for the log only. */
+  onPolicyRefusal?: (refusal: { endpointId: string; deliveryId: string; detail: string }) => void;
   timeoutMs: number;
   /**
    * SCHEDULER_SLOT_WAIT_MS: how long a job whose endpoint has every slot taken (and no backlog)
@@ -129,6 +131,8 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
     });
     attemptDone();
     const errorKind = sent.outcome.error?.kind;
+    const refusalDetail = sent.outcome.error?.detail;
+    if (refusalDetail !== undefined) deps.onPolicyRefusal?.({ endpointId: delivery.endpointId, deliveryId: delivery.deliveryId, detail: refusalDetail });
     signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
     // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.

@@ -230,6 +230,10 @@ export class AuthHookService {
     // both) for about a third of a millisecond less CPU per endpoint on the member's path.
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
+    // What a policy refusal was about stays on the server: the history says only "not a public address".
+    if (sent.outcome.error?.detail !== undefined) {
+      this.options.logger.warn({ endpointId: endpoint.id, deliveryId, detail: sent.outcome.error.detail }, "auth hook call refused by ENDPOINT_URL_POLICY");
+    }
     return {
       result: {
         endpointId: endpoint.id,
