@@ -60,13 +60,13 @@ afterAll(async () => {
 });
 
 describe("across replicas", () => {
-  it("counts one client's failures on every replica, refuses its next credential (even the right one) with 429 and Retry-After, and never slows another client", async () => {
+  it("counts one client's failures on every replica, refuses its credentials (even the right one) with 429 and Retry-After once at the limit, and never slows another client", async () => {
     const a = throttleOn(redis);
     const b = throttleOn(redis);
     const attacker = "203.0.113.7";
     const statuses = [await attempt(a, attacker, "guess-1"), await attempt(b, attacker, "guess-2"), await attempt(a, attacker, "guess-3")];
     expect(statuses.map((s) => s.status)).toEqual([401, 401, 401]);
-    // The fourth failure, on the other replica, is over the limit of 3.
+    // The third failure reached the limit of 3: the other replica reads it and refuses the fourth guess unchecked.
     const fourth = await attempt(b, attacker, "guess-4");
     expect(fourth.status).toBe(429);
     expect(Number(fourth.retryAfter)).toBeGreaterThanOrEqual(59);
@@ -78,7 +78,7 @@ describe("across replicas", () => {
     expect(await attempt(a, "198.51.100.20", SECRET)).toEqual({ status: 200 });
     expect(await attempt(b, "198.51.100.20", SECRET)).toEqual({ status: 200 });
     // One key per (scope, client), under the prefix, expiring with the window.
-    expect(await redis.get(`${prefix}:auth-failures:admin-token:${attacker}`)).toBe("4");
+    expect(await redis.get(`${prefix}:auth-failures:admin-token:${attacker}`)).toBe("3");
     expect(await redis.pttl(`${prefix}:auth-failures:admin-token:${attacker}`)).toBeGreaterThan(50_000);
   });
 

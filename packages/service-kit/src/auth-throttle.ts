@@ -1,17 +1,19 @@
 /**
  * Throttling of failed authentication, shared by every replica of a service through Redis: once a
- * client has failed `maxFailures` times within `windowMs`, every credential it presents (a valid
- * one included) is answered 429 with `Retry-After` until the window that started with its first
- * failure ends. Refusing valid credentials too is the point: if a guess were still checked and let
- * through when right, an attacker would lose nothing by being throttled.
+ * client has failed `maxFailures` times within `windowMs` (each of those failures answered as
+ * usual, 401), every credential it presents, a valid one included, is answered 429 with
+ * `Retry-After` until the window that started with its first failure ends. Refusing valid
+ * credentials too is the point: if a guess were still checked and let through when right, an
+ * attacker would lose nothing by being throttled.
  *
  * - One counter per (scope, client), a single Redis key (`<REDIS_KEY_PREFIX>:auth-failures:<scope>:<client>`),
  *   so every operation touches one key and is slot-safe on Redis Cluster. A client is its IP
  *   address; an IPv6 client is its /64, which one machine usually owns whole.
  * - Only failures write. A request's check reads the counter, and a replica that has just seen the
  *   counter under the limit trusts that for `checkCacheMs` (1 s by default), so a busy legitimate
- *   client costs one read a second, not one per request; a replica that counts a failure over the
- *   limit knows at once, the others within `checkCacheMs`.
+ *   client costs one read a second, not one per request. The replica that counts the failure
+ *   reaching the limit knows at once; another one within `checkCacheMs`, and before that it checks
+ *   at most one more credential of that client (its failure returns the count, over the limit).
  * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to counting in
  *   memory (the same limits, per replica) and logs one warning per outage; nobody is locked out
  *   by the outage itself and nothing crashes.
@@ -29,7 +31,7 @@ export interface ThrottleRedis {
 
 /** Limits of {@link AuthThrottle}, from AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S. */
 export interface AuthThrottleLimits {
-  /** Failures a client may have in one window; the next request is refused. */
+  /** Failures a client may have in one window; from then on its requests are refused. */
   maxFailures: number;
   /** Length of a window, from a client's first failure. */
   windowMs: number;
@@ -102,8 +104,9 @@ export class AuthThrottle {
 
   /**
    * Runs a credential check for `client`: refuses a throttled client with 429 before checking;
-   * when the check throws a counting failure, counts it and answers 429 instead of the failure
-   * once the client is over the limit. Other outcomes pass through unchanged.
+   * when the check throws a counting failure, counts it (the failure that reaches the limit is
+   * still answered as it is; a later one that slipped through another replica gets 429). Other
+   * outcomes pass through unchanged.
    */
   async guard<T>(client: string, check: () => T | Promise<T>, counts: FailurePredicate = countsAsAuthFailure): Promise<T> {
     const id = clientId(client);
@@ -113,10 +116,13 @@ export class AuthThrottle {
     } catch (err) {
       if (!counts(err)) throw err;
       const counter = await this.recordFailure(id);
-      if (counter.failures > this.options.maxFailures) {
+      if (counter.failures >= this.options.maxFailures) {
         this.blocked.set(id, counter.resetAt);
-        this.options.logger.warn({ scope: this.options.scope, client: id, failures: counter.failures }, "authentication throttled: too many failures from one client");
-        throw this.tooMany(counter.resetAt);
+        if (counter.failures === this.options.maxFailures) {
+          this.options.logger.warn({ scope: this.options.scope, client: id, failures: counter.failures }, "authentication throttled: too many failures from one client");
+        }
+        // Past the limit (checked on a replica that had not seen the block yet): refused like any other request now.
+        if (counter.failures > this.options.maxFailures) throw this.tooMany(counter.resetAt);
       }
       throw err;
     }
@@ -133,7 +139,7 @@ export class AuthThrottle {
     const clearUntil = this.clear.get(id);
     if (clearUntil !== undefined && clearUntil > now) return;
     const counter = await this.read(id);
-    if (counter.failures > this.options.maxFailures && counter.resetAt > now) {
+    if (counter.failures >= this.options.maxFailures && counter.resetAt > now) {
       this.blocked.set(id, counter.resetAt);
       throw this.tooMany(counter.resetAt);
     }
