@@ -186,8 +186,28 @@ export function createApp(logger?: Logger, options: { requestContext?: boolean; 
   if (logger) {
     app.use(requestLogger(logger, { context: options.requestContext ?? true }));
     app.use(requestTextGuard);
+    if (trustProxy === false) app.use(untrustedProxyWarning(logger));
   }
   return app;
+}
+
+/**
+ * Logs once, at the first request carrying `X-Forwarded-For`, that TRUST_PROXY is not set: behind
+ * a proxy every client then has the proxy's address, so they share one failed-authentication
+ * counter and one client's failures lock the others out. Nothing else changes.
+ */
+function untrustedProxyWarning(logger: Logger): RequestHandler {
+  let warned = false;
+  return (req, _res, next) => {
+    if (!warned && req.headers["x-forwarded-for"] !== undefined) {
+      warned = true;
+      logger.warn(
+        { peer: req.socket.remoteAddress },
+        "requests arrive with X-Forwarded-For but TRUST_PROXY is not set: clients are told apart by the proxy's address, so they share one failed-authentication counter; set TRUST_PROXY to the proxies in front",
+      );
+    }
+    next();
+  };
 }
 
 /**

@@ -95,5 +95,7 @@ describe("without a trusted proxy", () => {
     const statuses = [];
     for (let i = 0; i < 4; i += 1) statuses.push((await direct.request("GET", "/admin/v1/organizations", { token: `guess-${i}`, headers: { "x-forwarded-for": `192.0.2.${i}` } })).status);
     expect(statuses).toEqual([401, 401, 429, 429]);
+    // Behind a proxy that would lock every client out together: the operator is told, once.
+    expect(direct.logs.filter((l) => l.level === "warn" && String(l.msg).includes("TRUST_PROXY is not set"))).toHaveLength(1);
   });
 });
