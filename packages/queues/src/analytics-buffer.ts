@@ -78,7 +78,7 @@ export async function pushAnalyticsEvents(redis: Redis, keyPrefix: string, endpo
 // KEYS: pending, then buffer, dropped, inflight of each endpoint. ARGV: max per endpoint, max for
 // the world, number of endpoints, endpoint ids, events. Every event goes to every endpoint, so the
 // world has room for floor(room / endpoints) of them; the first that fit are pushed, the rest not.
-// Returns {events pushed to each endpoint, events trimmed from full endpoint buffers}.
+// Returns {events pushed to each endpoint, then the events trimmed from each endpoint's buffer}.
 const WORLD_PUSH_SCRIPT = `
 local perEndpoint = tonumber(ARGV[1])
 local worldMax = tonumber(ARGV[2])
@@ -91,26 +91,29 @@ local first = 4 + e
 local n = #ARGV - first + 1
 local fit = math.floor((worldMax - held) / e)
 if fit > n then fit = n end
-if fit <= 0 then return {0, 0} end
-local trimmed = 0
+local out = {0}
+if fit <= 0 then return out end
+out[1] = fit
 for i = 0, e - 1 do
   local len = redis.call('RPUSH', KEYS[2 + 3 * i], unpack(ARGV, first, first + fit - 1))
   local over = len - perEndpoint
   if over > 0 then
     redis.call('LTRIM', KEYS[2 + 3 * i], over, -1)
     redis.call('INCRBY', KEYS[3 + 3 * i], over)
-    trimmed = trimmed + over
+  else
+    over = 0
   end
+  out[2 + i] = over
   redis.call('SADD', KEYS[1], ARGV[4 + i])
 end
-return {fit, trimmed}`;
+return out`;
 
 /** What {@link pushWorldAnalyticsEvents} did. */
 export interface WorldPushResult {
   /** Events buffered for every endpoint. */
   buffered: number;
-  /** Copies trimmed from full endpoint buffers (also added to those endpoints' dropped counters). */
-  trimmed: number;
+  /** Events trimmed from each endpoint's full buffer, by endpoint id (also added to its dropped counter). */
+  trimmed: Map<string, number>;
   /** Copies (event × endpoint) not buffered because the world is at its limit. */
   refused: number;
 }
@@ -130,13 +133,13 @@ export async function pushWorldAnalyticsEvents(
   events: readonly string[],
   limits: { perEndpointMax: number; worldMax: number },
 ): Promise<WorldPushResult> {
-  const result: WorldPushResult = { buffered: 0, trimmed: 0, refused: 0 };
+  const result: WorldPushResult = { buffered: 0, trimmed: new Map(), refused: 0 };
   if (endpointIds.length === 0) return result;
   const keys = analyticsKeys(keyPrefix);
   const scriptKeys = [keys.pending, ...endpointIds.flatMap((id) => [keys.buffer(id), keys.dropped(id), keys.inflight(id)])];
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
     const chunk = events.slice(i, i + PUSH_CHUNK);
-    const [fit, trimmed] = (await redis.eval(
+    const [fit = 0, ...trimmed] = (await redis.eval(
       WORLD_PUSH_SCRIPT,
       scriptKeys.length,
       ...scriptKeys,
@@ -145,9 +148,12 @@ export async function pushWorldAnalyticsEvents(
       String(endpointIds.length),
       ...endpointIds,
       ...chunk,
-    )) as [number, number];
+    )) as number[];
     result.buffered += Number(fit);
-    result.trimmed += Number(trimmed);
+    trimmed.forEach((n, i) => {
+      const id = endpointIds[i] as string;
+      if (Number(n) > 0) result.trimmed.set(id, (result.trimmed.get(id) ?? 0) + Number(n));
+    });
     result.refused += (chunk.length - Number(fit)) * endpointIds.length;
   }
   return result;

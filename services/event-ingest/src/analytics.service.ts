@@ -102,8 +102,8 @@ export class AnalyticsIntake {
       kept,
       { perEndpointMax: this.options.bufferMax, worldMax },
     );
-    if (pushed.trimmed > 0) {
-      this.logger.warn({ worldId: world.id, trimmed: pushed.trimmed, bufferMax: this.options.bufferMax }, "analytics buffer full: oldest events dropped");
+    for (const [endpointId, trimmed] of pushed.trimmed) {
+      this.logger.warn({ endpointId, trimmed, bufferMax: this.options.bufferMax }, "analytics buffer full: oldest events dropped");
     }
     if (pushed.refused > 0) {
       this.dropped.inc({ reason: "world-buffer-full" }, pushed.refused);
