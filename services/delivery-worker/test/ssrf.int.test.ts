@@ -44,6 +44,9 @@ describe("with ENDPOINT_URL_POLICY=public-https the worker refuses", () => {
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ errorKind: "refused-by-policy", verdict: "rejected", responseStatus: null });
+    // The logged error (shown to the world's administrators) names no address range nor what DNS said.
+    if (name !== "plain http") expect(attempts[0]!.error).toMatch(/^connection to \S+ refused by ENDPOINT_URL_POLICY: \S+ is not a public address$/);
+    expect(attempts[0]!.error).not.toMatch(/loopback|private|link-local|unique-local|carrier-grade|mapped/);
     expect(probe.received).toHaveLength(0);
   });
 });
