@@ -7,6 +7,7 @@
  * check what JSON Schema cannot express (reserved slugs, unique identity-provider ids).
  */
 import { compileValidator, type FieldError, type ValidationResult } from "./validation.js";
+import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, type WorldQuotas } from "./world-quotas.schema.js";
 
 /** Organization and world slugs: 1-63 lower-case letters, digits and inner hyphens (a DNS label). */
 export const SLUG_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
@@ -63,23 +64,6 @@ export interface IdentityProvider {
   kind: IdentityProviderKind;
   exposeAccessToken: boolean;
 }
-
-/**
- * A world's own quotas, set by the platform operator only (ADMIN_TOKEN). `null`: the platform
- * default (MAX_ENDPOINTS_PER_WORLD, MAX_AUTH_ENDPOINTS_PER_WORLD, ANALYTICS_BUFFER_MAX_PER_WORLD).
- */
-export interface WorldQuotas {
-  /** Webhook endpoints of the world, enabled or not. */
-  maxEndpoints: number | null;
-  /** Endpoints subscribed to `auth` (each is called while a member connects). */
-  maxAuthEndpoints: number | null;
-  /** Analytics events held in Redis for the world (all its endpoints' buffers); more are dropped and counted. */
-  analyticsBufferMax: number | null;
-}
-
-/** The world's quota names, as in {@link WorldQuotas}. */
-export const WORLD_QUOTA_NAMES = ["maxEndpoints", "maxAuthEndpoints", "analyticsBufferMax"] as const;
-export type WorldQuotaName = (typeof WORLD_QUOTA_NAMES)[number];
 
 /** `POST /admin/v1/organizations` */
 export interface CreateOrganizationRequest {
@@ -232,21 +216,6 @@ export const WORLD_ANALYTICS_SCHEMA = {
     enabled: { type: "boolean" },
     userLevelActivity: { type: "boolean" },
     categories: { ...analyticsCategoriesPatchSchema, required: [...ANALYTICS_CATEGORIES] },
-  },
-} as const;
-
-const quotaValueSchema = (description: string, maximum: number) =>
-  ({ type: ["integer", "null"], minimum: 1, maximum, description: `${description} \`null\`: the platform default.` }) as const;
-
-/** Schema of a world's quotas (operator only). In a PATCH each member given replaces the stored one. */
-export const WORLD_QUOTAS_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  description: "Set by the platform operator (ADMIN_TOKEN) only; a dashboard session gets 403.",
-  properties: {
-    maxEndpoints: quotaValueSchema("Most webhook endpoints of the world (MAX_ENDPOINTS_PER_WORLD).", 100_000),
-    maxAuthEndpoints: quotaValueSchema("Most endpoints subscribed to `auth` (MAX_AUTH_ENDPOINTS_PER_WORLD).", 1_000),
-    analyticsBufferMax: quotaValueSchema("Most analytics events held in Redis for the world (ANALYTICS_BUFFER_MAX_PER_WORLD).", 10_000_000),
   },
 } as const;
 
