@@ -4,7 +4,7 @@
  * k8s-rules.ts. The env rules use the services' own config readers: the variables a reader knows
  * and requires are observed by running it, not copied by hand.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "@jest/globals";
@@ -133,6 +133,18 @@ describe("overlay production", () => {
     expect(alerts).toEqual(
       expect.arrayContaining(["VwQueueBacklogGrowing", "VwOldestWaitingDeliveryTooOld", "VwDeliveryFailureRateHigh", "VwEndpointsDisabledInBulk", "VwServiceNotReady"]),
     );
+  });
+
+  it("ships every dashboard of infra/grafana, unchanged, in one ConfigMap that Grafana's sidecar picks up", () => {
+    const grafanaDir = join(ROOT, "infra", "grafana");
+    const files = readdirSync(grafanaDir).filter((f) => f.endsWith(".json")).sort();
+    const maps = rendered.production!.filter((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1");
+    expect(maps.map((o) => [o.metadata.name, o.metadata.namespace])).toEqual([["vw-grafana-dashboards", "vw"]]);
+    const data = maps[0]!.data as Record<string, string>;
+    expect(Object.keys(data).sort()).toEqual(files);
+    for (const f of files) expect([f, data[f]]).toEqual([f, readFileSync(join(grafanaDir, f), "utf8")]);
+    // `kubectl apply` (client side) keeps the whole object in an annotation limited to 256 KiB.
+    expect(Buffer.byteLength(JSON.stringify(data))).toBeLessThan(256 * 1024);
   });
 });
 

@@ -29,13 +29,13 @@ export function createRedisConnection(redisUrl: string, role: RedisRole): Redis 
  * commands written within one tick of the event loop (the synchronous code and the promise
  * continuations it starts) into one write: the socket is corked at the tick's first write and
  * uncorked on `process.nextTick`. The bytes and their order are exactly what ioredis wrote, so
- * replies still match commands one by one; only the number of system calls changes. Measured in
- * seven alternated pairs of `pnpm bench delivery` (README's delivery-bench section): the pipeline's
- * CPU per delivery was lower in five (median 1.7% less) and the open loop's p99 met its 1 s goal in
- * six against four. This is not ioredis's `enableAutoPipelining`, which rebuilds commands into
- * pipelines and which Bull's users saw lose job data (OptimalBits/bull#2276); corking is below
- * ioredis and cannot change what is sent. A connection BullMQ duplicates for blocking reads is a
- * new connection and sends one command at a time; it is left alone.
+ * replies still match commands one by one; only the number of system calls changes. Alternated
+ * runs of `pnpm bench delivery` with and without it measured a small saving of CPU per delivery
+ * (docs/decisions/0009-worker-redis-writes-coalesced-per-tick.md). This is not ioredis's
+ * `enableAutoPipelining`, which rebuilds commands into pipelines and with which Bull's users saw
+ * job data lost; corking is below ioredis and cannot change what is sent. A connection BullMQ
+ * duplicates for blocking reads is a new connection and sends one command at a time; it is left
+ * alone.
  */
 function coalesceWritesPerTick(redis: Redis): void {
   redis.on("connect", () => {

@@ -7,9 +7,9 @@
  * against both):
  * - {@link postDelivery}, over got 14: the queued deliveries of the worker and the Test action.
  * - {@link postDeliveryDirect}, over node:http: the synchronous auth hook, which sits on a
- *   member's connection path. got builds and merges a full options object per request; on these
- *   machines that is about a third of a millisecond of CPU per attempt, which the hook's p99 goal
- *   cannot spare and a queued delivery does not notice.
+ *   member's connection path. got builds and merges a full options object per request, a CPU cost
+ *   per attempt that the hook's p99 goal cannot spare and a queued delivery does not notice
+ *   (docs/decisions/0006-http-transports-for-deliveries.md).
  */
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";

@@ -40,6 +40,8 @@ import { organizationsRouter } from "./organizations.routes.js";
 import { WorldsService } from "./worlds.service.js";
 import { DEFAULT_ENDPOINT_QUOTAS } from "./config.js";
 import { worldsRouter } from "./worlds.routes.js";
+import { MapStorageRooms } from "./map-storage-rooms.js";
+import { roomsRouter } from "./rooms.routes.js";
 
 /** What the admin API is built from; `main.ts` passes the live ones, tests their own. */
 export interface AdminAppDeps {
@@ -51,6 +53,8 @@ export interface AdminAppDeps {
   publicMapStorageUrl: string;
   /** PLAY_URL (no trailing slash). */
   playUrl: string;
+  /** MAP_STORAGE_INTERNAL_URL: map-storage as admin-api reaches it, for the room listing; PUBLIC_MAP_STORAGE_URL by default. */
+  mapStorageInternalUrl?: string;
   /** Seals endpoint secrets at rest (built from SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
   /** ENDPOINT_URL_POLICY. */
@@ -183,6 +187,12 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   api.use(jsonBody());
   api.use(organizationsRouter(organizations, worlds));
   api.use(worldsRouter(worlds, apiKeys));
+  api.use(
+    roomsRouter(
+      worlds,
+      new MapStorageRooms({ baseUrl: (deps.mapStorageInternalUrl ?? deps.publicMapStorageUrl).replace(/\/+$/, ""), adminToken: deps.adminToken, timeoutMs: 5_000 }),
+    ),
+  );
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
   api.use(recoveriesRouter(recoveries));

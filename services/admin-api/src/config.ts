@@ -42,6 +42,11 @@ export function loadConfig(env: Env) {
       /** Public address of map-storage; a world's files live under `<this>/<org>/<world>`. */
       publicMapStorageUrl: r.url("PUBLIC_MAP_STORAGE_URL", "http://localhost:3001"),
       /**
+       * map-storage as admin-api reaches it (`http://map-storage:3001` in a cluster), for the
+       * dashboard's room listing; PUBLIC_MAP_STORAGE_URL when unset.
+       */
+      mapStorageInternalUrl: r.optionalString("MAP_STORAGE_INTERNAL_URL") === undefined ? undefined : r.url("MAP_STORAGE_INTERNAL_URL", ""),
+      /**
        * Public address of the play client; room URLs are `<this>/@/<org>/<world>/<path>.wam`.
        * The default matches map-storage's, a local-only name that cannot leak to real users.
        */

@@ -120,6 +120,13 @@ export class EndpointsService {
     return toPage(rows, page, newestCursor, toEndpointResource);
   }
 
+  /** The ids of every endpoint of the world (for its figures); 404 for an unknown world. */
+  async idsOf(organizationSlug: string, worldSlug: string): Promise<string[]> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id }, select: { id: true } });
+    return rows.map((r) => r.id);
+  }
+
   /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */
   async get(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
     return toEndpointResource(await this.find(organizationSlug, worldSlug, id));

@@ -1,5 +1,5 @@
 /**
- * Hostile input on every admin-api route (issue 11): generated malformed bodies, headers and
+ * Hostile input on every admin-api route: generated malformed bodies, headers and
  * paths never get a 5xx or a bare error, are refused with a problem document, change nothing
  * stored, and leave the app answering. Seeded: `FUZZ_SEED` replays a run, `FUZZ_RUNS` resizes it.
  */

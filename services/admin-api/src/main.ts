@@ -33,6 +33,7 @@ const app = createAdminApp({
   logger,
   adminToken: config.adminToken,
   publicMapStorageUrl: config.publicMapStorageUrl,
+  ...(config.mapStorageInternalUrl === undefined ? {} : { mapStorageInternalUrl: config.mapStorageInternalUrl }),
   playUrl: config.playUrl,
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),

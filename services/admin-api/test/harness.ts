@@ -82,6 +82,10 @@ export interface AdminApiOptions {
   trustProxy?: number | string[] | false;
   /** DNS lookup of the Test action's connections; the system's unless given. */
   deliveryLookup?: LookupFunction;
+  /** ADMIN_TOKEN; a fresh random one unless given. */
+  adminToken?: string;
+  /** MAP_STORAGE_INTERNAL_URL (the room listing); PUBLIC_MAP_STORAGE_URL unless given. */
+  mapStorageInternalUrl?: string;
 }
 
 export interface AdminApiHarness {
@@ -151,7 +155,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
-  const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
+  const adminToken = options.adminToken ?? `test-admin-${randomBytes(16).toString("hex")}`;
   const logs: LogLine[] = [];
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
@@ -184,6 +188,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     redisKeyPrefix,
     authThrottle: options.authThrottle ?? { maxFailures: 10_000, windowMs: 60_000 },
     trustProxy: options.trustProxy ?? false,
+    ...(options.mapStorageInternalUrl === undefined ? {} : { mapStorageInternalUrl: options.mapStorageInternalUrl }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);

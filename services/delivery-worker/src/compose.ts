@@ -193,7 +193,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       clearInterval(sweeper);
       // An attempt in flight ends within its timeout and its log write, so by then every job this
       // process took is done. BullMQ's close can wait longer than that on a blocking connection
-      // still backing off after a Redis outage (taskforcesh/bullmq#4656); past the bound it is
+      // still backing off after a Redis outage (a known BullMQ behaviour); past the bound it is
       // left behind, named in the log, instead of holding the process until it is killed.
       const boundMs = options.deliveryTimeoutMs + LEASE_MARGIN_MS;
       const within = (closing: Promise<unknown>, ms: number, what: string) =>

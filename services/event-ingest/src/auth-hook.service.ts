@@ -227,7 +227,8 @@ export class AuthHookService {
       return { result: { endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" } };
     }
     // node:http rather than got: the same contract (webhook-core runs one test suite against
-    // both) for about a third of a millisecond less CPU per endpoint on the member's path.
+    // both) for less CPU per endpoint on the member's path (got merges a full options object per
+    // request; docs/decisions/0006-http-transports-for-deliveries.md).
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
     // What a policy refusal was about stays on the server: the history says only "not a public address".

@@ -19,9 +19,12 @@ import type { ActiveFileSandbox } from "./files/active-content.js";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
+import { toolsRouter, type ToolsRoutesDeps } from "./uploads/tools.routes.js";
 
 export interface MapStorageAppDeps {
   files: FilesService;
+  /** Map authors' tools (upload, download, ping, rooms), less what the app itself provides. */
+  tools: Omit<ToolsRoutesDeps, "auth" | "logger" | "publicBaseUrl" | "playUrl">;
   auth: ApiKeyAuthenticator<ApiKeyPrincipal>;
   logger: Logger;
   readiness: ReadinessCheck[];
@@ -47,6 +50,8 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   app.use(cors);
   app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));
+  // Before the files API: their root names are routes, never files.
+  app.use(toolsRouter({ ...deps.tools, auth: deps.auth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, playUrl: deps.playUrl }));
   app.use(filesRouter(deps.files, deps.auth, deps));
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

@@ -42,11 +42,21 @@ export class CountingStore implements ObjectStore {
   calls = 0;
   /** Calls that change the bucket (put, delete). */
   writes = 0;
+  /** When set, every delete fails with it (a process dying between an upload's writes and its deletions). */
+  failDeletes: Error | undefined;
   constructor(readonly inner: ObjectStore) {}
   get(key: string) { this.calls++; return this.inner.get(key); }
+  getStream(key: string) { this.calls++; return this.inner.getStream(key); }
   head(key: string) { this.calls++; return this.inner.head(key); }
+  list(...a: Parameters<ObjectStore["list"]>) { this.calls++; return this.inner.list(...a); }
   put(...a: Parameters<ObjectStore["put"]>) { this.calls++; this.writes++; return this.inner.put(...a); }
-  delete(key: string) { this.calls++; this.writes++; return this.inner.delete(key); }
+  putStream(...a: Parameters<ObjectStore["putStream"]>) { this.calls++; this.writes++; return this.inner.putStream(...a); }
+  delete(key: string) {
+    this.calls++;
+    if (this.failDeletes) return Promise.reject(this.failDeletes);
+    this.writes++;
+    return this.inner.delete(key);
+  }
   ping() { return this.inner.ping(); }
 }
 

@@ -84,6 +84,20 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: { 404: ["not-found"], 409: ["custom-domain-taken"] },
       }),
     },
+    "/worlds/{org}/{world}/rooms": {
+      get: adminOperation({
+        operationId: "listRooms",
+        summary: "List a world's rooms (its `.wam` files)",
+        description:
+          "As map-storage lists them (`GET {base}/rooms`, asked with this ADMIN_TOKEN at MAP_STORAGE_INTERNAL_URL): path order, " +
+          "each with its URL, room URL, `mapUrl` and `metadata`. A page may hold fewer than `limit` rooms and still have a next one. " +
+          "503 when map-storage does not answer.",
+        tags: ["worlds"],
+        parameters: [...world, parameterRef("Limit"), { name: "cursor", in: "query", required: false, description: "The `nextCursor` of the previous page, as given.", schema: { type: "string" } }],
+        responses: { "200": json("RoomList", "A page of rooms.") },
+        problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
+      }),
+    },
     "/worlds/{org}/{world}/api-keys": {
       get: adminOperation({
         operationId: "listApiKeys",
@@ -239,13 +253,24 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
       }),
     },
+    "/worlds/{org}/{world}/stats": {
+      get: adminOperation({
+        operationId: "getWorldStats",
+        summary: "A world's delivery figures over the last 24 h",
+        description: "The figures of every endpoint the world has now, together (an endpoint deleted takes its figures with it).",
+        tags: ["deliveries"],
+        parameters: world,
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
+        problems: NOT_FOUND,
+      }),
+    },
     "/worlds/{org}/{world}/endpoints/{id}/stats": {
       get: adminOperation({
         operationId: "getEndpointStats",
         summary: "An endpoint's figures over the last 24 h",
         tags: ["deliveries"],
         parameters: endpoint,
-        responses: { "200": json("EndpointStats", "Deliveries by status, attempts, success rate, latency and the last attempt.") },
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
         problems: NOT_FOUND,
       }),
     },

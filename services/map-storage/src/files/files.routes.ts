@@ -7,6 +7,7 @@ import { isJsonExtension } from "./content-type.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
 import { parseEtagList, type WriteConditions } from "./preconditions.js";
+import { isReservedPath } from "../uploads/upload-paths.js";
 
 export interface FilesRoutesOptions {
   maxFileBytes: number;
@@ -73,6 +74,11 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
 
   const handler: RequestHandler = async (req, res) => {
     const fp = parseFilePath(req.originalUrl);
+    // The plain spellings are the tools' routes; an encoded one (`%70ing`) lands here and is refused the same.
+    if (isReservedPath(fp.path)) {
+      const detail = `'${fp.path}' at a world's root is reserved for map authors' tools; it cannot be a file.`;
+      throw new AppError(400, "invalid-path", detail, { errors: [{ pointer: "", detail }] });
+    }
     // One label for every file of every world (a refused path stays `unmatched`).
     setRouteTemplate(res, FILES_ROUTE_TEMPLATE);
     switch (req.method) {
