@@ -69,6 +69,20 @@ export class ApiKeyAuthenticator<P extends { keyId: string }> {
     return throttle.guard(client, () => this.check(authorization));
   }
 
+  /**
+   * {@link authenticate} on a route that also takes another credential (map-storage's room listing
+   * takes the operator's token): `alternative` looks at the `Authorization` header first and
+   * returns what it stands for, or null to have the header checked as an API key. Both are checked
+   * under the one throttle, so a throttled client can try neither, and a header that is neither
+   * counts as one failure.
+   */
+  async authenticateOr<A>(authorization: string | undefined, client: string | null, alternative: (authorization: string | undefined) => A | null): Promise<P | A> {
+    const check = async (): Promise<P | A> => alternative(authorization) ?? (await this.check(authorization));
+    const throttle = this.options.throttle;
+    if (throttle === undefined || client === null) return check();
+    return throttle.guard(client, check);
+  }
+
   private async check(authorization: string | undefined): Promise<P> {
     const realm = this.options.realm;
     if (authorization === undefined || authorization.trim() === "") {

@@ -2,12 +2,15 @@
  * Unknown API keys are throttled per client across map-storage replicas (counters in Redis):
  * after AUTH_FAILURES_MAX failures a client gets 429 with Retry-After for any key, its own valid
  * one included, while other clients' keys work. Clients are told apart by the TCP peer, or by
- * X-Forwarded-For only when TRUST_PROXY says whose to believe.
+ * X-Forwarded-For only when TRUST_PROXY says whose to believe. The map authors' tools (upload,
+ * download, rooms) count on the same counter, and on the room listing the operator's token is
+ * refused too once a client is throttled.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
 import { testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, sampleWam, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
+import { makeZip, starterMap } from "./zip-fixtures.js";
 
 let prisma: PrismaClient;
 let w: TestWorld;
@@ -68,5 +71,61 @@ describe("without TRUST_PROXY", () => {
     const statuses = [];
     for (let i = 0; i < 4; i += 1) statuses.push((await put(ms, `vwk_guess${i}`, { "x-forwarded-for": `192.0.2.${i}` })).status);
     expect(statuses).toEqual([401, 401, 429, 429]);
+  });
+});
+
+describe("map authors' tools", () => {
+  const ADMIN_TOKEN = `operator-${rand(12)}`;
+  let ms: RunningMapStorage;
+  let zip: Buffer;
+  beforeAll(async () => {
+    ms = await startMapStorage({ AUTH_FAILURES_MAX: "3", AUTH_FAILURES_WINDOW_S: "60", TRUST_PROXY: "loopback", ADMIN_TOKEN });
+    zip = await makeZip(starterMap("https://maps.example.com/m.tmj"));
+  });
+  afterAll(async () => {
+    await ms.close();
+  });
+
+  const base = () => `${ms.baseUrl}/${w.org}/${w.world}`;
+  const upload = (token: string, client: string) => {
+    const form = new FormData();
+    form.set("file", new Blob([zip], { type: "application/zip" }), "dist.zip");
+    form.set("directory", `maps-${rand()}`);
+    return fetch(`${base()}/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "x-forwarded-for": client }, body: form });
+  };
+  const rooms = (token: string, client: string) => fetch(`${base()}/rooms`, { headers: { authorization: `Bearer ${token}`, "x-forwarded-for": client } });
+  const expectThrottled = async (res: Response) => {
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(await res.json()).toMatchObject({ type: "/problems/too-many-failed-attempts", status: 429 });
+  };
+
+  it("answers 429 on POST {base}/upload once a client has failed too often, even for the world's key, and writes nothing", async () => {
+    const attacker = "203.0.113.20";
+    const statuses = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await upload(`vwk_guess${i}`, attacker)).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    const writes = ms.store.writes;
+    await expectThrottled(await upload(w.token, attacker));
+    // Download shares the counter: switching tools buys nothing.
+    await expectThrottled(await fetch(`${base()}/download`, { headers: { authorization: `Bearer ${w.token}`, "x-forwarded-for": attacker } }));
+    expect(ms.store.writes).toBe(writes);
+    // Another client's upload with the world's key goes through.
+    expect((await upload(w.token, "198.51.100.20")).status).toBe(200);
+    expect(ms.store.writes).toBeGreaterThan(writes);
+  });
+
+  it("answers 429 on GET {base}/rooms once a client has failed too often, for the operator's token too; failures on other routes count", async () => {
+    const attacker = "203.0.113.21";
+    expect((await rooms(`not-the-operator-${rand(16)}`, attacker)).status).toBe(401);
+    expect((await rooms("vwk_guess", attacker)).status).toBe(401);
+    expect((await put(ms, "vwk_guess", { "x-forwarded-for": attacker })).status).toBe(401);
+    // The operator's token is not even compared now, nor the world's key.
+    await expectThrottled(await rooms(ADMIN_TOKEN, attacker));
+    await expectThrottled(await rooms(w.token, attacker));
+    // Other clients list the rooms with either.
+    expect((await rooms(ADMIN_TOKEN, "198.51.100.21")).status).toBe(200);
+    expect((await rooms(w.token, "198.51.100.22")).status).toBe(200);
   });
 });
