@@ -6,6 +6,7 @@ import { RequestFilteringHttpAgent } from "request-filtering-agent";
 import {
   ADDRESS_REFUSED_CODE,
   AddressRefusedError,
+  UnresolvedHostError,
   createDeliveryAgents,
   destroyDeliveryAgents,
   isPolicyRefusal,
@@ -18,13 +19,15 @@ import { classify } from "./outcome.js";
 const body = Buffer.from("{}");
 const headers = { "content-type": "application/json" };
 
+type ResolverFailure = "ENOTFOUND" | "ENODATA" | "EAI_AGAIN";
+
 /** A DNS whose answers the test chooses (a rebinding attacker's name server, in effect). */
-function fakeLookup(table: Record<string, string[]>): LookupFunction {
+function fakeLookup(table: Record<string, string[] | ResolverFailure>): LookupFunction {
   return (hostname, options, callback) => {
     const answers = table[hostname];
     if (!answers) return systemLookup(hostname, options, callback);
-    // An empty list: the name does not exist (NXDOMAIN), as getaddrinfo reports it.
-    if (answers.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "", 4);
+    // A code: the resolver's failure, as getaddrinfo reports it (ENOTFOUND for NXDOMAIN).
+    if (typeof answers === "string") return callback(Object.assign(new Error(`getaddrinfo ${answers} ${hostname}`), { code: answers }), "", 4);
     const all: LookupAddress[] = answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
     if (options.all) return callback(null, all);
     const first = all[0] as LookupAddress;
@@ -105,7 +108,7 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
   });
 
   it("refuses a public-looking name that resolves to a private address at delivery time (DNS rebinding)", async () => {
-    const lookup = fakeLookup({ "hooks.rebind.test": ["127.0.0.1"], "nowhere.rebind.test": [] });
+    const lookup = fakeLookup({ "hooks.rebind.test": ["127.0.0.1"] });
 
     const refused = await postDelivery({
       url: `https://hooks.rebind.test:${receiver.port}/`,
@@ -119,22 +122,8 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       message: "connection to hooks.rebind.test refused by ENDPOINT_URL_POLICY: hooks.rebind.test is not a public address",
       detail: "hooks.rebind.test: 127.0.0.1 is a loopback address",
     });
+    expect(classify(refused)).toBe("rejected");
     expect(receiver.connections()).toBe(0);
-
-    // A name that does not resolve at all is refused the same way: the answer tells neither apart.
-    const missing = await postDelivery({
-      url: `https://nowhere.rebind.test:${receiver.port}/`,
-      body,
-      headers,
-      timeoutMs: 5000,
-      agents: agentsFor("public-https", { lookup }),
-    });
-    expect(missing.error).toEqual({
-      kind: "refused-by-policy",
-      message: "connection to nowhere.rebind.test refused by ENDPOINT_URL_POLICY: nowhere.rebind.test is not a public address",
-      detail: expect.stringMatching(/^nowhere\.rebind\.test does not resolve \(ENOTFOUND\)$/),
-    });
-    expect(classify(missing)).toBe(classify(refused));
 
     // The same name and lookup under `any` does reach the receiver: the refusal above is the policy's.
     const reached = await postDelivery({
@@ -145,6 +134,37 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       agents: agentsFor("any", { lookup }),
     });
     expect(reached).toMatchObject({ status: 200, responseBody: "reached" });
+  });
+
+  it.each(["ENOTFOUND", "ENODATA"] as const)(
+    "retries a name without an address at send time (%s) as a connection error that does not say it did not resolve",
+    async (code) => {
+      // A customer's zone answering NXDOMAIN for a moment must not lose the delivery; the log
+      // customers read says only that the connection could not be made, the server's log why.
+      const outcome = await postDelivery({
+        url: `https://gone.rebind.test:${receiver.port}/`,
+        body,
+        headers,
+        timeoutMs: 5000,
+        agents: agentsFor("public-https", { lookup: fakeLookup({ "gone.rebind.test": code }) }),
+      });
+      expect(outcome.status).toBeUndefined();
+      expect(outcome.error).toEqual({ kind: "connection", message: "could not connect to gone.rebind.test", detail: `gone.rebind.test does not resolve (${code})` });
+      expect(classify(outcome)).toBe("retry");
+      expect(receiver.connections()).toBe(0);
+    },
+  );
+
+  it("keeps a resolver failing for now (EAI_AGAIN) a retried connection error", async () => {
+    const outcome = await postDelivery({
+      url: `https://flaky.rebind.test:${receiver.port}/`,
+      body,
+      headers,
+      timeoutMs: 5000,
+      agents: agentsFor("public-https", { lookup: fakeLookup({ "flaky.rebind.test": "EAI_AGAIN" }) }),
+    });
+    expect(outcome.error).toEqual({ kind: "connection", message: expect.stringContaining("EAI_AGAIN") });
+    expect(classify(outcome)).toBe("retry");
   });
 
   it("refuses a name with a public and a private answer (every answer is checked)", async () => {
@@ -222,6 +242,7 @@ describe("isPolicyRefusal", () => {
     expect(isPolicyRefusal(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }))).toBe(false);
     expect(isPolicyRefusal(Object.assign(new Error("Timeout awaiting 'request' for 300ms"), { code: "ETIMEDOUT" }))).toBe(false);
     expect(isPolicyRefusal(new Error("getaddrinfo ENOTFOUND nowhere.test"))).toBe(false);
+    expect(isPolicyRefusal(new UnresolvedHostError("nowhere.test", "ENOTFOUND"))).toBe(false);
     expect(isPolicyRefusal("DNS lookup 127.0.0.1 is not allowed. Because, It is private IP address.")).toBe(false);
     expect(isPolicyRefusal(null)).toBe(false);
   });

@@ -38,10 +38,9 @@ export const ADDRESS_REFUSED_CODE = "ERR_ADDRESS_REFUSED_BY_POLICY";
 
 /**
  * A connection refused because its host is not publicly reachable: it resolved to an address that
- * is not public unicast (`address` and `range` say which), or, under `public-https`, to nothing at
- * all. The message is the same for both (no address, no resolver answer): it reaches delivery
- * logs that customers read. {@link AddressRefusedError.detail} says what happened, for the
- * server's log only.
+ * is not public unicast (`address` and `range` say which). The message names neither: it reaches
+ * delivery logs that customers read. {@link AddressRefusedError.detail} says what happened, for
+ * the server's log only.
  */
 export class AddressRefusedError extends Error {
   override readonly name = "AddressRefusedError";
@@ -62,12 +61,37 @@ export class AddressRefusedError extends Error {
   }
 }
 
+/** Code of {@link UnresolvedHostError} (got keeps it as the RequestError's code). */
+export const HOST_UNRESOLVED_CODE = "ERR_HOST_UNRESOLVED";
+
 /**
- * Resolver failures that mean "this name has no address" (NXDOMAIN, no record of the family):
- * under `public-https` they are refused like a private address, as at creation. A resolver that
- * failed for now (`EAI_AGAIN`: timeout, SERVFAIL) stays a connection error and is retried.
+ * Resolver answers that mean "this name has no address now" (NXDOMAIN, no record of the family).
+ * At send time they are connection errors, retried like any other: a customer's DNS zone that
+ * briefly answers NXDOMAIN must not cost deliveries, and a name that never resolved, or resolved
+ * only inside the platform's network, could not have been saved under `public-https` anyway.
  */
 const NO_ADDRESS_CODES = new Set(["ENOTFOUND", "ENODATA"]);
+
+/**
+ * A connection not made because its host name had no address (under `public-https`). Its message
+ * says only that the connection could not be made, not that the name did not resolve, so a
+ * delivery log does not say which names exist; {@link UnresolvedHostError.detail} does, for the
+ * server's log only. Not a policy refusal: {@link isPolicyRefusal} is false and the attempt is
+ * retried.
+ */
+export class UnresolvedHostError extends Error {
+  override readonly name = "UnresolvedHostError";
+  readonly code = HOST_UNRESOLVED_CODE;
+  /** What the resolver said, for the server's log only. */
+  readonly detail: string;
+  constructor(
+    readonly host: string,
+    resolverCode: string,
+  ) {
+    super(`could not connect to ${host}`);
+    this.detail = `${host} does not resolve (${resolverCode})`;
+  }
+}
 
 /**
  * Builds the delivery agents for a policy: address-filtering keep-alive agents under
@@ -135,19 +159,32 @@ export function describePolicyRefusal(err: unknown, host: string): { message: st
   return theirs ? { message: `connection to ${host} refused by ENDPOINT_URL_POLICY: ${host} is not a public address`, detail: theirs.message } : null;
 }
 
+/**
+ * A host without an address at send time as customers may see it: `could not connect to <host>`,
+ * with what the resolver said in `detail` for the server's log. Null when `err` is not one.
+ */
+export function describeUnresolvedHost(err: unknown): { message: string; detail: string } | null {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    if (current instanceof UnresolvedHostError) return { message: current.message, detail: current.detail };
+    current = current.cause;
+  }
+  return null;
+}
+
 type ConnectionListener = (error: Error | null, socket: Duplex) => void;
 
 /**
- * Wraps a DNS lookup so any non-public answer fails the lookup (all answers are checked), and so
- * does a name without any address: both are the same refusal, so a delivery log never tells a
- * name that exists inside the platform's network from one that does not exist.
+ * Wraps a DNS lookup so any non-public answer fails the lookup (all answers are checked). A name
+ * without any address fails as an {@link UnresolvedHostError}: retried, and reported without the
+ * resolver's words.
  */
 function policyLookup(inner: LookupFunction): LookupFunction {
   return (hostname, options, callback) => {
     inner(hostname, options, (err, address, family) => {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code !== undefined && NO_ADDRESS_CODES.has(code)) return callback(new AddressRefusedError(hostname, `${hostname} does not resolve (${code})`), address, family);
+        if (code !== undefined && NO_ADDRESS_CODES.has(code)) return callback(new UnresolvedHostError(hostname, code), address, family);
         return callback(err, address, family);
       }
       const answers: LookupAddress[] = Array.isArray(address) ? address : [{ address, family: family ?? isIP(address) }];

@@ -18,7 +18,7 @@ import { request as httpsRequest } from "node:https";
 import type { Transform } from "node:stream";
 import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import got from "got";
-import { describePolicyRefusal, type DeliveryAgents } from "./delivery-agents.js";
+import { describePolicyRefusal, describeUnresolvedHost, type DeliveryAgents } from "./delivery-agents.js";
 import type { AttemptErrorKind, AttemptOutcome } from "./outcome.js";
 
 /** Response bytes kept by default: the "first 4 KiB" of the delivery log. */
@@ -235,9 +235,12 @@ function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => num
       if (status !== undefined) outcome.status = status;
       if (err !== undefined) {
         const refusal = describePolicyRefusal(err, host.replace(/^\[(.*)\]$/, "$1"));
+        const unresolved = refusal ? null : describeUnresolvedHost(err);
         outcome.error = refusal
           ? { kind: "refused-by-policy", message: refusal.message, detail: refusal.detail }
-          : { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+          : unresolved
+            ? { kind: "connection", message: unresolved.message, detail: unresolved.detail }
+            : { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
       } else if (status !== undefined && status >= 300 && status <= 399) {
         const location = responseHeaders["location"];
         outcome.error = { kind: "redirect", message: `redirect (${status}${location ? ` to ${location}` : ""}) not followed` };

@@ -52,8 +52,11 @@ export {
 export {
   ADDRESS_REFUSED_CODE,
   AddressRefusedError,
+  HOST_UNRESOLVED_CODE,
+  UnresolvedHostError,
   createDeliveryAgents,
   describePolicyRefusal,
+  describeUnresolvedHost,
   destroyDeliveryAgents,
   isPolicyRefusal,
   type DeliveryAgentOptions,

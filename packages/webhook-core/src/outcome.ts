@@ -25,9 +25,12 @@ export interface AttemptOutcome {
    */
   error?: {
     kind: AttemptErrorKind;
-    /** What went wrong, as customers may read it (a policy refusal names no address). */
+    /** What went wrong, as customers may read it (a policy refusal names no address; a host without an address is "could not connect"). */
     message: string;
-    /** For the server's log only, never stored or answered: what a policy refusal was about (the address, the resolver's answer). */
+    /**
+     * For the server's log only, never stored or answered: the address a policy refusal was about,
+     * or what the resolver said of a host that had no address.
+     */
     detail?: string;
   };
 }

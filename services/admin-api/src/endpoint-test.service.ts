@@ -70,9 +70,14 @@ export class EndpointTestService {
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
-    // What a policy refusal was about stays on the server: the answer and the history say only "not a public address".
-    if (sent.outcome.error?.detail !== undefined) {
-      this.options.logger.warn({ endpointId: endpoint.id, deliveryId, detail: sent.outcome.error.detail }, "Test refused by ENDPOINT_URL_POLICY");
+    // What a policy refusal was about, or what the resolver said of a host without an address, stays
+    // on the server: the answer and the history say only "not a public address" or "could not connect".
+    const hidden = sent.outcome.error;
+    if (hidden?.detail !== undefined) {
+      this.options.logger.warn(
+        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
+        hidden.kind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
+      );
     }
 
     await new DeliveryLog(prismaRunner(this.prisma)).recordFinished([

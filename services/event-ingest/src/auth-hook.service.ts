@@ -231,9 +231,14 @@ export class AuthHookService {
     // request; docs/decisions/0006-http-transports-for-deliveries.md).
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
-    // What a policy refusal was about stays on the server: the history says only "not a public address".
-    if (sent.outcome.error?.detail !== undefined) {
-      this.options.logger.warn({ endpointId: endpoint.id, deliveryId, detail: sent.outcome.error.detail }, "auth hook call refused by ENDPOINT_URL_POLICY");
+    // What a policy refusal was about, or what the resolver said of a host without an address, stays
+    // on the server: the history says only "not a public address" or "could not connect".
+    const hidden = sent.outcome.error;
+    if (hidden?.detail !== undefined) {
+      this.options.logger.warn(
+        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
+        hidden.kind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
+      );
     }
     return {
       result: {
