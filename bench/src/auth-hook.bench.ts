@@ -37,7 +37,7 @@ const helpers = join(dirname(fileURLToPath(import.meta.url)), "lib");
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
 const RECEIVER_DELAY_MS = Number(process.env.BENCH_RECEIVER_DELAY_MS ?? 2);
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 
 const databaseUrl = process.env.DATABASE_URL!;
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";

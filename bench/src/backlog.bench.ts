@@ -64,7 +64,7 @@ const LAG_ROUNDS = Math.max(1, Number(process.env.BENCH_LAG_ROUNDS ?? 2));
 const UNITS = Math.max(1, Number(process.env.BENCH_UNITS ?? 3));
 /** What of the backlog stays: "all" (its jobs in Redis and its rows in PostgreSQL) or "rows". */
 const KEEP = process.env.BENCH_BACKLOG_KEEP ?? "all";
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);

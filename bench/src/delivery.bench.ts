@@ -70,7 +70,7 @@ const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
 const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 /** The processes whose CPU per delivery the report prints, in its order. */
 const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 

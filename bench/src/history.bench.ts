@@ -32,7 +32,7 @@ const ENDPOINTS = 10;
 const BATCH = 100;
 const POSTERS = 4;
 const QUERY_RUNS = 300;
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const DAY_MS = 86_400_000;
 
 const databaseUrl = process.env.DATABASE_URL!;

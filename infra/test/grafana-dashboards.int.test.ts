@@ -4,6 +4,7 @@
  * dashboard must parse and name only metrics that some service exports. A renamed metric, or a
  * dashboard query with a typo, fails here instead of showing an empty panel in production.
  */
+import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -24,9 +25,9 @@ beforeAll(async () => {
     DATABASE_URL: databaseUrl,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
     REDIS_KEY_PREFIX: testKeyPrefix("grafana-"),
-    ADMIN_TOKEN: "grafana-admin-token-0123456789",
-    INGEST_TOKEN: "grafana-ingest-token-0123456789",
-    SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+    ADMIN_TOKEN: "grafana-admin-token-0123456789-7c3e9a1f",
+    INGEST_TOKEN: "grafana-ingest-token-0123456789-5b2d8046",
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
     PUBLIC_MAP_STORAGE_URL: "https://maps.example.test",
     PLAY_URL: "https://play.example.test",
     LOG_LEVEL: "error",

@@ -62,9 +62,9 @@ function workerDrainMs(): number {
 const SECRET_SAMPLES: Record<string, string> = {
   DATABASE_URL: "postgresql://vw:pw@db.internal:5432/vw",
   REDIS_URL: "rediss://:pw@redis.internal:6380/0",
-  ADMIN_TOKEN: "sample-admin-token-0123456789",
-  INGEST_TOKEN: "sample-ingest-token-0123456789",
-  SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+  ADMIN_TOKEN: "sample-admin-token-6e2c9a4f1d7b3085",
+  INGEST_TOKEN: "sample-ingest-token-9a4d2f7c1e6b3058",
+  SECRETS_ENCRYPTION_KEY: Buffer.from("0c5f9a2e7b4d1836a9e2c7f05b8d3a61e4c9f2a7d0b5e8c3f6a1d4b7e0c3f9a2", "hex").toString("base64"),
   S3_ACCESS_KEY_ID: "AKIASAMPLE",
   S3_SECRET_ACCESS_KEY: "sample-secret",
   SMTP_URL: "smtps://user:pw@smtp.example.com:465",

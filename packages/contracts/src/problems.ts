@@ -53,6 +53,10 @@ export const PROBLEM_TYPES = {
   "custom-domain-taken": { statuses: [409], summary: "Another world uses this custom domain." },
   "endpoint-disabled": { statuses: [409], summary: "The endpoint is disabled, so nothing can be replayed or recovered to it; enable it first." },
   "endpoint-secret-required": { statuses: [409], summary: "The legacy endpoint has no secret; generate one (rotate-secret) first." },
+  "quota-exceeded": {
+    statuses: [409],
+    summary: "The world is at one of its quotas (`quota` names it, `limit` is its value); nothing was created or changed.",
+  },
   "not-json": { statuses: [409], summary: "A JSON Patch was sent for a file that is not JSON." },
   "patch-test-failed": { statuses: [409], summary: "A `test` operation of the patch failed; nothing was changed." },
   "patch-conflict": { statuses: [409], summary: "An operation cannot apply to the current document (a missing path, ...); nothing was changed." },
@@ -67,6 +71,10 @@ export const PROBLEM_TYPES = {
   "invalid-wam": {
     statuses: [400, 422],
     summary: "The `.wam` file (or the file a patch would produce) is not valid against its WAM schema; `errors[]` points at each field. 400 for a file of an upload, which `file` names.",
+  },
+  "too-many-failed-attempts": {
+    statuses: [429],
+    summary: "Too many failed authentications from this client; every credential is refused until `Retry-After` seconds have passed.",
   },
   "headers-too-large": { statuses: [431], summary: "The request's header section is larger than the server accepts." },
   internal: { statuses: [500], summary: "An unexpected error; quote the logged `errorId` when reporting it." },
@@ -119,7 +127,8 @@ export const PROBLEM_SCHEMA = {
     },
     errorId: { type: "string", description: "Logged with the error (500, 503): quote it when reporting." },
     parameter: { type: "string", description: "The invalid query parameter (`invalid-parameter`)." },
-    limit: { type: "integer", description: "The size limit in bytes (`payload-too-large`)." },
+    limit: { type: "integer", description: "The limit: a size in bytes (`payload-too-large`), a count (`quota-exceeded`)." },
+    quota: { type: "string", description: "The quota reached (`quota-exceeded`): `maxEndpoints`, `maxAuthEndpoints`." },
     worlds: { type: "array", items: { type: "string" }, description: "The worlds named that do not exist (`unknown-world`)." },
     capability: { type: "string", description: "The capability the session lacks (`missing-capability`)." },
     file: { type: "string", description: "The zip entry an upload was refused for, as named in the zip (`invalid-wam`, `invalid-zip`, `invalid-path`, `payload-too-large`)." },

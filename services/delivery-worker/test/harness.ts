@@ -7,6 +7,7 @@
  * admin-api write them, so these tests exercise the worker alone.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import type { LookupFunction } from "node:net";
 import { Queue, type Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
@@ -61,6 +62,8 @@ export interface HarnessOptions {
   inProcessWorker?: boolean;
   /** The in-process worker's reconciler (RECONCILE_INTERVAL_MS and its marker check); default: as in production. */
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
+  /** DNS lookup of the deliveries' connections; the system's unless given. */
+  deliveryLookup?: LookupFunction;
 }
 
 export interface TestEndpoint {
@@ -142,6 +145,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     random: options.random,
     now: options.now,
     reconcile: options.reconcile === undefined ? { sweepIntervalMs: 30_000 } : options.reconcile,
+    ...(options.deliveryLookup ? { deliveryLookup: options.deliveryLookup } : {}),
   });
 
   const done = new Map<string, string>();

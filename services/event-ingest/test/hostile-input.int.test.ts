@@ -55,6 +55,9 @@ beforeAll(async () => {
     logger,
     ingestToken: h.token,
     playUrl: "https://play.example.test",
+    redisKeyPrefix: h.keyPrefix,
+    // The fuzz sends bad tokens on purpose; it must not be throttled into answering 429 to the good ones.
+    authThrottle: { maxFailures: 100_000, windowMs: 60_000 },
     analytics: new AnalyticsIntake(h.prisma, h.redis, logger, {
       keyPrefix: h.keyPrefix,
       pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),

@@ -15,6 +15,7 @@ import {
   type ReadinessCheck,
   type ServiceMetrics,
 } from "@vw/service-kit";
+import type { ActiveFileSandbox } from "./files/active-content.js";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
@@ -32,12 +33,16 @@ export interface MapStorageAppDeps {
   playUrl: string;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
   metrics?: ServiceMetrics;
+  /** ACTIVE_FILE_SANDBOX; `strict` by default. */
+  activeFileSandbox?: ActiveFileSandbox;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client; nobody's by default. */
+  trustProxy?: number | readonly string[] | false;
 }
 
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const metrics = deps.metrics ?? createServiceMetrics("map-storage");
-  const app = createApp(deps.logger);
+  const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
   app.use(healthRouter(deps.readiness, deps.logger));
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).

@@ -1,6 +1,6 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import { PrismaApiKeyLookup, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
-import { ApiKeyAuthenticator, type Logger } from "@vw/service-kit";
+import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { Redis } from "ioredis";
 import type { MapStorageConfig } from "./config.js";
 import { createMapStorageApp } from "./app.js";
@@ -47,7 +47,15 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
   });
   const auth = new ApiKeyAuthenticator(
     new PrismaApiKeyLookup(clients.prisma),
-    { realm: "map-storage", cacheTtlMs: config.apiKeyCacheTtlMs, touchEveryMs: 60_000, hash: hashApiKey, ...(overrides.now ? { now: overrides.now } : {}) },
+    {
+      realm: "map-storage",
+      cacheTtlMs: config.apiKeyCacheTtlMs,
+      touchEveryMs: 60_000,
+      hash: hashApiKey,
+      // Unknown keys are counted per client in Redis, so every replica refuses a guesser.
+      throttle: new AuthThrottle({ redis: clients.redis, keyPrefix: config.redisKeyPrefix, scope: "api-key", ...config.authThrottle, logger: clients.logger }),
+      ...(overrides.now ? { now: overrides.now } : {}),
+    },
     clients.logger,
   );
   const uploads = new UploadService(files, store, locks, {
@@ -74,6 +82,8 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxFileBytes: config.maxFileBytes,
     publicBaseUrl: config.publicBaseUrl,
     playUrl: config.playUrl,
+    activeFileSandbox: config.activeFileSandbox,
+    trustProxy: config.trustProxy,
     readiness: [
       { name: "s3", check: () => store.ping() },
       { name: "database", dependency: "postgresql", check: () => clients.prisma.$queryRaw`SELECT 1` },

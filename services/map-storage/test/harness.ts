@@ -75,7 +75,8 @@ export async function startMapStorage(
   overrides: Omit<MapStorageOverrides, "wrapStore"> = {},
 ): Promise<RunningMapStorage> {
   const redisPrefix = env.REDIS_KEY_PREFIX ?? `${testKeyPrefix("ms-")}:`;
-  const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", ...env, REDIS_KEY_PREFIX: redisPrefix });
+  // Tests send bad keys on purpose: throttling has its own test with its own AUTH_FAILURES_MAX.
+  const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", AUTH_FAILURES_MAX: "10000", ...env, REDIS_KEY_PREFIX: redisPrefix });
   const prisma = createPrismaClient(config.databaseUrl);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
   const s3 = createS3Client(config.s3);

@@ -2,6 +2,9 @@
 import { emptyResponse, jsonRequestBody, jsonResponse, mergeProblems, parameterRef, schemaRef, type JsonObject } from "./document-kit.js";
 import { LIST_PROBLEMS, NOT_FOUND, adminOperation, locationHeader, noStore } from "./admin-common.openapi.js";
 
+/** A write that can add an endpoint or an `auth` subscription: the world's quotas apply. */
+const QUOTA_PROBLEMS = mergeProblems(NOT_FOUND, { 409: ["quota-exceeded"] });
+
 /** The routes of `/admin/v1`, keyed by path relative to the prefix. */
 export function adminPaths(): Record<string, Record<string, JsonObject>> {
   const org = [parameterRef("Organization")];
@@ -74,6 +77,9 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         tags: ["worlds"],
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("UpdateWorldRequest"), { mergePatch: true }),
+        description:
+          "`adminEmails`, `customDomain` and `quotas` are the platform operator's (ADMIN_TOKEN): a dashboard session sending any " +
+          "of them gets 403 `forbidden` with a pointer to each. Bind a `customDomain` only after verifying the world owns it.",
         responses: { "200": json("World", "The world as changed.") },
         problems: { 404: ["not-found"], 409: ["custom-domain-taken"] },
       }),
@@ -143,12 +149,14 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
       post: adminOperation({
         operationId: "createEndpoint",
         summary: "Add a webhook endpoint",
-        description: "The answer carries the signing secret; it is shown again only on rotation.",
+        description:
+          "The answer carries the signing secret; it is shown again only on rotation. 409 `quota-exceeded` when the world has " +
+          "`maxEndpoints` endpoints already, or `maxAuthEndpoints` subscribed to `auth` and this one is too.",
         tags: ["endpoints"],
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("CreateEndpointRequest")),
         responses: { "201": jsonResponse("Created.", schemaRef("EndpointWithSecret"), { ...locationHeader("endpoint"), ...noStore }) },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
     },
     "/worlds/{org}/{world}/endpoints/import-legacy": {
@@ -159,7 +167,7 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("ImportLegacyEndpointRequest")),
         responses: { "201": jsonResponse("Created, without a secret.", schemaRef("Endpoint"), locationHeader("endpoint")) },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
     },
     "/worlds/{org}/{world}/endpoints/{id}": {
@@ -174,11 +182,12 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
       patch: adminOperation({
         operationId: "updateEndpoint",
         summary: "Change an endpoint's URL or subscriptions",
+        description: "409 `quota-exceeded` when `auth` is added and the world has `maxAuthEndpoints` subscribed to it already.",
         tags: ["endpoints"],
         parameters: endpoint,
         requestBody: jsonRequestBody(schemaRef("UpdateEndpointRequest"), { mergePatch: true }),
         responses: { "200": json("Endpoint", "The endpoint as changed.") },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
       delete: adminOperation({
         operationId: "deleteEndpoint",

@@ -10,6 +10,8 @@ import { ALWAYS_PROBLEMS } from "./service-routes.js";
 const KEYED: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
   401: ["missing-token", "invalid-token"],
   403: ["wrong-world"],
+  // Failed authentication is counted per client with the files API's (AUTH_FAILURES_MAX).
+  429: ["too-many-failed-attempts"],
   503: ["dependency-unavailable"],
 });
 

@@ -44,6 +44,7 @@ const WRITE_PROBLEMS: ProblemMap = mergeProblems(FILE_PROBLEMS, {
   401: ["missing-token", "invalid-token"],
   403: ["wrong-world"],
   412: ["precondition-failed"],
+  429: ["too-many-failed-attempts"],
   503: ["file-busy", "write-conflict"],
 });
 

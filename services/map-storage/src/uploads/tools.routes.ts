@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import express, { type Request, type RequestHandler, type Router } from "express";
 import type { UploadResult } from "@vw/contracts";
 import type { ApiKeyPrincipal } from "@vw/db";
-import { AppError, type ApiKeyAuthenticator, type Logger } from "@vw/service-kit";
+import { AppError, clientAddress, type ApiKeyAuthenticator, type Logger } from "@vw/service-kit";
 import { SLUG_PATTERN, type FilePath } from "../files/file-path.js";
 import { roomUrl } from "../files/files.routes.js";
 import type { ObjectStore } from "../storage/object-store.js";
@@ -33,6 +33,9 @@ interface World {
   org: string;
   world: string;
 }
+
+/** What the operator's token stands for on the room listing. */
+const OPERATOR = Symbol("operator");
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
 
@@ -67,18 +70,29 @@ const TOOL_METHODS: Record<string, string> = { ping: "GET, HEAD, OPTIONS", uploa
 export function toolsRouter(deps: ToolsRoutesDeps): Router {
   const adminDigest = deps.adminToken === null ? null : digest(deps.adminToken);
 
-  const authorize = async (req: Request, w: World): Promise<ApiKeyPrincipal> => {
-    const principal = await deps.auth.authenticate(req.headers.authorization);
+  const sameWorld = (principal: ApiKeyPrincipal, w: World): ApiKeyPrincipal => {
     if (principal.organization !== w.org || principal.world !== w.world) {
       throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${w.org}/${w.world}'.`);
     }
     return principal;
   };
 
-  /** The operator's token (constant-time, hashed first so the length does not leak either). */
-  const isOperator = (req: Request): boolean => {
-    const m = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? "");
-    return adminDigest !== null && m?.[1] !== undefined && timingSafeEqual(digest(m[1]), adminDigest);
+  /** The world's API key, throttled per client like the files API's. */
+  const authorize = async (req: Request, w: World): Promise<ApiKeyPrincipal> => sameWorld(await deps.auth.authenticate(req.headers.authorization, clientAddress(req)), w);
+
+  /**
+   * The operator's token or the world's API key, checked under the same throttle: a client that
+   * failed too often is refused before its token is compared, so the listing is no way around the
+   * throttle. The token is compared in constant time, both sides hashed first so its length does
+   * not leak either.
+   */
+  const operator = (authorization: string | undefined): typeof OPERATOR | null => {
+    const m = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
+    return adminDigest !== null && m?.[1] !== undefined && timingSafeEqual(digest(m[1]), adminDigest) ? OPERATOR : null;
+  };
+  const authorizeOperatorOrWorld = async (req: Request, w: World): Promise<void> => {
+    const who = await deps.auth.authenticateOr(req.headers.authorization, clientAddress(req), operator);
+    if (who !== OPERATOR) sameWorld(who, w);
   };
 
   const roomUrlOf = (customDomain: string | null) => (file: FilePath) => roomUrl(deps.playUrl, file, customDomain);
@@ -128,7 +142,7 @@ export function toolsRouter(deps: ToolsRoutesDeps): Router {
 
   const rooms: RequestHandler = async (req, res) => {
     const w = worldOf(req);
-    if (!isOperator(req)) await authorize(req, w);
+    await authorizeOperatorOrWorld(req, w);
     const summary = await deps.worlds.find(w.org, w.world);
     if (!summary) throw new AppError(404, "unknown-world", `There is no world '${w.org}/${w.world}'.`);
     const rawLimit = queryParam(req, "limit");
