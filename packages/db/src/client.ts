@@ -57,6 +57,31 @@ export function createPgPool(databaseUrl: string, opts: PgPoolOptions = {}): PgP
   return pool;
 }
 
+/**
+ * Runs `fn` with one connection checked out of `pool`, and gives it back. While checked out, the
+ * pool no longer listens for the connection's errors: one that breaks between two statements (a
+ * PostgreSQL restart in the middle of a transaction) would emit an `error` nobody listens to, and
+ * Node ends the process for it. Here the error is caught, the statement in progress fails as it
+ * would anyway, and the broken connection is destroyed instead of going back to the pool.
+ */
+export async function withPooledClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error): void => {
+    broken = err;
+  };
+  client.on("error", onError);
+  try {
+    return await fn(client);
+  } catch (err) {
+    broken ??= err instanceof Error && /Connection terminated|ECONNRESET|57P0/.test(`${err.message} ${(err as { code?: string }).code ?? ""}`) ? err : undefined;
+    throw err;
+  } finally {
+    client.removeListener("error", onError);
+    client.release(broken);
+  }
+}
+
 /** A single `pg` connection (see {@link createPgClient}). */
 export type PgClient = pg.Client;
 /** What a LISTENing {@link PgClient} emits as `notification`. */

@@ -7,6 +7,7 @@
 export {
   createPrismaClient,
   createPgClient,
+  withPooledClient,
   createPgPool,
   pingDatabase,
   type PgClient,

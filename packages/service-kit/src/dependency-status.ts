@@ -77,14 +77,36 @@ export function watchRedisConnection(redis: EventEmitter, logger: Logger): void 
 
 /**
  * An `error` listener for a BullMQ worker or queue: connection failures go to the `redis` status
- * (one line per outage), anything else is logged as an error with `msg`.
+ * (one line per outage); the locks of jobs lost with an outage (BullMQ cannot renew or release
+ * them once Redis restarted or lost its data: the jobs are handed out again, and the reconciler
+ * queues what is gone) are counted and logged as one warning per {@link LOCK_LOSS_WINDOW_MS};
+ * anything else is logged as an error with `msg`.
  */
-export function redisClientErrorListener(logger: Logger, msg: string): (err: unknown) => void {
+export function redisClientErrorListener(logger: Logger, msg: string, now: () => number = Date.now): (err: unknown) => void {
   const status = dependencyStatus(logger, "redis");
+  let lost = 0;
+  let windowStart = 0;
   return (err) => {
-    if (isDependencyUnavailable(err)) status.down(err);
-    else logger.error({ err }, msg);
+    if (isDependencyUnavailable(err)) return status.down(err);
+    if (isLostJobLock(err)) {
+      lost += 1;
+      if (now() - windowStart < LOCK_LOSS_WINDOW_MS) return;
+      windowStart = now();
+      logger.warn({ jobLocksLost: lost, example: describeError(err).message }, `${msg}: job locks lost with a Redis outage; those jobs are handed out again`);
+      lost = 0;
+      return;
+    }
+    logger.error({ err }, msg);
   };
+}
+
+/** How often lost job locks are reported (see {@link redisClientErrorListener}). */
+export const LOCK_LOSS_WINDOW_MS = 10_000;
+
+/** BullMQ's errors for a job whose lock or key went away (a Redis restart or data loss, a stalled job taken over). */
+export function isLostJobLock(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : "";
+  return /could not renew lock for job|Missing lock for job|Missing key for job|Lock mismatch for job/.test(message);
 }
 
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"]);

@@ -135,6 +135,8 @@ export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express
       }),
     );
     const ok = results.every((r) => r.ok);
+    // Not ready is an answer the probe asked for, about an outage its status line already logged.
+    if (!ok) noteRequestOutcome(res, { code: "not-ready", detail: results.filter((r) => !r.ok).map((r) => r.name).join(", ") });
     res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "unavailable", checks: results });
   });
   return router;

@@ -73,7 +73,7 @@ export function requestLogger(logger: Logger, options: { context?: boolean } = {
       const status = res.statusCode;
       // A 503 for an unavailable dependency is the outage's, logged once by its status line
       // (dependency-status.ts); each request it turns away is a warning, not an error of its own.
-      const unavailable = status === 503 && outcome.code === "dependency-unavailable";
+      const unavailable = status === 503 && (outcome.code === "dependency-unavailable" || outcome.code === "not-ready");
       const level = aborted ? "info" : status >= 500 && !unavailable ? "error" : status >= 400 ? "warn" : "debug";
       const fields: Record<string, unknown> = { requestId, method: req.method, path: req.path, status, ms };
       if (aborted) fields.aborted = true;

@@ -8,6 +8,7 @@
  * deliveries, then events, so nothing ever points into a day already gone.
  */
 import type pg from "pg";
+import { withPooledClient } from "../client.js";
 
 /** The log tables, in the order their partitions are dropped. */
 export const LOG_TABLES = ["delivery_attempts", "webhook_deliveries", "webhook_events"] as const;
@@ -63,8 +64,7 @@ export class LogPartitions {
    */
   async dropExpired(retentionDays: number, now: Date = new Date()): Promise<DroppedPartition[]> {
     const cutoffDay = utcDay(new Date(now.getTime() - retentionDays * DAY_MS));
-    const client = await this.pool.connect();
-    try {
+    return withPooledClient(this.pool, async (client) => {
       const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [RETENTION_LOCK]);
       if (!rows[0]?.ok) return [];
       try {
@@ -87,9 +87,7 @@ export class LogPartitions {
       } finally {
         await client.query("SELECT pg_advisory_unlock(hashtext($1))", [RETENTION_LOCK]);
       }
-    } finally {
-      client.release();
-    }
+    });
   }
 }
 

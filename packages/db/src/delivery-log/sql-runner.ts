@@ -5,6 +5,7 @@
  * transaction such as an endpoint disable). The SQL is the same either way.
  */
 import type pg from "pg";
+import { withPooledClient } from "../client.js";
 import type { Prisma, PrismaClient } from "../generated/prisma/client.js";
 
 /** One statement: a stable name (the prepared statement's, with pg) and its text. */
@@ -29,18 +30,17 @@ export function pgRunner(pool: pg.Pool | pg.PoolClient): SqlRunner {
     },
     async transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> {
       if (!("totalCount" in pool)) return fn(runner); // a client: already the caller's transaction
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        const result = await fn(pgRunner(client));
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
-        await client.query("ROLLBACK").catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
+      return withPooledClient(pool, async (client) => {
+        try {
+          await client.query("BEGIN");
+          const result = await fn(pgRunner(client));
+          await client.query("COMMIT");
+          return result;
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw err;
+        }
+      });
     },
   };
   return runner;

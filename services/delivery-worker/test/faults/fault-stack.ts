@@ -35,14 +35,16 @@ const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", ".
 export interface FaultEndpoint {
   id: string;
   receiver: WebhookReceiver;
+  /** The status the receiver answered each request of `receiver.received` with (same order). */
+  answered: number[];
 }
 
 /** Options of {@link startFaultStack}. */
 export interface FaultStackOptions {
   /** Redis with an append-only file (survives a SIGKILL). */
   appendonly?: boolean;
-  /** How each receiver answers (one endpoint per entry). */
-  receivers: ReceiverAnswer[];
+  /** How each receiver answers (one endpoint per entry): a status, or a function that sets `res.statusCode` and ends. */
+  receivers: (number | Exclude<ReceiverAnswer, number | "hang">)[];
   /** RETRY_DELAYS of the worker. */
   retryDelays?: string;
   /** Extra environment of both services. */
@@ -93,11 +95,23 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
   const endpoints: FaultEndpoint[] = [];
   for (const answer of options.receivers) {
     const secret = generateSecret();
-    const receiver = await startWebhookReceiver({ secret, answer });
+    const answered: number[] = [];
+    const receiver = await startWebhookReceiver({
+      secret,
+      answer: (req, res) => {
+        if (typeof answer === "number") {
+          res.statusCode = answer;
+          res.end("ok");
+        } else {
+          answer(req, res);
+        }
+        answered.push(res.statusCode);
+      },
+    });
     const row = await prisma.webhookEndpoint.create({
       data: { worldId: world.id, url: receiver.url, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(secret) },
     });
-    endpoints.push({ id: row.id, receiver });
+    endpoints.push({ id: row.id, receiver, answered });
   }
   const ingestToken = randomBytes(24).toString("base64url");
   const env = {
@@ -185,17 +199,24 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
       expect(run.accepted.length).toBeGreaterThan(0);
       const eventOf = (body: Buffer): string => (JSON.parse(body.toString("utf8")) as { data: { uuid: string } }).data.uuid;
       for (const { receiver } of endpoints) {
-        await eventually(
-          `every one of the ${run.accepted.length} accepted events reached ${receiver.url}`,
-          () => {
-            const seen = new Set(receiver.received.filter((r) => r.verifyError === null).map((r) => eventOf(r.body)));
-            return run.accepted.every((id) => seen.has(id));
-          },
-          { timeoutMs, intervalMs: 250 },
-        );
+        const missing = () => {
+          const seen = new Set(receiver.received.filter((r) => r.verifyError === null).map((r) => eventOf(r.body)));
+          return run.accepted.filter((id) => !seen.has(id));
+        };
+        try {
+          await eventually(`every one of the ${run.accepted.length} accepted events reached ${receiver.url}`, () => missing().length === 0, { timeoutMs, intervalMs: 250 });
+        } catch (err) {
+          // What the services said is what a failure needs explained: their last log lines.
+          const rows = await prisma.webhookDelivery.groupBy({ by: ["status"], _count: true }).catch(() => []);
+          const tail = (p: ServiceProcess) => p.stdout().split("\n").slice(-25).join("\n");
+          throw new Error(
+            `${(err as Error).message}\n${missing().length} missing; deliveries by status: ${JSON.stringify(rows)}\n` +
+              `worker log tail:\n${tail(processes.worker)}\ningest log tail:\n${tail(processes.ingest)}`,
+          );
+        }
       }
       let extra = 0;
-      for (const { receiver } of endpoints) {
+      for (const { receiver, answered } of endpoints) {
         expect(receiver.received.filter((r) => r.verifyError !== null).map((r) => r.verifyError)).toEqual([]);
         const byDelivery = new Map<string, Buffer>();
         const deliveryOfEvent = new Map<string, string>();
@@ -214,7 +235,15 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
           expect({ event, deliveryId: known ?? deliveryId }).toEqual({ event, deliveryId });
           deliveryOfEvent.set(event, deliveryId);
         }
-        extra += receiver.received.length - byDelivery.size;
+        // An extra copy: one that came after the receiver had already answered 2xx to that deliveryId
+        // (a retry after a 503 is the schedule, not a copy).
+        const delivered = new Set<string>();
+        receiver.received.forEach((r, i) => {
+          const deliveryId = String(r.headers["webhook-id"]);
+          if (delivered.has(deliveryId)) extra += 1;
+          const status = answered[i] ?? 0;
+          if (status >= 200 && status < 300) delivered.add(deliveryId);
+        });
       }
       for (const service of [processes.ingest, processes.worker]) {
         expect({ url: service.url, exitCode: service.child.exitCode, signal: service.child.signalCode }).toEqual({ url: service.url, exitCode: null, signal: null });

@@ -15,9 +15,10 @@ afterAll(async () => {
   await stack?.close();
 }, FAULT_TEST_TIMEOUT_MS);
 
+/** Deliveries reach every receiver again: within 10 s of a dependency's (or a process's) return. */
 async function flowing(): Promise<void> {
   const before = stack.endpoints.map((e) => e.receiver.received.length);
-  await eventually("deliveries flow", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10));
+  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 10_000 });
 }
 
 it("delivery-worker killed with SIGKILL under load, then started again: nothing lost", async () => {
