@@ -2,8 +2,10 @@
  * @vw/testing — test and benchmark helpers (devDependency only): a customer-like webhook receiver
  * that verifies with the `standardwebhooks` library, an SMTP sink (plain-text mails; the
  * subject and the text part are read without a MIME library, which is enough for our own mails),
- * service processes, per-run Redis key prefixes, the routes an express app registers, and the
- * OpenAPI conformance recorder of the integration suites.
+ * service processes, per-run Redis key prefixes, the routes an express app registers, the
+ * OpenAPI conformance recorder of the integration suites, and private stores for fault tests and
+ * benchmarks: a `redis-server`, a PostgreSQL 15, a Redis Cluster and a Sentinel group of their own
+ * on free loopback ports, every process of which is stopped by pid (also when a test fails).
  */
 export * from "./receiver.js";
 export * from "./smtp-sink.js";
@@ -14,3 +16,9 @@ export * from "./registered-routes.js";
 export * from "./openapi-conformance.js";
 export * from "./fuzz.js";
 export * from "./tcp-proxy.js";
+export * from "./resp-command.js";
+export * from "./redis-server.js";
+export * from "./postgres-server.js";
+export * from "./redis-cluster.js";
+export * from "./redis-sentinel.js";
+export { isAlive, waitFor, GiveUp } from "./owned-processes.js";

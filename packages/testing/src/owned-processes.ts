@@ -1,0 +1,168 @@
+/**
+ * Bookkeeping shared by the private stores (redis-server, PostgreSQL): every server process they
+ * start is registered here by pid, with the temp directories it uses, until it is stopped. A store
+ * stops its own processes in `stop()`; whatever is still registered when this process ends (a test
+ * that threw before its `afterAll`, a start that failed halfway, a jest worker ended by a signal)
+ * is killed here by pid and its directories removed. Nothing else is ever signalled: the machine's
+ * own Redis and PostgreSQL are never touched.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
+
+interface Owned {
+  /** The signal that ends the process at once (SIGKILL; SIGQUIT for a postmaster, whose children follow it). */
+  killSignal: NodeJS.Signals;
+  dirs: string[];
+}
+
+const owned = new Map<number, Owned>();
+const ownedDirs = new Set<string>();
+let hooked = false;
+
+/** Registers a server process started by a store; it is killed if this process ends first. */
+export function trackPid(pid: number, killSignal: NodeJS.Signals = "SIGKILL"): void {
+  hookExit();
+  owned.set(pid, { killSignal, dirs: [] });
+}
+
+/** Forgets a process once it has exited (or been stopped by its store). */
+export function untrackPid(pid: number): void {
+  owned.delete(pid);
+}
+
+/** Registers a temp directory to remove at exit if its store never got to remove it. */
+export function trackDir(dir: string): void {
+  hookExit();
+  ownedDirs.add(dir);
+}
+
+/** Removes a temp directory and forgets it (a PostgreSQL cluster's takes a second or two). */
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  ownedDirs.delete(dir);
+}
+
+/**
+ * True while a process with this pid runs. A zombie (exited, not yet reaped) counts as gone: a
+ * postmaster is reparented to PID 1, which in some containers reaps its orphans only every second
+ * or two.
+ */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return process.platform !== "linux"; // no /proc to tell: trust kill(0)
+  }
+}
+
+function killAllSync(): void {
+  for (const [pid, { killSignal }] of owned) {
+    try {
+      process.kill(pid, killSignal);
+    } catch {
+      // already gone
+    }
+  }
+  owned.clear();
+  for (const dir of ownedDirs) rmSync(dir, { recursive: true, force: true });
+  ownedDirs.clear();
+}
+
+const SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  process.once("exit", killAllSync);
+  for (const signal of SIGNALS) {
+    const onSignal = (): void => {
+      killAllSync();
+      // Alone on this signal, we replaced Node's default (exit): restore it and let it act.
+      if (process.listenerCount(signal) === 1) {
+        process.removeListener(signal, onSignal);
+        process.kill(process.pid, signal);
+      }
+    };
+    process.on(signal, onSignal);
+  }
+}
+
+/** Resolves once `child` has exited (at once if it already has). */
+export function childExited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+}
+
+/** Resolves once no process has `pid` any more (for processes that are not our children). */
+export async function pidExited(pid: number, timeoutMs = 30_000): Promise<void> {
+  await waitFor(async () => !isAlive(pid), { timeoutMs, intervalMs: 20, what: `process ${pid} to exit` });
+}
+
+/** Thrown by a {@link waitFor} probe to stop waiting at once (the awaited thing can no longer happen). */
+export class GiveUp extends Error {}
+
+/**
+ * Polls `probe` until it returns a value other than `undefined`, `null` or `false`, and resolves
+ * with it. A probe that throws counts as "not yet" (a server still starting refuses connections),
+ * except with a {@link GiveUp}, which is rethrown; when the deadline passes, the error names
+ * `what` and the probe's last error.
+ */
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false>,
+  options: { timeoutMs: number; what: string; intervalMs?: number },
+): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let lastError = "";
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== null && value !== false) return value;
+      lastError = "";
+    } catch (err) {
+      if (err instanceof GiveUp) throw err;
+      lastError = (err as Error).message;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}${lastError === "" ? "" : ` (last error: ${lastError})`}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+  }
+}
+
+/** The last `max` characters a stream wrote, for error messages. */
+export function tail(stream: NodeJS.ReadableStream | null, max = 4000): () => string {
+  let text = "";
+  stream?.on("data", (chunk: Buffer | string) => {
+    text = (text + chunk.toString()).slice(-max);
+  });
+  return () => text;
+}
+
+/** Runs a command to completion; rejects with its output when it exits non-zero. */
+export function run(command: string, args: readonly string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(output);
+      else reject(new Error(`${command} ${args.join(" ")} exited with ${code ?? signal}: ${output.slice(-2000)}`));
+    });
+  });
+}
