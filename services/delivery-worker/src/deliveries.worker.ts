@@ -6,7 +6,7 @@
  * down), which the processor lets throw.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import {
   INFRA_BACKOFF_TYPE,
   JOB_NAMES,
@@ -24,7 +24,7 @@ import { deliver, type DeliverDeps } from "./deliver.js";
 
 /** Options of {@link createDeliveriesWorker}. */
 export interface DeliveriesWorkerOptions {
-  connection: Redis;
+  connection: RedisClient;
   keyPrefix: string;
   concurrency: number;
   jobLockMs: number;

@@ -5,7 +5,7 @@
  * `analytics.batch` deliveries, one per endpoint per flush interval at most. Nothing goes to
  * PostgreSQL here: an analytics event is worth one batch line, not a row.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import type { PrismaClient } from "@vw/db";
 import { pushAnalyticsEvents } from "@vw/queues";
 import { AppError, type Logger } from "@vw/service-kit";
@@ -41,7 +41,7 @@ interface WorldRow {
 export class AnalyticsIntake {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly logger: Logger,
     private readonly options: AnalyticsIntakeOptions,
   ) {}

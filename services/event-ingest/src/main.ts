@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, dependencyStatus, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { pseudonymKey } from "./analytics-privacy.js";
 import { AnalyticsIntake } from "./analytics.service.js";
@@ -15,7 +15,7 @@ const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
-const redis = createRedisConnection(config.redisUrl, "producer");
+const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
 // failure as a 503, and the log gets one line when Redis goes and one when it is back.
 watchRedisConnection(redis, logger);
@@ -75,7 +75,7 @@ const app = createIngestApp({
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(
-  { port: config.port, playUrl: config.playUrl, redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
+  { port: config.port, playUrl: config.playUrl, redis: describeRedisTopology(config.redis), redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
   "event-ingest listening",
 );
 

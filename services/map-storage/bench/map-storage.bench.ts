@@ -78,6 +78,8 @@ const fmt = (r: Run) => `${r.perSecond.toFixed(0).padStart(7)} /s   p50 ${r.p50.
 
 async function main() {
   const config = loadConfig({ ...process.env, LOG_LEVEL: "silent" });
+  if (config.redis.kind !== "standalone") throw new Error("the map-storage benchmark runs on a standalone Redis (REDIS_URL)");
+  const redisUrl = config.redis.url;
   const prisma = createPrismaClient(config.databaseUrl);
   const suffix = randomBytes(3).toString("hex");
   const org = await prisma.organization.create({ data: { slug: `bench-${suffix}`, name: "Bench" } });
@@ -145,7 +147,7 @@ async function main() {
     s3.destroy();
   } finally {
     await svc.stop();
-    const redis = new Redis(config.redisUrl);
+    const redis = new Redis(redisUrl);
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length) await redis.del(...keys);
     await redis.quit();

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
@@ -7,7 +7,8 @@ export function loadConfig(env: Env) {
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
-      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** REDIS_URL, or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (see readRedisTopology). */
+      redis: readRedisTopology(r),
       /** Prefix of every Redis key this service writes (locks, version markers). */
       redisKeyPrefix: readRedisKeyPrefix(r, "vw:map-storage:"),
       s3: {

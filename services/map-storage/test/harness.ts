@@ -67,7 +67,8 @@ export async function startMapStorage(
   const redisPrefix = env.REDIS_KEY_PREFIX ?? `${testKeyPrefix("ms-")}:`;
   const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", ...env, REDIS_KEY_PREFIX: redisPrefix });
   const prisma = createPrismaClient(config.databaseUrl);
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+  if (config.redis.kind !== "standalone") throw new Error("the map-storage harness runs on a standalone Redis (REDIS_URL)");
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 1 });
   const s3 = createS3Client(config.s3);
   let store!: CountingStore;
   const { app } = composeMapStorage(
