@@ -51,22 +51,47 @@ const reconnectDelay = (attempt: number): number => Math.min(attempt * 200, MAX_
 export function createRedisConnection(target: string | StandaloneRedisTopology | SentinelRedisTopology, role: RedisRole): Redis;
 export function createRedisConnection(target: string | RedisTopology, role: RedisRole): RedisClient;
 export function createRedisConnection(target: string | RedisTopology, role: RedisRole): RedisClient {
-  const topology: RedisTopology = typeof target === "string" ? { kind: "standalone", url: target, password: null, tls: false } : target;
-  if (topology.kind === "cluster") {
-    const cluster = new Cluster(seeds(topology.nodes), clusterOptions(topology, role));
+  const plan = redisConnectionOptions(target, role);
+  if (plan.kind === "cluster") {
+    const cluster = new Cluster(plan.nodes, plan.options);
     if (role === "worker") cluster.on("+node", (node: Redis) => coalesceWritesPerTick(node));
     return cluster;
   }
-  const options = { ...roleOptions(role, topology.kind), ...(topology.kind === "sentinel" ? sentinelOptions(topology, role) : standaloneOptions(topology)) };
-  const redis = topology.kind === "standalone" ? new Redis(topology.url, options) : new Redis(options);
+  const redis = plan.url === null ? new Redis(plan.options) : new Redis(plan.url, plan.options);
   if (role === "worker") coalesceWritesPerTick(redis);
   return redis;
 }
 
-/** What a role changes on a connection to one Redis (standalone options exactly as they always were). */
+/** What {@link createRedisConnection} builds: one Redis (by URL, or through Sentinel) or a Cluster, and its options. */
+export type RedisConnectionOptions =
+  | { kind: "redis"; /** REDIS_URL; null behind Sentinel (the options name the sentinels). */ url: string | null; options: RedisOptions }
+  | { kind: "cluster"; nodes: { host: string; port: number }[]; options: ClusterOptions };
+
+/**
+ * The ioredis options {@link createRedisConnection} uses for a topology and a role, without
+ * connecting: for a client of one's own (a benchmark's statistics connection, say) that must
+ * reach the same Redis the same way.
+ */
+export function redisConnectionOptions(target: string | RedisTopology, role: RedisRole): RedisConnectionOptions {
+  const topology: RedisTopology = typeof target === "string" ? { kind: "standalone", url: target, password: null, tls: false } : target;
+  switch (topology.kind) {
+    case "cluster":
+      return { kind: "cluster", nodes: seeds(topology.nodes), options: clusterOptions(topology, role) };
+    case "sentinel":
+      return { kind: "redis", url: null, options: { ...roleOptions(role, "sentinel"), ...sentinelOptions(topology, role) } };
+    case "standalone":
+      return { kind: "redis", url: topology.url, options: { ...roleOptions(role, "standalone"), ...standaloneOptions(topology) } };
+  }
+}
+
+/**
+ * What a role changes on a connection to one Redis. A standalone Redis keeps ioredis's own
+ * reconnection delays (up to 5 s); behind Sentinel they stay under 2 s, so a connection finds the
+ * promoted replica soon after the sentinels name it.
+ */
 function roleOptions(role: RedisRole, kind: "standalone" | "sentinel"): RedisOptions {
-  if (role === "producer") return { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 5000 };
-  return kind === "standalone" ? { maxRetriesPerRequest: null, enableReadyCheck: true } : { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy: reconnectDelay };
+  const options: RedisOptions = role === "producer" ? { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 5000 } : { maxRetriesPerRequest: null, enableReadyCheck: true };
+  return kind === "sentinel" ? { ...options, retryStrategy: reconnectDelay } : options;
 }
 
 /** REDIS_PASSWORD and REDIS_TLS on top of REDIS_URL, only when set (a `rediss://` URL brings its own TLS). */

@@ -37,6 +37,11 @@ export interface PrivateSentinelGroup {
   /** SIGKILLs the current primary and resolves with its address once it has exited. */
   killPrimary(): Promise<RedisNodeAddress>;
   /**
+   * SIGSTOPs the current primary: its connections stay open and unanswered, as in a network
+   * partition. `stop()` ends it like the others.
+   */
+  freezePrimary(): Promise<RedisNodeAddress>;
+  /**
    * Resolves with the new primary once every sentinel names a node other than `from` and that
    * node says it is a master.
    */
@@ -117,6 +122,12 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
     }
     throw new Error(`no live sentinel names a primary for ${masterName}`);
   };
+  const currentPrimary = async (): Promise<PrivateRedis> => {
+    const port = await primaryPort();
+    const server = data.find((s) => s.port === port);
+    if (!server) throw new Error(`the sentinels name 127.0.0.1:${port}, which is not a node of this group`);
+    return server;
+  };
   return {
     sentinels: sentinels.map((s) => `127.0.0.1:${s.port}`).join(","),
     sentinelNodes: sentinels.map(addressOf),
@@ -124,10 +135,13 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
     dataNodes: data.map(addressOf),
     primary: async () => ({ host: "127.0.0.1", port: await primaryPort() }),
     killPrimary: async () => {
-      const port = await primaryPort();
-      const server = data.find((s) => s.port === port);
-      if (!server) throw new Error(`the sentinels name 127.0.0.1:${port}, which is not a node of this group`);
+      const server = await currentPrimary();
       await server.kill("SIGKILL");
+      return addressOf(server);
+    },
+    freezePrimary: async () => {
+      const server = await currentPrimary();
+      await server.kill("SIGSTOP");
       return addressOf(server);
     },
     waitForFailover: async (from, { timeoutMs = 30_000 } = {}) =>
