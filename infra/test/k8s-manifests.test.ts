@@ -162,6 +162,14 @@ describe.each(Object.entries(TOPOLOGY_OVERLAYS))("overlay %s (production with co
       for (const e of env.filter((x) => /^REDIS_(SENTINELS|SENTINEL_MASTER|CLUSTER_NODES|TLS)$/.test(x.name))) expect([e.name, e.valueFrom.configMapKeyRef?.name]).toEqual([e.name, expect.stringMatching(/^vw-settings-/)]);
     }
   });
+
+  it("lets the worker reach its Redis nodes (and the sentinels) in the private ranges", () => {
+    const policy = rendered[overlay]!.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === "delivery-worker-dependencies")!;
+    const privatePorts = policy.spec.egress
+      .filter((rule: { to: { ipBlock?: { cidr: string } }[] }) => rule.to.some((t) => t.ipBlock?.cidr === "10.0.0.0/8"))
+      .flatMap((rule: { ports: { port: number }[] }) => rule.ports.map((p) => p.port));
+    expect(privatePorts).toEqual(expect.arrayContaining(overlay === "production-sentinel" ? [6379, 26379] : [6379]));
+  });
 });
 
 describe("the checker", () => {
