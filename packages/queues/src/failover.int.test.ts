@@ -10,12 +10,18 @@
  * behind a network partition) leaves them open and silent, and only the connection options bring
  * the worker back: without `failoverDetector` that test times out.
  */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { Queue, Worker } from "bullmq";
 import type { RedisTopology } from "@vw/service-kit";
 import { startRedisCluster, startSentinelGroup, waitFor } from "@vw/testing";
 import { createRedisConnection, type RedisClient } from "./redis-connection.js";
 
+/** packages/queues, where tsx and the workspace packages resolve from (for a script run as a process). */
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Hash-tagged: every key of the queue (`<prefix>:{t}:...`) shares one slot, so one shard. */
 const QUEUE = "{t}";
 const PREFIX = "vwfailover";
@@ -131,6 +137,50 @@ describe("a worker survives a failover without being recreated", () => {
       await group.stop();
     }
   }, 120_000);
+
+  it("on Sentinel: a lost sentinel puts nothing on stderr (ioredis's failover detector would print there)", async () => {
+    const group = await startSentinelGroup();
+    // A process of its own, as a service is: its stderr is exactly what an operator's log shipper gets.
+    const dir = mkdtempSync(join(packageDir, ".sentinel-stderr-"));
+    try {
+      const script = join(dir, "script.ts");
+      writeFileSync(
+        script,
+        `import { createRedisConnection } from ${JSON.stringify(join(packageDir, "src", "redis-connection.ts"))};
+const topology = ${JSON.stringify({ kind: "sentinel", sentinels: group.sentinelNodes, masterName: group.masterName, password: null, sentinelPassword: null, tls: false })};
+const connection = createRedisConnection(topology, "worker");
+const copy = connection.duplicate(); // BullMQ's blocking connections are copies
+const reconnecting = [0, 0];
+[connection, copy].forEach((c, i) => {
+  c.on("error", () => undefined); // as watchRedisConnection does
+  c.on("sentinelReconnecting", () => (reconnecting[i] += 1));
+});
+await Promise.all([connection.ping(), copy.ping()]);
+process.stdout.write("ready\\n");
+// A second "reconnecting" follows a failed attempt on the lost sentinel: when ioredis would print.
+while (!reconnecting.every((n) => n >= 2)) await new Promise((r) => setTimeout(r, 50));
+process.stdout.write(String(await connection.ping()) + "\\n");
+connection.disconnect();
+copy.disconnect();
+process.exit(0);
+`,
+      );
+      const child = spawn(process.execPath, ["--import", "tsx", "--conditions=development", script], { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NODE_OPTIONS: "" } });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      await waitFor(async () => out.includes("ready") || child.exitCode !== null, { timeoutMs: 20_000, what: "the script's connections to be ready" });
+      await group.killSentinel(0);
+      expect(await exited).toBe(0);
+      expect(out).toBe("ready\nPONG\n");
+      expect(err).toBe("");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await group.stop();
+    }
+  }, 60_000);
 
   it("on Cluster: the primary holding the queue's slot SIGKILLed under load, its replica promoted", async () => {
     const cluster = await startRedisCluster({ primaries: 3, replicasPerPrimary: 1 });

@@ -59,6 +59,7 @@ export function createRedisConnection(target: string | RedisTopology, role: Redi
   }
   const redis = plan.url === null ? new Redis(plan.options) : new Redis(plan.url, plan.options);
   if (role === "worker") coalesceWritesPerTick(redis);
+  if (plan.options.failoverDetector === true) quietFailoverDetector(redis);
   return redis;
 }
 
@@ -112,6 +113,8 @@ function sentinelOptions(topology: SentinelRedisTopology, role: RedisRole): Redi
     ...(topology.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     sentinelRetryStrategy: reconnectDelay,
     failoverDetector: true,
+    // The detector's own connections to the sentinels: back within 2 s of a sentinel's restart (ioredis waits a minute).
+    sentinelReconnectStrategy: reconnectDelay,
     enableReadyCheck: true,
     // A producer's command fails fast anyway; a worker's is resent to the primary once found.
     reconnectOnError: (err) => (/^(READONLY|UNBLOCKED)\b/.test(err.message) ? (role === "worker" ? 2 : 1) : false),
@@ -137,6 +140,30 @@ function clusterOptions(topology: { password: string | null; tls: boolean }, rol
     retryDelayOnClusterDown: worker ? 300 : 100,
     // Managed clusters with TLS announce host names their certificates carry: connect by name.
     ...(topology.tls ? { dnsLookup: (address: string, callback: (err: Error | null, address: string) => void) => callback(null, address) } : {}),
+  };
+}
+
+/**
+ * ioredis's failover detector (`failoverDetector`) opens a connection of its own to each sentinel
+ * and puts no `error` listener on them, so a sentinel that goes away (a rolling restart, a lost
+ * node) makes ioredis print "[ioredis] Unhandled error event" and a stack trace to stderr at every
+ * reconnection attempt: plain text outside the JSON log. Those errors are dropped here: a missing
+ * sentinel is not a missing Redis (the others still answer, and the data connection reports its
+ * own errors). The detector is rebuilt at each connection, after which ioredis emits `connect`; the
+ * copies BullMQ makes for blocking reads (`duplicate()`) get the same treatment.
+ */
+function quietFailoverDetector(redis: Redis): void {
+  redis.on("connect", () => {
+    const connector = (redis as unknown as { connector?: { failoverDetector?: { sentinels?: { client: Redis }[] } | null } }).connector;
+    for (const { client } of connector?.failoverDetector?.sentinels ?? []) {
+      if (client.listenerCount("error") === 0) client.on("error", () => undefined);
+    }
+  });
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (override?: Partial<RedisOptions>): Redis => {
+    const copy = duplicate(override);
+    quietFailoverDetector(copy);
+    return copy;
   };
 }
 

@@ -41,9 +41,11 @@ export interface PrivateSentinelGroup {
    * partition. `stop()` ends it like the others.
    */
   freezePrimary(): Promise<RedisNodeAddress>;
+  /** SIGKILLs the `index`th sentinel (0-2): a sentinel restarting or lost, the data nodes untouched. */
+  killSentinel(index: number): Promise<void>;
   /**
-   * Resolves with the new primary once every sentinel names a node other than `from` and that
-   * node says it is a master.
+   * Resolves with the new primary once every live sentinel names a node other than `from` and
+   * that node says it is a master.
    */
   waitForFailover(from: RedisNodeAddress, options?: { timeoutMs?: number }): Promise<RedisNodeAddress>;
   /** Kills every process of the group and removes their directories. Safe to call twice. */
@@ -143,6 +145,11 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
       const server = await currentPrimary();
       await server.kill("SIGSTOP");
       return addressOf(server);
+    },
+    killSentinel: async (index) => {
+      const sentinel = sentinels[index];
+      if (!sentinel) throw new Error(`no sentinel ${index}: the group has ${sentinels.length}`);
+      await sentinel.kill("SIGKILL");
     },
     waitForFailover: async (from, { timeoutMs = 30_000 } = {}) =>
       waitFor(
