@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { Queue, Worker } from "bullmq";
+import type { Cluster } from "ioredis";
 import type { RedisTopology } from "@vw/service-kit";
 import { startRedisCluster, startSentinelGroup, waitFor } from "@vw/testing";
 import { createRedisConnection, type RedisClient } from "./redis-connection.js";
@@ -107,6 +108,33 @@ async function survivesFailover(topology: RedisTopology, killPrimary: () => Prom
   }
 }
 
+/**
+ * A worker's Cluster connection coalesces each node's writes per tick, as a standalone worker
+ * connection does (connection.int.test.ts): 100 commands of one tick to one node, one socket write.
+ */
+async function writesOneTickPerNodeWrite(topology: RedisTopology, owner: { host: string; port: number }): Promise<void> {
+  const cluster = createRedisConnection(topology, "worker") as Cluster;
+  try {
+    await cluster.set("{c}:first", "1");
+    const node = cluster.nodes("master").find((n) => n.options.port === owner.port)!;
+    const socket = node.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+    let writes = 0;
+    for (const method of ["_write", "_writev"] as const) {
+      const original = socket[method];
+      socket[method] = function (this: unknown, ...a: unknown[]) {
+        writes += 1;
+        return original.apply(this, a);
+      };
+    }
+    const values = Array.from({ length: 100 }, (_, i) => String(i));
+    await Promise.all(values.map((v) => cluster.set(`{c}:${v}`, v)));
+    expect(writes).toBe(1);
+    expect(await cluster.mget(values.map((v) => `{c}:${v}`))).toEqual(values);
+  } finally {
+    cluster.disconnect();
+  }
+}
+
 describe("a worker survives a failover without being recreated", () => {
   it("on Sentinel: the primary SIGKILLed under load, the replica promoted", async () => {
     const group = await startSentinelGroup();
@@ -186,6 +214,7 @@ process.exit(0);
     const cluster = await startRedisCluster({ primaries: 3, replicasPerPrimary: 1 });
     try {
       const topology: RedisTopology = { kind: "cluster", nodes: cluster.nodes, password: null, tls: false };
+      await writesOneTickPerNodeWrite(topology, await cluster.primaryForKey("{c}"));
       const victim = await cluster.primaryForKey(`${PREFIX}:${QUEUE}:wait`);
       await survivesFailover(
         topology,

@@ -12,14 +12,15 @@
  * the primary. When that primary dies, the socket closes and ioredis reconnects; with Sentinel it
  * asks the sentinels again, which name the old primary until they have promoted a replica, so the
  * retries must never give up (`retryStrategy` and `sentinelRetryStrategy` always return a delay)
- * and stay short (at most 2 s apart) to notice the new primary soon. When the old primary stays
- * reachable but is demoted (a manual failover, a partition), the connection would stay up on a
- * replica: `failoverDetector` subscribes to the sentinels' `+switch-master` and reconnects at
- * once, the ready check refuses a node whose role is not master, and a READONLY or UNBLOCKED reply
- * (Redis cutting the blocked command at the demotion) makes ioredis reconnect and resend the
- * command to the primary. BullMQ itself (6.x) re-arms a blocking command left hanging by a
- * reconnect (its watchdog) and re-creates an empty Cluster node pool before blocking again; these
- * options make sure the connection under it can always come back.
+ * and stay short (at most 2 s apart) to notice the new primary soon. When the old primary does
+ * not close its sockets (frozen, cut off by a partition, or demoted by a manual failover), the
+ * connection would stay up on it, unanswered or on a replica: `failoverDetector` subscribes to the
+ * sentinels' `+switch-master` and reconnects at once (without it, a frozen primary stops the
+ * worker: failover.int.test.ts), the ready check refuses a node whose role is not master, and a
+ * READONLY or UNBLOCKED reply (Redis cutting the blocked command at the demotion) makes ioredis
+ * reconnect and resend the command to the primary. BullMQ itself (6.x) re-arms a blocking command
+ * left hanging by a reconnect (its watchdog) and re-creates an empty Cluster node pool before
+ * blocking again; these options make sure the connection under it can always come back.
  *
  * On a Cluster: reads go to primaries only (`scaleReads: "master"`), a replica's data may lag and
  * BullMQ reads what it just wrote; slot refreshes after a failover get 2 s; a command that meets a
