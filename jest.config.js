@@ -1,7 +1,7 @@
 /** One jest run for the whole workspace: ESM, TypeScript through @swc/jest, workspace packages from src. */
 export default {
   testEnvironment: "node",
-  roots: ["<rootDir>/services", "<rootDir>/packages", "<rootDir>/scripts", "<rootDir>/infra"],
+  roots: ["<rootDir>/services", "<rootDir>/packages", "<rootDir>/scripts", "<rootDir>/infra", "<rootDir>/bench"],
   testMatch: ["**/src/**/*.test.ts", "**/test/**/*.test.ts"],
   // scripts/test: the root scripts (dev, setup) exercised as a newcomer runs them.
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],

@@ -5,8 +5,8 @@
 set -eu
 ADMIN=${ADMIN:-http://localhost:3003}
 INGEST=${INGEST:-http://localhost:3002}
-ADMIN_TOKEN=${ADMIN_TOKEN:-dev-admin-token-change-me}
-INGEST_TOKEN=${INGEST_TOKEN:-dev-ingest-token-change-me}
+ADMIN_TOKEN=${ADMIN_TOKEN:-dev-admin-token-change-me-2f8c1e6a9b7d4053}
+INGEST_TOKEN=${INGEST_TOKEN:-dev-ingest-token-change-me-7a3e9c1f5b2d8640}
 RECEIVER_PORT=${RECEIVER_PORT:-4000}
 uuid() { node -p 'crypto.randomUUID()'; }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * `pnpm bench <name> [args...]`: runs `services/<service>/bench/<name>.bench.ts` (under tsx, with the
- * `development` export condition so workspace packages load from src) against private, throwaway
- * infrastructure: an s3rver on a random port with its own bucket, a fresh migrated database
+ * `pnpm bench <name> [args...]`: runs `bench/src/<name>.bench.ts` (the @vw/bench package; under tsx,
+ * with the `development` export condition so workspace packages load from src) against private,
+ * throwaway infrastructure: an s3rver on a random port with its own bucket, a fresh migrated database
  * `vw_bench_<random>` (created through TEST_PG_ADMIN_URL, default
  * postgresql://postgres@127.0.0.1:5432/postgres), and REDIS_URL (default redis://127.0.0.1:6379/0).
  * The benchmark gets DATABASE_URL, REDIS_URL, the S3_* variables and LOG_LEVEL (default `warn`);
@@ -14,8 +14,8 @@
  * Every benchmark runs on the Node the images run (infra/docker/Dockerfile; scripts/lib/images-node.mjs:
  * this Node when it is that major, else the official build installed under .dev-data/node-lts, as
  * `.ci/run` does), and so does everything it starts: a figure is a measurement of the deployed
- * runtime, not of whichever Node this machine has (on 2026-11-27 the worker and ingest cost 10-25%
- * less CPU per delivery on 24 than on 20, the raw HTTP client about 5% less). `BENCH_NODE=machine` runs
+ * runtime, not of whichever Node this machine has (the worker, ingest and the raw HTTP client each
+ * cost less CPU per delivery on the images' Node than on an older one). `BENCH_NODE=machine` runs
  * on this process' Node instead, to compare.
  */
 import { spawn } from "node:child_process";
@@ -36,23 +36,23 @@ import { ROOT, childEnv, signalExitCode } from "./lib/toolchain.mjs";
 
 const log = (msg) => console.error(`[bench] ${msg}`);
 
-/** Every `services/<service>/bench/<file>.bench.ts`, as paths relative to the repository root. */
+/** Where the benchmarks are: the @vw/bench package's sources. */
+const BENCH_DIR = join(ROOT, "bench", "src");
+
+/** Every `bench/src/<name>.bench.ts`, as paths relative to the repository root. */
 function availableBenches() {
-  const servicesDir = join(ROOT, "services");
-  const found = [];
-  for (const service of readdirSync(servicesDir).sort()) {
-    const dir = join(servicesDir, service, "bench");
-    if (!existsSync(dir)) continue;
-    for (const file of readdirSync(dir).sort()) if (file.endsWith(".bench.ts")) found.push(relative(ROOT, join(dir, file)));
-  }
-  return found;
+  if (!existsSync(BENCH_DIR)) return [];
+  return readdirSync(BENCH_DIR)
+    .filter((file) => file.endsWith(".bench.ts"))
+    .sort()
+    .map((file) => relative(ROOT, join(BENCH_DIR, file)));
 }
 
-/** `services/<any service>/bench/<name>.bench.ts` (a service may hold several benchmarks), or null. */
+/** `bench/src/<name>.bench.ts`, or null. */
 function findBench(name) {
   if (!name || !/^[a-z0-9][a-z0-9-]*$/.test(name)) return null;
-  const match = availableBenches().find((path) => path.endsWith(`/bench/${name}.bench.ts`));
-  return match ? join(ROOT, match) : null;
+  const path = join(BENCH_DIR, `${name}.bench.ts`);
+  return existsSync(path) ? path : null;
 }
 
 const [name, ...benchArgs] = process.argv.slice(2);
@@ -60,7 +60,7 @@ const script = findBench(name);
 if (!script || !existsSync(script)) {
   const list = availableBenches();
   console.error(name ? `[bench] unknown benchmark "${name}"` : "usage: pnpm bench <name> [args...]");
-  console.error(list.length ? `available (pnpm bench <name> runs services/<service>/bench/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no services/*/bench/*.bench.ts exists yet");
+  console.error(list.length ? `available (pnpm bench <name> runs bench/src/<name>.bench.ts):\n${list.map((p) => `  ${p}`).join("\n")}` : "no bench/src/*.bench.ts exists yet");
   process.exit(2);
 }
 

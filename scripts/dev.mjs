@@ -46,8 +46,8 @@ const STOP_DEADLINE_MS = 15_000;
 const DEMO_DASHBOARD_PATH = "/admin/v1/worlds/demo/lobby/dashboard-sessions";
 
 /** Published dev-only tokens (examples/try-webhooks.sh defaults to them too). */
-const DEV_ADMIN_TOKEN = "dev-admin-token-change-me";
-const DEV_INGEST_TOKEN = "dev-ingest-token-change-me";
+const DEV_ADMIN_TOKEN = "dev-admin-token-change-me-2f8c1e6a9b7d4053";
+const DEV_INGEST_TOKEN = "dev-ingest-token-change-me-7a3e9c1f5b2d8640";
 
 const env = process.env;
 const settings = {

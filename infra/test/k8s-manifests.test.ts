@@ -4,7 +4,7 @@
  * k8s-rules.ts. The env rules use the services' own config readers: the variables a reader knows
  * and requires are observed by running it, not copied by hand.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "@jest/globals";
@@ -62,9 +62,9 @@ function workerDrainMs(): number {
 const SECRET_SAMPLES: Record<string, string> = {
   DATABASE_URL: "postgresql://vw:pw@db.internal:5432/vw",
   REDIS_URL: "rediss://:pw@redis.internal:6380/0",
-  ADMIN_TOKEN: "sample-admin-token-0123456789",
-  INGEST_TOKEN: "sample-ingest-token-0123456789",
-  SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+  ADMIN_TOKEN: "sample-admin-token-6e2c9a4f1d7b3085",
+  INGEST_TOKEN: "sample-ingest-token-9a4d2f7c1e6b3058",
+  SECRETS_ENCRYPTION_KEY: Buffer.from("0c5f9a2e7b4d1836a9e2c7f05b8d3a61e4c9f2a7d0b5e8c3f6a1d4b7e0c3f9a2", "hex").toString("base64"),
   S3_ACCESS_KEY_ID: "AKIASAMPLE",
   S3_SECRET_ACCESS_KEY: "sample-secret",
   SMTP_URL: "smtps://user:pw@smtp.example.com:465",
@@ -139,6 +139,18 @@ describe("overlay production", () => {
     expect(alerts).toEqual(
       expect.arrayContaining(["VwQueueBacklogGrowing", "VwOldestWaitingDeliveryTooOld", "VwDeliveryFailureRateHigh", "VwEndpointsDisabledInBulk", "VwServiceNotReady"]),
     );
+  });
+
+  it("ships every dashboard of infra/grafana, unchanged, in one ConfigMap that Grafana's sidecar picks up", () => {
+    const grafanaDir = join(ROOT, "infra", "grafana");
+    const files = readdirSync(grafanaDir).filter((f) => f.endsWith(".json")).sort();
+    const maps = rendered.production!.filter((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1");
+    expect(maps.map((o) => [o.metadata.name, o.metadata.namespace])).toEqual([["vw-grafana-dashboards", "vw"]]);
+    const data = maps[0]!.data as Record<string, string>;
+    expect(Object.keys(data).sort()).toEqual(files);
+    for (const f of files) expect([f, data[f]]).toEqual([f, readFileSync(join(grafanaDir, f), "utf8")]);
+    // `kubectl apply` (client side) keeps the whole object in an annotation limited to 256 KiB.
+    expect(Buffer.byteLength(JSON.stringify(data))).toBeLessThan(256 * 1024);
   });
 });
 

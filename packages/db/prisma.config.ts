@@ -11,7 +11,7 @@ import type pg from "pg";
 import { CatalogTolerantClient, connectionFieldsFromUrl } from "./src/pg-compat.js";
 
 /**
- * Defect 1 (prisma/orm issue 27403): every migrate command fails with "Column type 'name' could
+ * Defect 1 (a known Prisma defect): every migrate command fails with "Column type 'name' could
  * not be deserialized": the adapter knows neither `name`/`"char"` columns nor their arrays, which
  * migrate reads from the catalogs. CatalogTolerantClient reads them as text (see src/pg-compat.ts;
  * the runtime client uses it too, for raw catalog queries).

@@ -7,6 +7,7 @@
  * check what JSON Schema cannot express (reserved slugs, unique identity-provider ids).
  */
 import { compileValidator, type FieldError, type ValidationResult } from "./validation.js";
+import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, type WorldQuotas } from "./world-quotas.schema.js";
 
 /** Organization and world slugs: 1-63 lower-case letters, digits and inner hyphens (a DNS label). */
 export const SLUG_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
@@ -78,6 +79,8 @@ export interface CreateWorldRequest {
   customDomain?: string | null;
   analytics?: WorldAnalyticsPatch;
   identityProviders?: IdentityProviderInput[];
+  /** Operator only. */
+  quotas?: Partial<WorldQuotas>;
 }
 
 /** `PATCH /admin/v1/worlds/{org}/{world}`: members given change, others are kept. */
@@ -90,6 +93,8 @@ export interface UpdateWorldRequest {
   analytics?: WorldAnalyticsPatch;
   /** Replaces the whole list. */
   identityProviders?: IdentityProviderInput[];
+  /** Operator only; merged member by member (`null` restores the platform default). */
+  quotas?: Partial<WorldQuotas>;
 }
 
 /** An identity provider as written by clients; `exposeAccessToken` defaults to `false`. */
@@ -126,6 +131,7 @@ export interface WorldResource {
   roomUrlBase: string;
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
+  quotas: WorldQuotas;
   createdAt: string;
   updatedAt: string;
 }
@@ -263,6 +269,7 @@ export const CREATE_WORLD_REQUEST_SCHEMA = {
     customDomain: customDomainSchema,
     analytics: WORLD_ANALYTICS_PATCH_SCHEMA,
     identityProviders: identityProvidersInputSchema,
+    quotas: WORLD_QUOTAS_SCHEMA,
   },
 } as const;
 
@@ -271,15 +278,16 @@ export const UPDATE_WORLD_REQUEST_SCHEMA = {
   $id: "urn:vw:admin:v1:update-world-request",
   title: "Update world settings",
   description:
-    "Members present are changed, others kept. `customDomain: null` removes the domain; `analytics` is merged member by member; `identityProviders` replaces the list.",
+    "Members present are changed, others kept. `customDomain: null` removes the domain; `analytics` and `quotas` are merged member by member; `identityProviders` replaces the list. `adminEmails`, `customDomain` and `quotas` are the operator's (ADMIN_TOKEN): a dashboard session sending any of them gets 403.",
   type: "object",
   additionalProperties: false,
   properties: {
     name: nameSchema,
-    adminEmails: adminEmailsSchema,
-    customDomain: customDomainSchema,
+    adminEmails: { ...adminEmailsSchema, description: `${adminEmailsSchema.description} Operator only.` },
+    customDomain: { ...customDomainSchema, description: `${customDomainSchema.description} Operator only: bind a domain after verifying the world owns it.` },
     analytics: WORLD_ANALYTICS_PATCH_SCHEMA,
     identityProviders: identityProvidersInputSchema,
+    quotas: WORLD_QUOTAS_SCHEMA,
   },
 } as const;
 
@@ -326,6 +334,7 @@ export const WORLD_SCHEMA = {
     "roomUrlBase",
     "analytics",
     "identityProviders",
+    "quotas",
     "createdAt",
     "updatedAt",
   ],
@@ -352,6 +361,7 @@ export const WORLD_SCHEMA = {
     },
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
+    quotas: { ...WORLD_QUOTAS_SCHEMA, required: [...WORLD_QUOTA_NAMES] },
     createdAt: dateTime,
     updatedAt: dateTime,
   },

@@ -1,5 +1,5 @@
 /**
- * Developers-dashboard contracts (issue 13): the capabilities of a dashboard session, the bodies
+ * Developers-dashboard contracts: the capabilities of a dashboard session, the bodies
  * of the session routes (minting by the platform, the page's one-time code exchange) and of the
  * endpoint recover route, with their validators and the resources answered.
  */

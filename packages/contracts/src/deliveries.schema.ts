@@ -51,12 +51,15 @@ export interface DeliveryListFilter {
 }
 
 /**
- * `GET .../endpoints/{id}/stats`: the endpoint's figures over the last 24 h, kept up to date as
- * attempts are recorded. `since` is the start of the window (aligned on 5 minutes), `until` now.
- * `deliveries` counts the deliveries created in the window by their current status; `attempts`
- * the attempts started in it. `successRate` is succeeded / total attempts (null without attempts);
+ * `GET .../endpoints/{id}/stats` (one endpoint) and `GET /worlds/{org}/{world}/stats` (every
+ * endpoint of the world together): the figures of the last 24 h, kept up to date as attempts are
+ * recorded. `since` is the start of the window (aligned on 5 minutes), `until` now.
+ * `deliveries` counts the deliveries created in the window by their current status (`pending`:
+ * still to be delivered, retries included; `failed`: failed for good); `attempts` the attempts
+ * started in it. `successRate` is succeeded / total attempts (null without attempts);
  * `latencyMs` the attempt durations' p50 and p99 from a fixed-bucket histogram (interpolated within
- * a bucket; null without attempts); `lastAttempt` the latest attempt in the window.
+ * a bucket; null without attempts); `lastAttempt` the latest attempt in the window;
+ * `attemptsByHour` the attempts per clock hour (UTC), every hour of the window present.
  */
 export interface EndpointStatsResource {
   since: string;
@@ -67,7 +70,15 @@ export interface EndpointStatsResource {
   latencyMs: { p50: number; p99: number } | null;
   /** `status` is the HTTP status (null when none came back); `outcome` the attempt's verdict (`delivered`, `retry`, `gone`, `rejected`). */
   lastAttempt: { at: string; status: number | null; outcome: string } | null;
+  /**
+   * Oldest first, the 25 clock hours from the one holding `since` (counted from `since`) to the
+   * one holding `until`; they add up to `attempts`. `failed` is every attempt not answered 2xx.
+   */
+  attemptsByHour: { hour: string; succeeded: number; failed: number }[];
 }
+
+/** `GET /worlds/{org}/{world}/stats`: the figures of every endpoint the world has, together. */
+export type WorldStatsResource = EndpointStatsResource;
 
 /** One attempt of a delivery, as sent and answered. */
 export interface AttemptResource {
@@ -239,10 +250,11 @@ const count = { type: "integer", minimum: 0 } as const;
 export const ENDPOINT_STATS_SCHEMA = {
   $schema: SCHEMA_DIALECT,
   $id: "urn:vw:admin:v1:endpoint-stats",
-  title: "Endpoint figures over the last 24 h",
+  title: "Delivery figures over the last 24 h",
+  description: "Of one endpoint, or of every endpoint of a world together.",
   type: "object",
   additionalProperties: false,
-  required: ["since", "until", "deliveries", "attempts", "successRate", "latencyMs", "lastAttempt"],
+  required: ["since", "until", "deliveries", "attempts", "successRate", "latencyMs", "lastAttempt", "attemptsByHour"],
   properties: {
     since: { ...dateTime, description: "Start of the window (aligned on 5 minutes)." },
     until: { ...dateTime, description: "Now." },
@@ -250,7 +262,13 @@ export const ENDPOINT_STATS_SCHEMA = {
       type: "object",
       additionalProperties: false,
       required: ["total", "delivered", "failed", "pending", "skipped"],
-      properties: { total: count, delivered: count, failed: count, pending: count, skipped: count },
+      properties: {
+        total: count,
+        delivered: { ...count, description: "Delivered (a 2xx answer)." },
+        failed: { ...count, description: "Failed for good: no retry left, a 4xx other than 408 and 429, or a 410." },
+        pending: { ...count, description: "Still to be delivered: waiting for their first attempt or a retry." },
+        skipped: { ...count, description: "Never sent: the endpoint was disabled or deleted first." },
+      },
       description: "Deliveries created in the window, by their current status.",
     },
     attempts: {
@@ -278,6 +296,23 @@ export const ENDPOINT_STATS_SCHEMA = {
         },
         { type: "null" },
       ],
+    },
+    attemptsByHour: {
+      type: "array",
+      minItems: 25,
+      maxItems: 25,
+      description:
+        "Attempts per clock hour (UTC), oldest first, zeros included: the 25 hours from the one holding `since` (counted from `since`) to the one holding `until` (up to now). They add up to `attempts`.",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["hour", "succeeded", "failed"],
+        properties: {
+          hour: { ...dateTime, description: "Start of the hour." },
+          succeeded: { ...count, description: "Attempts answered 2xx." },
+          failed: { ...count, description: "Attempts not answered 2xx (to be retried or not)." },
+        },
+      },
     },
   },
 } as const;

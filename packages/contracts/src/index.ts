@@ -30,6 +30,7 @@ export {
   type WamMetadata,
 } from "./wam/index.js";
 export * from "./admin.schema.js";
+export * from "./world-quotas.schema.js";
 export * from "./endpoints.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";

@@ -150,6 +150,10 @@ export const ANALYTICS_INTAKE_RESULT_SCHEMA = {
   },
 } as const;
 
+/** Values of a result's `error` in the auth hook's answer. */
+export const AUTH_HOOK_ERRORS = ["timeout", "connection", "refused-by-policy", "redirect", "secret-unavailable", "not-reached"] as const;
+export type AuthHookError = (typeof AUTH_HOOK_ERRORS)[number];
+
 /** Answer of `POST /v1/auth-hook`. */
 export const AUTH_HOOK_RESPONSE_SCHEMA = {
   $schema: SCHEMA_DIALECT,
@@ -161,18 +165,25 @@ export const AUTH_HOOK_RESPONSE_SCHEMA = {
   properties: {
     results: {
       type: "array",
-      description: "One entry per `auth` endpoint called, in call order.",
+      description:
+        "One entry per enabled `auth` endpoint of the world, in call order. Those not reached within AUTH_HOOK_TIMEOUT_MS " +
+        "(the budget of the whole answer) come last, with `error: \"not-reached\"`: they are called after this answer, one " +
+        "after another, and their results are in the delivery history.",
       items: {
         type: "object",
         additionalProperties: false,
         required: ["endpointId", "status", "durationMs"],
         properties: {
           endpointId: { type: "string", format: "uuid" },
-          status: { type: ["integer", "null"], description: "The receiver's HTTP status; null when there was none." },
-          durationMs: { type: "number", minimum: 0 },
+          status: { type: ["integer", "null"], description: "The receiver's HTTP status; null when there was none (or it was not reached)." },
+          durationMs: { type: "number", minimum: 0, description: "How long the call took; 0 when it was not reached." },
           error: {
             type: "string",
-            description: "Why there was no HTTP status: `timeout`, `connection`, `refused-by-policy`, `redirect`, `secret-unavailable`.",
+            enum: [...AUTH_HOOK_ERRORS],
+            description:
+              "Why there was no HTTP status: `timeout` (no answer within what was left of the budget), `connection`, " +
+              "`refused-by-policy`, `redirect`, `secret-unavailable`; or `not-reached`: not called before the budget ran out, " +
+              "called after this answer instead.",
           },
         },
       },

@@ -72,3 +72,106 @@ export const JSON_PATCH_SCHEMA = {
     },
   },
 } as const;
+
+/** A room (a `.wam` file) of a world, as `GET {base}/rooms` lists it. */
+export interface RoomListItem {
+  /** The `.wam` file's path inside the world. */
+  path: string;
+  /** The file's public URL. */
+  url: string;
+  /** The room's URL. */
+  roomUrl: string;
+  /** The TMJ map the room renders, as the WAM file declares it; null when the file cannot be read as WAM. */
+  mapUrl: string | null;
+  /** The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent or unreadable. */
+  metadata: Record<string, unknown> | null;
+}
+
+/** One page of `GET {base}/rooms`. */
+export interface RoomListPage {
+  items: RoomListItem[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** Schema of {@link RoomListPage}. */
+export const ROOM_LIST_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:map-storage:room-list",
+  title: "Rooms of a world",
+  type: "object",
+  additionalProperties: false,
+  required: ["items", "nextCursor"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["path", "url", "roomUrl", "mapUrl", "metadata"],
+        properties: {
+          path: { type: "string", description: "The `.wam` file's path inside the world (`rooms/hall.wam`)." },
+          url: { type: "string", format: "uri", description: "`{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>/<path>`" },
+          roomUrl: { type: "string", format: "uri", description: "`{PLAY_URL}/@/<organization>/<world>/<path>`, or `https://<custom domain>/@/<path>`." },
+          mapUrl: { type: ["string", "null"], description: "The WAM file's `mapUrl`; null when the file cannot be read as WAM." },
+          metadata: { type: ["object", "null"], description: "The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent." },
+        },
+      },
+    },
+    nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page. A page may hold fewer items than `limit` and still have a next one." },
+  },
+} as const;
+
+/** Answer of `POST {base}/upload`. */
+export interface UploadResult {
+  /** The directory replaced, `""` for the world's root. */
+  directory: string;
+  /** How many files were written. */
+  files: number;
+  /** Unpacked bytes written. */
+  bytes: number;
+  /** Files of the directory the zip did not hold, deleted. */
+  removed: number;
+  /** Zip entries not published: directories, and paths with a segment starting with `.`. */
+  skipped: number;
+  /** The rooms (`.wam` files) the upload published. */
+  rooms: { path: string; url: string; roomUrl: string }[];
+}
+
+/** Schema of {@link UploadResult}. */
+export const UPLOAD_RESULT_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:map-storage:upload-result",
+  title: "Upload published",
+  type: "object",
+  additionalProperties: false,
+  required: ["directory", "files", "bytes", "removed", "skipped", "rooms"],
+  properties: {
+    directory: { type: "string", description: "The directory replaced, `\"\"` for the world's root." },
+    files: { type: "integer", minimum: 1, description: "Files written." },
+    bytes: { type: "integer", minimum: 0, description: "Unpacked bytes written." },
+    removed: { type: "integer", minimum: 0, description: "Files of the directory the zip did not hold, deleted." },
+    skipped: { type: "integer", minimum: 0, description: "Zip entries not published: directories, and paths with a segment starting with `.`." },
+    rooms: {
+      type: "array",
+      description: "The rooms (`.wam` files) published.",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["path", "url", "roomUrl"],
+        properties: { path: { type: "string" }, url: { type: "string", format: "uri" }, roomUrl: { type: "string", format: "uri" } },
+      },
+    },
+  },
+} as const;
+
+/** Answer of `GET {base}/ping`. */
+export const PING_SCHEMA = {
+  $schema: SCHEMA_DIALECT,
+  $id: "urn:vw:map-storage:ping",
+  title: "Ping",
+  type: "object",
+  additionalProperties: false,
+  required: ["status"],
+  properties: { status: { const: "ok" } },
+} as const;

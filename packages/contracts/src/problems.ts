@@ -26,6 +26,7 @@ export const PROBLEM_TYPES = {
   "invalid-parameter": { statuses: [400], summary: "A query parameter is invalid; `parameter` names it." },
   "invalid-path": { statuses: [400], summary: "A path segment holds a NUL or is not percent-encoded UTF-8 (`parameter` names it), or map-storage refused a file path (dot segments, encoded separators, ...) before touching storage." },
   "invalid-precondition": { statuses: [400], summary: "`If-Match` or `If-None-Match` is not `*` nor a list of quoted entity tags." },
+  "invalid-zip": { statuses: [400], summary: "An upload's zip cannot be read (not a zip, corrupt, encrypted, an entry twice) or publishes nothing; `file` names the entry when there is one." },
   "malformed-patch": { statuses: [400], summary: "The JSON Patch is not JSON, not an array, or has a malformed operation (`errors[].pointer` is `/<index>`)." },
   "too-deeply-nested": {
     statuses: [400, 409, 422],
@@ -52,6 +53,10 @@ export const PROBLEM_TYPES = {
   "custom-domain-taken": { statuses: [409], summary: "Another world uses this custom domain." },
   "endpoint-disabled": { statuses: [409], summary: "The endpoint is disabled, so nothing can be replayed or recovered to it; enable it first." },
   "endpoint-secret-required": { statuses: [409], summary: "The legacy endpoint has no secret; generate one (rotate-secret) first." },
+  "quota-exceeded": {
+    statuses: [409],
+    summary: "The world is at one of its quotas (`quota` names it, `limit` is its value); nothing was created or changed.",
+  },
   "not-json": { statuses: [409], summary: "A JSON Patch was sent for a file that is not JSON." },
   "patch-test-failed": { statuses: [409], summary: "A `test` operation of the patch failed; nothing was changed." },
   "patch-conflict": { statuses: [409], summary: "An operation cannot apply to the current document (a missing path, ...); nothing was changed." },
@@ -59,15 +64,22 @@ export const PROBLEM_TYPES = {
   "dashboard-link-expired": { statuses: [410], summary: "The dashboard link was not opened within 10 minutes." },
   "request-timeout": { statuses: [408], summary: "The request did not arrive in time." },
   "precondition-failed": { statuses: [412], summary: "`If-Match` or `If-None-Match` does not hold for the current `ETag`." },
-  "payload-too-large": { statuses: [413], summary: "The body (or the file a patch would produce) exceeds the limit given in `limit`." },
+  "payload-too-large": { statuses: [413], summary: "The body (or the file a patch would produce, or a file or the whole of an upload once unpacked) exceeds the limit given in `limit`." },
   "unsupported-media-type": { statuses: [415], summary: "The body's `Content-Type` is not one this route takes (`Accept-Post`/`Accept-Patch` say which)." },
   "unsupported-encoding": { statuses: [415], summary: "The body's `Content-Encoding` or charset is not supported." },
   "expectation-failed": { statuses: [417], summary: "An `Expect` header other than `100-continue`." },
-  "invalid-wam": { statuses: [422], summary: "The `.wam` file (or the file a patch would produce) is not valid against its WAM schema; `errors[]` points at each field." },
+  "invalid-wam": {
+    statuses: [400, 422],
+    summary: "The `.wam` file (or the file a patch would produce) is not valid against its WAM schema; `errors[]` points at each field. 400 for a file of an upload, which `file` names.",
+  },
+  "too-many-failed-attempts": {
+    statuses: [429],
+    summary: "Too many failed authentications from this client; every credential is refused until `Retry-After` seconds have passed.",
+  },
   "headers-too-large": { statuses: [431], summary: "The request's header section is larger than the server accepts." },
   internal: { statuses: [500], summary: "An unexpected error; quote the logged `errorId` when reporting it." },
   "dependency-unavailable": { statuses: [503], summary: "PostgreSQL, Redis or S3 did not answer; retry after `Retry-After` seconds." },
-  "file-busy": { statuses: [503], summary: "The file's write lock could not be had within `WRITE_LOCK_WAIT_MS`; retry." },
+  "file-busy": { statuses: [503], summary: "The file's write lock could not be had within `WRITE_LOCK_WAIT_MS` (an upload: the world's, within `UPLOAD_LOCK_WAIT_MS`); retry." },
   "write-conflict": { statuses: [503], summary: "The file kept changing under this write; retry." },
 } as const satisfies Record<string, ProblemTypeInfo>;
 
@@ -115,8 +127,10 @@ export const PROBLEM_SCHEMA = {
     },
     errorId: { type: "string", description: "Logged with the error (500, 503): quote it when reporting." },
     parameter: { type: "string", description: "The invalid query parameter (`invalid-parameter`)." },
-    limit: { type: "integer", description: "The size limit in bytes (`payload-too-large`)." },
+    limit: { type: "integer", description: "The limit: a size in bytes (`payload-too-large`), a count (`quota-exceeded`)." },
+    quota: { type: "string", description: "The quota reached (`quota-exceeded`): `maxEndpoints`, `maxAuthEndpoints`." },
     worlds: { type: "array", items: { type: "string" }, description: "The worlds named that do not exist (`unknown-world`)." },
     capability: { type: "string", description: "The capability the session lacks (`missing-capability`)." },
+    file: { type: "string", description: "The zip entry an upload was refused for, as named in the zip (`invalid-wam`, `invalid-zip`, `invalid-path`, `payload-too-large`)." },
   },
 } as const;

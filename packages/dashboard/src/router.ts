@@ -1,9 +1,10 @@
 /**
  * A tiny client-side router over the History API: admin-api answers index.html for every
  * extension-less path under /dashboard/, so screens have real, bookmarkable addresses without a
- * routing library.
+ * routing library. It owns `Link` too, so screens depend on the router and the shell on the
+ * screens, never the other way round.
  */
-import { useSyncExternalStore } from "react";
+import { createElement, useSyncExternalStore, type MouseEvent, type ReactNode } from "react";
 
 export const BASE = "/dashboard";
 
@@ -36,3 +37,14 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
 
 /** Full href of a dashboard path, for real links (middle click, copy address). */
 export const href = (to: string) => `${BASE}${to}`;
+
+/** A same-app link: normal href (new tab works), client-side navigation on a plain click. */
+export function Link({ to, children, className, ...rest }: { to: string; children: ReactNode; className?: string; "aria-current"?: "page" }) {
+  const onClick = (e: MouseEvent<HTMLAnchorElement>) => {
+    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    navigate(to);
+  };
+  // createElement rather than JSX: this module stays plain TypeScript (router.ts).
+  return createElement("a", { href: href(to), onClick, className, ...rest }, children);
+}

@@ -1,10 +1,10 @@
 /**
  * The signed-in layout: world name, navigation, sign-out, and the screen for the current path.
  */
-import { useEffect, useRef, useState, type MouseEvent, type ReactNode } from "react";
+import { useEffect, useRef, useState, type ReactNode } from "react";
 import { signOut } from "./api/session.js";
 import { ProblemMessage } from "./components/ui.js";
-import { href, navigate, useLocation } from "./router.js";
+import { Link, useLocation } from "./router.js";
 import { ApiKeysScreen } from "./screens/api-keys.screen.js";
 import { DeliveryScreen } from "./screens/delivery.screen.js";
 import { EndpointScreen } from "./screens/endpoint.screen.js";
@@ -21,20 +21,6 @@ const NAV = [
   { to: "/event-types", label: "Event catalogue" },
   { to: "/settings", label: "Settings" },
 ] as const;
-
-/** A same-app link: normal href (new tab works), client-side navigation on a plain click. */
-export function Link({ to, children, className, ...rest }: { to: string; children: ReactNode; className?: string; "aria-current"?: "page" }) {
-  const onClick = (e: MouseEvent<HTMLAnchorElement>) => {
-    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-    e.preventDefault();
-    navigate(to);
-  };
-  return (
-    <a href={href(to)} onClick={onClick} className={className} {...rest}>
-      {children}
-    </a>
-  );
-}
 
 function route(path: string): { screen: ReactNode; title: string; section: string } {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);

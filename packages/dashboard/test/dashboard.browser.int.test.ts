@@ -89,6 +89,26 @@ async function createEndpoint(page: Page, url: string, subscriptions: string[]):
   return secret;
 }
 
+describe("rooms", () => {
+  it("the overview lists the world's rooms, each with its room URL", async () => {
+    const key = await stack.adminCall<{ token: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/api-keys`, { name: "map upload" });
+    const wam = (path: string, name: string) => JSON.stringify({ version: "2.1.0", mapUrl: `https://maps.example.test/${path.replace(/\.wam$/, ".tmj")}`, entities: {}, areas: [], metadata: { name } });
+    for (const [path, name] of [["lobby.wam", "Lobby"], ["floors/first-floor-meeting-rooms-and-the-kitchen.wam", "First floor, meeting rooms and kitchen"]] as const) {
+      const res = await fetch(`${stack.mapStorage.url}/${beta.org}/${beta.world}/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key.token}` }, body: wam(path, name) });
+      expect(res.status).toBe(201);
+    }
+    const page = await signIn(await stack.mintLink(beta.org, beta.world, { capabilities: ["view"] }), beta.name);
+    await waitForCount(page, '[data-testid="room-row"]', 2);
+    const urls = await page.getByTestId("room-url").allTextContents();
+    expect(urls).toEqual([
+      `https://play.example.test/@/${beta.org}/${beta.world}/floors/first-floor-meeting-rooms-and-the-kitchen.wam`,
+      `https://play.example.test/@/${beta.org}/${beta.world}/lobby.wam`,
+    ]);
+    await page.getByRole("listitem").filter({ hasText: "Lobby" }).getByText("Map: https://maps.example.test/lobby.tmj").waitFor();
+    await checkPage(page, "overview-rooms");
+  }, 60_000);
+});
+
 describe("session links", () => {
   it("a link opens its world once and leaves no code in the address bar; a reused or unknown link and no session get clear pages", async () => {
     const link = await stack.mintLink(alpha.org, alpha.world);
@@ -98,6 +118,7 @@ describe("session links", () => {
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByTestId("map-storage-url").filter({ hasText: `https://maps.example.test/${alpha.org}/${alpha.world}` }).waitFor();
     await page.getByText(`https://play.example.test/@/${alpha.org}/${alpha.world}/`).waitFor();
+    await page.getByText("No rooms yet.").waitFor();
     await checkPage(page, "overview");
 
     // A reload keeps the session (cookie), the code is not needed again.
@@ -351,9 +372,15 @@ describe("endpoints", () => {
     const row = page.getByTestId("endpoint-row").filter({ hasText: r.url });
     await row.getByTestId("success-rate").filter({ hasText: /24 h success: \d+(\.\d)? % of \d+ attempts/ }).waitFor();
     await row.getByTestId("last-attempt").filter({ hasText: /HTTP (204|503)/ }).waitFor();
+    // The overview: the world's figures (this endpoint's, the first test's endpoint being deleted):
+    // every delivery delivered in the end, after two refused attempts each.
     await nav(page, "Overview");
-    await page.getByTestId("deliveries-24h").filter({ hasText: /^\d+$/ }).waitFor();
-    await page.getByTestId("success-24h").filter({ hasText: /%/ }).waitFor();
+    const figures = page.getByRole("region", { name: "Deliveries, last 24 hours" });
+    await figures.getByText(`${events} of ${events * 3} attempts answered 2xx`).waitFor({ timeout: 45_000 });
+    expect(await figures.getByTestId("figure-delivered").locator(".stat-value").innerText()).toBe(String(events));
+    expect(await figures.getByTestId("figure-failed").locator(".stat-value").innerText()).toBe("0");
+    expect(await figures.getByTestId("figure-retrying").locator(".stat-value").innerText()).toBe("0");
+    await figures.getByRole("table", { name: /Attempts per hour/ }).waitFor();
     await checkPage(page, "overview-with-figures");
   }, 180_000);
 });

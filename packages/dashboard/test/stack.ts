@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { DeliveryLog, createPrismaClient, deliveryCreatedAt, newDeliveryId, prismaRunner, type AttemptResult, type PrismaClient } from "@vw/db";
 import { spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 
@@ -22,6 +22,8 @@ export interface Stack {
   strictAdmin: ServiceProcess;
   ingest: ServiceProcess;
   worker: ServiceProcess;
+  /** map-storage, which admin-api asks for the overview's room list (same ADMIN_TOKEN). */
+  mapStorage: ServiceProcess;
   adminToken: string;
   ingestToken: string;
   slugPrefix: string;
@@ -38,6 +40,13 @@ export interface Stack {
   expireUnopenedLinks(org: string, world: string): Promise<void>;
   /** Posts one event to event-ingest as the platform; returns its id. */
   postEvent(org: string, world: string, type: string, data: unknown): Promise<string>;
+  /**
+   * Writes a day of an endpoint's history through the delivery log (its one writer), as the worker
+   * would have: per entry, `delivered` deliveries delivered at their first attempt and `failed`
+   * ones failed for good (a 400), each attempt started `hoursAgo` hours ago; then `retrying`
+   * deliveries whose first attempt got a 503 just now, due again at `nextAttemptAt`.
+   */
+  seedHistory(endpointId: string, hours: { hoursAgo: number; delivered: number; failed: number }[], retrying: { count: number; nextAttemptAt: Date }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -68,7 +77,9 @@ export async function startStack(): Promise<Stack> {
   };
   const adminToken = `dash-admin-${randomBytes(12).toString("hex")}`;
   const ingestToken = `dash-ingest-${randomBytes(12).toString("hex")}`;
-  const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}` });
+  // Started first: admin-api is told where it is. S3_* come from the test run's environment (its s3rver).
+  const mapStorage = await spawnService(join(servicesDir, "map-storage"), { ...common, ADMIN_TOKEN: adminToken }, { readyTimeoutMs: 90_000 });
+  const adminEnv = (port: number) => ({ ...common, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}`, MAP_STORAGE_INTERNAL_URL: mapStorage.url });
   const [admin, strictAdmin, ingest, worker] = await Promise.all([
     spawnService(join(servicesDir, "admin-api"), (port) => ({ ...adminEnv(port), ENDPOINT_URL_POLICY: "any" }), { readyTimeoutMs: 90_000 }),
     spawnService(join(servicesDir, "admin-api"), adminEnv, { readyTimeoutMs: 90_000 }),
@@ -85,6 +96,7 @@ export async function startStack(): Promise<Stack> {
     strictAdmin,
     ingest,
     worker,
+    mapStorage,
     adminToken,
     ingestToken,
     slugPrefix,
@@ -119,8 +131,46 @@ export async function startStack(): Promise<Stack> {
       await call(ingest.url, ingestToken, "POST", "/v1/events", { id, world: `${org}/${world}`, type, timestamp: new Date().toISOString(), data });
       return id;
     },
+    async seedHistory(endpointId, hours, retrying) {
+      const { worldId } = await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId }, select: { worldId: true } });
+      const log = new DeliveryLog(prismaRunner(prisma));
+      const plan = [
+        ...hours.flatMap((h) => [
+          ...Array.from({ length: h.delivered }, () => ({ startedAt: new Date(Date.now() - h.hoursAgo * 3600_000), answer: 200, status: "delivered" as const, next: null })),
+          ...Array.from({ length: h.failed }, () => ({ startedAt: new Date(Date.now() - h.hoursAgo * 3600_000), answer: 400, status: "failed" as const, next: null })),
+        ]),
+        ...Array.from({ length: retrying.count }, () => ({ startedAt: new Date(), answer: 503, status: "pending" as const, next: retrying.nextAttemptAt })),
+      ];
+      const deliveries = plan.map(() => ({ id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from('{"seeded":true}') }));
+      await log.create(deliveries);
+      const results: AttemptResult[] = plan.map((p, i) => ({
+        attempt: {
+          id: randomUUID(),
+          deliveryId: deliveries[i]!.id,
+          attemptNumber: 1,
+          trigger: "initial",
+          startedAt: p.startedAt,
+          requestHeaders: { "webhook-id": deliveries[i]!.id },
+          responseStatus: p.answer,
+          responseHeaders: { "content-type": "text/plain" },
+          responseBody: p.answer === 200 ? "ok" : "no",
+          responseBodyTruncated: false,
+          durationMs: 40 + (i % 7) * 30,
+          errorKind: null,
+          error: null,
+          verdict: p.answer === 200 ? "delivered" : p.answer === 400 ? "rejected" : "retry",
+        },
+        endpointId,
+        deliveryCreatedAt: deliveryCreatedAt(deliveries[i]!.id),
+        status: p.status,
+        nextAttemptAt: p.next,
+        counts: true,
+        succeeded: p.answer === 200,
+      }));
+      await log.recordAttempts(results);
+    },
     async close() {
-      await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop()]);
+      await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop(), mapStorage.stop()]);
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       await prisma.$disconnect();
     },

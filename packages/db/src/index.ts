@@ -1,7 +1,7 @@
 /**
  * Database access of the platform: the Prisma client factory, the generated client and model
  * types, Prisma error helpers, the API-key hashing and lookup shared by admin-api (issues keys,
- * checks them on the Inbound API) and map-storage (checks them), and the member directory (the
+ * checks them on the Inbound API) and map-storage (checks them), the world lookup of map-storage, and the member directory (the
  * one writer of the member tables). The schema and migrations live in ../prisma/.
  */
 export {
@@ -17,6 +17,7 @@ export {
 } from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { PrismaApiKeyLookup, type ApiKeyPrincipal } from "./api-key-lookup.js";
+export { PrismaWorldLookup, type WorldSummary } from "./world-lookup.js";
 export {
   MemberDirectory,
   MEMBER_TYPES,

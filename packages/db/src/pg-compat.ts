@@ -3,7 +3,7 @@ import pg from "pg";
 /**
  * Catalog columns of type `name` (OID 19), `"char"` (18) and their arrays (1003, 1002) are unknown
  * to @prisma/adapter-pg 6.19, which fails with "Column type 'name' could not be deserialized"
- * (prisma/orm issue 27403). The migrate commands read such columns, and so does any raw query on
+ * (a known Prisma defect). The migrate commands read such columns, and so does any raw query on
  * `information_schema` or `pg_catalog`.
  *
  * A `types.getTypeParser` on the pool cannot help: the adapter passes its own per query, and a

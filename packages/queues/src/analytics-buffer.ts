@@ -5,7 +5,10 @@
  *
  * Nothing grows without bound: each list keeps at most `max` events (the NEWEST ones: a burst
  * pushes out what was waiting longest), and every event trimmed away is added to the endpoint's
- * dropped counter, which the flush collects (and resets) for the worker's metrics and logs.
+ * dropped counter, which the flush collects (and resets) for the worker's metrics and logs. A
+ * world is bounded too (ANALYTICS_BUFFER_MAX_PER_WORLD, {@link pushWorldAnalyticsEvents}): the
+ * events held for all its endpoints, buffered and in flight, never pass the world's limit; events
+ * that would are not buffered, and the caller counts them.
  *
  * At least once: a claim MOVES up to one batch from the list into the endpoint's in-flight record
  * (with the deliveryId the batch will have), and only {@link releaseAnalyticsBatch}, called once
@@ -22,6 +25,9 @@ import type { RedisClient } from "./redis-connection.js";
 
 /** Default ANALYTICS_BUFFER_MAX: ten full batches wait per endpoint at most. */
 export const DEFAULT_ANALYTICS_BUFFER_MAX = 1000;
+
+/** Default ANALYTICS_BUFFER_MAX_PER_WORLD: events held in Redis for one world, all its endpoints together. */
+export const DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD = 10_000;
 
 /** Events per RPUSH: keeps Lua's `unpack` far below its stack limit whatever the request size. */
 const PUSH_CHUNK = 500;
@@ -67,6 +73,90 @@ export async function pushAnalyticsEvents(redis: RedisClient, keyPrefix: string,
     trimmed += Number(over);
   }
   return trimmed;
+}
+
+// KEYS: pending, then buffer, dropped, inflight of each endpoint. ARGV: max per endpoint, max for
+// the world, number of endpoints, endpoint ids, events. Every event goes to every endpoint, so the
+// world has room for floor(room / endpoints) of them; the first that fit are pushed, the rest not.
+// Returns {events pushed to each endpoint, then the events trimmed from each endpoint's buffer}.
+const WORLD_PUSH_SCRIPT = `
+local perEndpoint = tonumber(ARGV[1])
+local worldMax = tonumber(ARGV[2])
+local e = tonumber(ARGV[3])
+local held = 0
+for i = 0, e - 1 do
+  held = held + redis.call('LLEN', KEYS[2 + 3 * i]) + tonumber(redis.call('HGET', KEYS[4 + 3 * i], 'n') or '0')
+end
+local first = 4 + e
+local n = #ARGV - first + 1
+local fit = math.floor((worldMax - held) / e)
+if fit > n then fit = n end
+local out = {0}
+if fit <= 0 then return out end
+out[1] = fit
+for i = 0, e - 1 do
+  local len = redis.call('RPUSH', KEYS[2 + 3 * i], unpack(ARGV, first, first + fit - 1))
+  local over = len - perEndpoint
+  if over > 0 then
+    redis.call('LTRIM', KEYS[2 + 3 * i], over, -1)
+    redis.call('INCRBY', KEYS[3 + 3 * i], over)
+  else
+    over = 0
+  end
+  out[2 + i] = over
+  redis.call('SADD', KEYS[1], ARGV[4 + i])
+end
+return out`;
+
+/** What {@link pushWorldAnalyticsEvents} did. */
+export interface WorldPushResult {
+  /** Events buffered for every endpoint. */
+  buffered: number;
+  /** Events trimmed from each endpoint's full buffer, by endpoint id (also added to its dropped counter). */
+  trimmed: Map<string, number>;
+  /** Copies (event × endpoint) not buffered because the world is at its limit. */
+  refused: number;
+}
+
+/**
+ * Appends `events` (JSON texts) to the buffer of each of one world's `endpointIds`, keeping each
+ * buffer's newest `perEndpointMax` (trimmed ones counted as {@link pushAnalyticsEvents} does) and
+ * the world's events held in Redis (every endpoint's buffer and in-flight batch) at `worldMax` at
+ * most: events that would pass it are not buffered (the first ones that fit are). Each chunk of
+ * events is checked and pushed in one script, so concurrent requests of one world cannot together
+ * pass the limit.
+ */
+export async function pushWorldAnalyticsEvents(
+  redis: RedisClient,
+  keyPrefix: string,
+  endpointIds: readonly string[],
+  events: readonly string[],
+  limits: { perEndpointMax: number; worldMax: number },
+): Promise<WorldPushResult> {
+  const result: WorldPushResult = { buffered: 0, trimmed: new Map(), refused: 0 };
+  if (endpointIds.length === 0) return result;
+  const keys = analyticsKeys(keyPrefix);
+  const scriptKeys = [keys.pending, ...endpointIds.flatMap((id) => [keys.buffer(id), keys.dropped(id), keys.inflight(id)])];
+  for (let i = 0; i < events.length; i += PUSH_CHUNK) {
+    const chunk = events.slice(i, i + PUSH_CHUNK);
+    const [fit = 0, ...trimmed] = (await redis.eval(
+      WORLD_PUSH_SCRIPT,
+      scriptKeys.length,
+      ...scriptKeys,
+      String(limits.perEndpointMax),
+      String(limits.worldMax),
+      String(endpointIds.length),
+      ...endpointIds,
+      ...chunk,
+    )) as number[];
+    result.buffered += Number(fit);
+    trimmed.forEach((n, i) => {
+      const id = endpointIds[i] as string;
+      if (Number(n) > 0) result.trimmed.set(id, (result.trimmed.get(id) ?? 0) + Number(n));
+    });
+    result.refused += (chunk.length - Number(fit)) * endpointIds.length;
+  }
+  return result;
 }
 
 // KEYS: buffer, dropped, pending, inflight. ARGV: count, endpointId, deliveryId.

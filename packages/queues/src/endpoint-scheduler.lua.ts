@@ -23,7 +23,7 @@
  * is narrowed by what the endpoint does: a timeout or connection error takes it to the slow window
  * (2), a 429 or 503 halves it. A window that opened at 2 and grew by one per answer parked most of
  * a burst's first jobs, and jobs parked during a burst wait for their promotion behind the whole
- * wait list: `pnpm bench delivery` lost a third of its throughput to that.
+ * wait list: `pnpm bench delivery` lost a large share of its throughput to that.
  */
 export const INITIAL_WINDOW = 10;
 /**

@@ -178,7 +178,7 @@ export class EndpointScheduler {
    * answer (and at most that long in all). On a machine short of CPU, all of a fast endpoint's
    * attempts in flight can stall for a few hundred milliseconds (the worker's or the receiver's
    * process not running); with a flat 200 ms, `pnpm bench backlog`'s two stacks on two cores then
-   * parked healthy jobs in cascades (52.5-58.8 Redis commands per delivery instead of 42.5). An
+   * parked healthy jobs in cascades (seen as far more Redis commands per delivery). An
    * endpoint that has not answered lately (hung, timing out, or new) still parks its jobs after
    * `withinMs`: a waiting job holds one of the worker's slots, which others need. Refused then, or
    * as soon as the endpoint has parked jobs (FIFO: this job queues behind them).

@@ -1,5 +1,5 @@
 /**
- * Blocking worker connections survive a failover without a restart (BullMQ issues #648, #3088):
+ * Blocking worker connections survive a failover without a restart (BullMQ workers stuck after a failover are a known defect):
  * a plain BullMQ Queue and Worker on `createRedisConnection`'s connections process jobs under a
  * steady load, the primary their queue lives on is SIGKILLed, a replica is promoted, and the same
  * Worker object takes new jobs again within 15 s of the kill. On a private Sentinel group and on a

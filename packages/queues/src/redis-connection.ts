@@ -7,7 +7,7 @@
  * - producers answer HTTP requests, so they fail fast: a command that cannot be sent within one
  *   retry rejects, and the request gets a 503 instead of hanging.
  *
- * Failovers (BullMQ issues #648 and #3088, where workers stopped taking jobs after one until they
+ * Failovers (BullMQ's known defect of workers that stop taking jobs after one until they
  * were restarted). The blocking connection BullMQ duplicates from a worker's sits in BZPOPMIN, on
  * the primary. When that primary dies, the socket closes and ioredis reconnects; with Sentinel it
  * asks the sentinels again, which name the old primary until they have promoted a replica, so the
@@ -175,13 +175,13 @@ const seeds = (nodes: readonly RedisNodeAddress[]): { host: string; port: number
  * commands written within one tick of the event loop (the synchronous code and the promise
  * continuations it starts) into one write: the socket is corked at the tick's first write and
  * uncorked on `process.nextTick`. The bytes and their order are exactly what ioredis wrote, so
- * replies still match commands one by one; only the number of system calls changes. Measured in
- * seven alternated pairs of `pnpm bench delivery` (README's delivery-bench section): the pipeline's
- * CPU per delivery was lower in five (median 1.7% less) and the open loop's p99 met its 1 s goal in
- * six against four. This is not ioredis's `enableAutoPipelining`, which rebuilds commands into
- * pipelines and which Bull's users saw lose job data (OptimalBits/bull#2276); corking is below
- * ioredis and cannot change what is sent. A connection BullMQ duplicates for blocking reads is a
- * new connection and sends one command at a time; it is left alone.
+ * replies still match commands one by one; only the number of system calls changes. Alternated
+ * runs of `pnpm bench delivery` with and without it measured a small saving of CPU per delivery
+ * (docs/decisions/0009-worker-redis-writes-coalesced-per-tick.md). This is not ioredis's
+ * `enableAutoPipelining`, which rebuilds commands into pipelines and with which Bull's users saw
+ * job data lost; corking is below ioredis and cannot change what is sent. A connection BullMQ
+ * duplicates for blocking reads is a new connection and sends one command at a time; it is left
+ * alone.
  */
 function coalesceWritesPerTick(redis: Redis): void {
   redis.on("connect", () => {

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import type { AuthThrottle } from "./auth-throttle.js";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -22,6 +23,8 @@ export interface ApiKeyAuthOptions {
   touchEveryMs: number;
   hash: (token: string) => string;
   now?: () => number;
+  /** Counts unknown keys per client and refuses throttled clients (429); none: never throttled. */
+  throttle?: AuthThrottle;
 }
 
 // RFC 6750 token68 characters.
@@ -55,8 +58,32 @@ export class ApiKeyAuthenticator<P extends { keyId: string }> {
     this.cache = new LRUCache({ max: 50_000, ttl: options.cacheTtlMs, ttlAutopurge: false, ttlResolution: 0, perf: { now: () => this.now() } });
   }
 
-  /** Resolves the principal of the request's key; throws 401 (with `WWW-Authenticate`) otherwise. */
-  async authenticate(authorization: string | undefined): Promise<P> {
+  /**
+   * Resolves the principal of the request's key; throws 401 (with `WWW-Authenticate`) otherwise.
+   * `client` is the caller's address (`clientAddress(req)`), by which failures are throttled; null
+   * only for a caller that is not a network client.
+   */
+  async authenticate(authorization: string | undefined, client: string | null): Promise<P> {
+    const throttle = this.options.throttle;
+    if (throttle === undefined || client === null) return this.check(authorization);
+    return throttle.guard(client, () => this.check(authorization));
+  }
+
+  /**
+   * {@link authenticate} on a route that also takes another credential (map-storage's room listing
+   * takes the operator's token): `alternative` looks at the `Authorization` header first and
+   * returns what it stands for, or null to have the header checked as an API key. Both are checked
+   * under the one throttle, so a throttled client can try neither, and a header that is neither
+   * counts as one failure.
+   */
+  async authenticateOr<A>(authorization: string | undefined, client: string | null, alternative: (authorization: string | undefined) => A | null): Promise<P | A> {
+    const check = async (): Promise<P | A> => alternative(authorization) ?? (await this.check(authorization));
+    const throttle = this.options.throttle;
+    if (throttle === undefined || client === null) return check();
+    return throttle.guard(client, check);
+  }
+
+  private async check(authorization: string | undefined): Promise<P> {
     const realm = this.options.realm;
     if (authorization === undefined || authorization.trim() === "") {
       throw unauthorized(realm, "This request needs 'Authorization: Bearer <API_KEY>'.", false);

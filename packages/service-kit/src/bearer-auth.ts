@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
+import { clientAddress, type AuthThrottle } from "./auth-throttle.js";
 import { AppError } from "./errors.js";
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
@@ -14,18 +15,20 @@ export interface BearerAuthOptions {
   variable: string;
   /** What the token is, for "The bearer token is not the <label>." */
   label: string;
+  /** Counts wrong tokens per client and refuses throttled clients (429); none: never throttled. */
+  throttle?: AuthThrottle;
 }
 
 /**
  * Requires `Authorization: Bearer <token>` for a service-wide static token. Both sides are hashed
  * before a constant-time comparison, so neither the content nor the length of the token leaks
  * through timing. Failures are 401 with `WWW-Authenticate` (RFC 6750); the presented token is
- * never logged.
+ * never logged. With a `throttle`, a client that failed too often gets 429 whatever it sends.
  */
-export function bearerAuth({ token, realm, variable, label }: BearerAuthOptions): RequestHandler {
+export function bearerAuth({ token, realm, variable, label, throttle }: BearerAuthOptions): RequestHandler {
   const expected = digest(token);
   const challenge = `Bearer realm="${realm}"`;
-  return (req, _res, next) => {
+  const check = (req: Request): void => {
     const header = req.headers.authorization;
     const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
     if (!match?.[1]) {
@@ -45,6 +48,15 @@ export function bearerAuth({ token, realm, variable, label }: BearerAuthOptions)
         headers: { "WWW-Authenticate": `${challenge}, error="invalid_token"` },
       });
     }
+  };
+  if (throttle === undefined) {
+    return (req, _res, next) => {
+      check(req);
+      next();
+    };
+  }
+  return async (req, _res, next) => {
+    await throttle.guard(clientAddress(req), () => check(req));
     next();
   };
 }

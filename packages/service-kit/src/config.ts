@@ -209,6 +209,53 @@ export function readRedisKeyPrefix(r: EnvReader, fallback: string): string {
 }
 
 /**
+ * AUTH_FAILURES_MAX (failed authentications a client may have in a window, 1-10000, default 20) and
+ * AUTH_FAILURES_WINDOW_S (the window, 1-86400 seconds, default 60), read alike by every service
+ * that checks a credential.
+ */
+export function readAuthThrottle(r: EnvReader): { maxFailures: number; windowMs: number } {
+  return {
+    maxFailures: r.int("AUTH_FAILURES_MAX", 20, { min: 1, max: 10_000 }),
+    windowMs: r.int("AUTH_FAILURES_WINDOW_S", 60, { min: 1, max: 86_400 }) * 1000,
+  };
+}
+
+/** Names express's `trust proxy` takes besides addresses. */
+const TRUST_PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/**
+ * TRUST_PROXY: which peers' `X-Forwarded-For` is believed when telling clients apart (express's
+ * `trust proxy`). Unset: none, the client is the TCP peer. A number: that many proxies in front
+ * (the address that many hops from the right of the header). Otherwise a comma-separated list of
+ * addresses, CIDR blocks or `loopback`, `linklocal`, `uniquelocal`. `true` is refused: it would
+ * believe the left-most address, which any client can write.
+ */
+export function readTrustProxy(r: EnvReader): number | string[] | false {
+  const raw = r.optionalString("TRUST_PROXY");
+  if (raw === undefined || /^(false|0)$/i.test(raw)) return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 10) r.problem(`TRUST_PROXY must be between 0 and 10 proxies, got ${hops}`);
+    return hops;
+  }
+  if (/^true$/i.test(raw)) {
+    r.problem("TRUST_PROXY=true would believe any X-Forwarded-For a client writes; give the number of proxies in front, or their addresses");
+    return false;
+  }
+  const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "");
+  for (const item of items) {
+    const [address = "", bits, extra] = item.split("/");
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const ok =
+      TRUST_PROXY_NAMES.has(item) ||
+      (family !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits)));
+    if (!ok) r.problem(`TRUST_PROXY must be a number of proxies, or addresses, CIDR blocks, loopback, linklocal or uniquelocal separated by commas, got "${redactCredentials(item)}"`);
+  }
+  return items;
+}
+
+/**
  * For `main.ts`: loads the configuration or, on a {@link ConfigError}, prints which variables are
  * wrong and exits 1 (a process with bad configuration must not start half-working).
  */

@@ -168,23 +168,46 @@ export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Prom
 }
 
 /**
- * Base express app: no `x-powered-by`, no ETag generation (services set their own), trust no
- * proxy. With a `logger`, its first middlewares are the request log (request id, `X-Request-Id`,
+ * Base express app: no `x-powered-by`, no ETag generation (services set their own), and
+ * `trust proxy` as `options.trustProxy` says (TRUST_PROXY; none by default, so `req.ip` is the TCP
+ * peer and a client cannot choose the address it is throttled by). With a `logger`, its first middlewares are the request log (request id, `X-Request-Id`,
  * one line per request) and the {@link requestTextGuard} (NUL or lone surrogates in the path or
  * query: 400), so they apply to every route. `requestContext: false` keeps the request line and
  * `X-Request-Id` but does not enter the request context (see {@link requestLogger}): for an app of
  * operations routes only (health, metrics) in a process whose real work is not requests.
  */
-export function createApp(logger?: Logger, options: { requestContext?: boolean } = {}): Express {
+export function createApp(logger?: Logger, options: { requestContext?: boolean; trustProxy?: number | readonly string[] | false } = {}): Express {
   const app = express();
   app.disable("x-powered-by");
+  const trustProxy = options.trustProxy ?? false;
+  app.set("trust proxy", Array.isArray(trustProxy) ? [...trustProxy] : trustProxy);
   app.set("etag", false);
   app.set("query parser", "simple");
   if (logger) {
     app.use(requestLogger(logger, { context: options.requestContext ?? true }));
     app.use(requestTextGuard);
+    if (trustProxy === false) app.use(untrustedProxyWarning(logger));
   }
   return app;
+}
+
+/**
+ * Logs once, at the first request carrying `X-Forwarded-For`, that TRUST_PROXY is not set: behind
+ * a proxy every client then has the proxy's address, so they share one failed-authentication
+ * counter and one client's failures lock the others out. Nothing else changes.
+ */
+function untrustedProxyWarning(logger: Logger): RequestHandler {
+  let warned = false;
+  return (req, _res, next) => {
+    if (!warned && req.headers["x-forwarded-for"] !== undefined) {
+      warned = true;
+      logger.warn(
+        { peer: req.socket.remoteAddress },
+        "requests arrive with X-Forwarded-For but TRUST_PROXY is not set: clients are told apart by the proxy's address, so they share one failed-authentication counter; set TRUST_PROXY to the proxies in front",
+      );
+    }
+    next();
+  };
 }
 
 /**

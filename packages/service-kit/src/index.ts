@@ -13,6 +13,8 @@ export * from "./shutdown.js";
 export * from "./bearer-auth.js";
 export * from "./coalescer.js";
 export * from "./api-key-auth.js";
+export * from "./auth-throttle.js";
+export * from "./secret-strength.js";
 export * from "./json-body.js";
 export * from "./node-http-errors.js";
 export * from "./request-guard.js";

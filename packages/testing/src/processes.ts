@@ -36,10 +36,11 @@ let cursor: number | undefined;
  * Not one the kernel picks (listen on port 0): those come from its ephemeral range, the same
  * range every outgoing connection of the run (PostgreSQL, Redis, Chromium, fetch) takes its
  * local port from, so in the second or so a service needs to start, a connection could take the
- * port and the service died with EADDRINUSE (CI, 2026-11-26). Ports are taken below that range
- * instead, from a block chosen by the process id (each jest worker is a process of its own), each
- * handed out once per process from a random start, and checked bindable on 0.0.0.0 first. `spawnService` also retries on another port if one is
- * taken all the same (another program, another test run on the machine).
+ * port and the service would die with EADDRINUSE (it happened in CI). Ports are taken below that
+ * range instead, from a block chosen by the process id (each jest worker is a process of its own),
+ * each handed out once per process from a random start, and checked bindable on 0.0.0.0 first.
+ * `spawnService` also retries on another port if one is taken all the same (another program,
+ * another test run on the machine).
  */
 export async function freePort(): Promise<number> {
   const [low, high] = ephemeralRange();
@@ -75,15 +76,14 @@ function kernelPort(): Promise<number> {
  * checks the two agree), so processes spawned here behave as deployed. Semispaces of 32 MiB
  * instead of V8's default of at most 16: a service allocates a lot of short-lived objects per
  * request (HTTP, Redis and PostgreSQL messages), and with the default young generation they
- * survived into the old one and were collected again there. `pnpm bench delivery` measured the
- * worker at 0.28 ms of CPU per delivery without it, 0.22 with it (GC had been a quarter of its
- * CPU), and end-to-end throughput up by about 30%.
+ * survived into the old one and were collected again there: garbage collection was a large share
+ * of the worker's CPU per delivery in `pnpm bench delivery`, and the larger semispaces cut it.
  *
  * V8's pool of background threads (garbage collection, compilation) sized 2 instead of Node's
  * default 4: no service is given more than 2 CPUs (infra/k8s), and more GC helpers than cores only
- * take the cores from the main thread and from the processes beside it. In `pnpm bench delivery`,
- * five runs alternated with the default 4 all read higher (+0.4 to +2.0 points, mean +1.3), the
- * worker's main thread running 72-73% of the run instead of 69-71%.
+ * take the cores from the main thread and from the processes beside it. Runs of
+ * `pnpm bench delivery` alternated with the default 4 all read higher with 2, the worker's main
+ * thread running more of the run. See docs/decisions/0004-node-24-images-and-runtime-flags.md.
  */
 export const RUNTIME_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=32", "--v8-pool-size=2"];
 

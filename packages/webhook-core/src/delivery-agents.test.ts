@@ -6,6 +6,7 @@ import { RequestFilteringHttpAgent } from "request-filtering-agent";
 import {
   ADDRESS_REFUSED_CODE,
   AddressRefusedError,
+  UnresolvedHostError,
   createDeliveryAgents,
   destroyDeliveryAgents,
   isPolicyRefusal,
@@ -18,11 +19,15 @@ import { classify } from "./outcome.js";
 const body = Buffer.from("{}");
 const headers = { "content-type": "application/json" };
 
+type ResolverFailure = "ENOTFOUND" | "ENODATA" | "EAI_AGAIN";
+
 /** A DNS whose answers the test chooses (a rebinding attacker's name server, in effect). */
-function fakeLookup(table: Record<string, string[]>): LookupFunction {
+function fakeLookup(table: Record<string, string[] | ResolverFailure>): LookupFunction {
   return (hostname, options, callback) => {
     const answers = table[hostname];
     if (!answers) return systemLookup(hostname, options, callback);
+    // A code: the resolver's failure, as getaddrinfo reports it (ENOTFOUND for NXDOMAIN).
+    if (typeof answers === "string") return callback(Object.assign(new Error(`getaddrinfo ${answers} ${hostname}`), { code: answers }), "", 4);
     const all: LookupAddress[] = answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
     if (options.all) return callback(null, all);
     const first = all[0] as LookupAddress;
@@ -62,7 +67,12 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
   ])("refuses %s before any connection is made", async (_label, url) => {
     const outcome = await postDelivery({ url: url(receiver.port), body, headers, timeoutMs: 5000, agents: agentsFor("public-https") });
     expect(outcome.status).toBeUndefined();
-    expect(outcome.error).toEqual({ kind: "refused-by-policy", message: expect.stringMatching(/refused by ENDPOINT_URL_POLICY: .*loopback address/) });
+    expect(outcome.error).toEqual({
+      kind: "refused-by-policy",
+      message: expect.stringMatching(/refused by ENDPOINT_URL_POLICY: \S+ is not a public address$/),
+      detail: expect.stringMatching(/loopback address/),
+    });
+    expect(outcome.error?.message).not.toMatch(/loopback/);
     expect(classify(outcome)).toBe("rejected");
     expect(receiver.connections()).toBe(0);
   });
@@ -107,7 +117,12 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       timeoutMs: 5000,
       agents: agentsFor("public-https", { lookup }),
     });
-    expect(refused.error).toEqual({ kind: "refused-by-policy", message: expect.stringContaining("127.0.0.1 is a loopback address") });
+    expect(refused.error).toEqual({
+      kind: "refused-by-policy",
+      message: "connection to hooks.rebind.test refused by ENDPOINT_URL_POLICY: hooks.rebind.test is not a public address",
+      detail: "hooks.rebind.test: 127.0.0.1 is a loopback address",
+    });
+    expect(classify(refused)).toBe("rejected");
     expect(receiver.connections()).toBe(0);
 
     // The same name and lookup under `any` does reach the receiver: the refusal above is the policy's.
@@ -121,6 +136,37 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
     expect(reached).toMatchObject({ status: 200, responseBody: "reached" });
   });
 
+  it.each(["ENOTFOUND", "ENODATA"] as const)(
+    "retries a name without an address at send time (%s) as a connection error that does not say it did not resolve",
+    async (code) => {
+      // A customer's zone answering NXDOMAIN for a moment must not lose the delivery; the log
+      // customers read says only that the connection could not be made, the server's log why.
+      const outcome = await postDelivery({
+        url: `https://gone.rebind.test:${receiver.port}/`,
+        body,
+        headers,
+        timeoutMs: 5000,
+        agents: agentsFor("public-https", { lookup: fakeLookup({ "gone.rebind.test": code }) }),
+      });
+      expect(outcome.status).toBeUndefined();
+      expect(outcome.error).toEqual({ kind: "connection", message: "could not connect to gone.rebind.test", detail: `gone.rebind.test does not resolve (${code})` });
+      expect(classify(outcome)).toBe("retry");
+      expect(receiver.connections()).toBe(0);
+    },
+  );
+
+  it("keeps a resolver failing for now (EAI_AGAIN) a retried connection error", async () => {
+    const outcome = await postDelivery({
+      url: `https://flaky.rebind.test:${receiver.port}/`,
+      body,
+      headers,
+      timeoutMs: 5000,
+      agents: agentsFor("public-https", { lookup: fakeLookup({ "flaky.rebind.test": "EAI_AGAIN" }) }),
+    });
+    expect(outcome.error).toEqual({ kind: "connection", message: expect.stringContaining("EAI_AGAIN") });
+    expect(classify(outcome)).toBe("retry");
+  });
+
   it("refuses a name with a public and a private answer (every answer is checked)", async () => {
     const lookup = fakeLookup({ "mixed.rebind.test": ["93.184.216.34", "10.0.0.7"] });
     const outcome = await postDelivery({
@@ -130,7 +176,11 @@ describe.each(transports)("createDeliveryAgents('public-https'): connect-time re
       timeoutMs: 5000,
       agents: agentsFor("public-https", { lookup }),
     });
-    expect(outcome.error).toEqual({ kind: "refused-by-policy", message: expect.stringContaining("10.0.0.7 is a private address") });
+    expect(outcome.error).toEqual({
+      kind: "refused-by-policy",
+      message: "connection to mixed.rebind.test refused by ENDPOINT_URL_POLICY: mixed.rebind.test is not a public address",
+      detail: "mixed.rebind.test: 10.0.0.7 is a private address",
+    });
   });
 
   it("lets a public answer through to the connection attempt (which fails here only for lack of a route)", async () => {
@@ -182,7 +232,7 @@ describe("isPolicyRefusal", () => {
   });
 
   it("recognises our own refusal directly, by code and through a cause chain", () => {
-    const ours = new AddressRefusedError("10.0.0.1", "private", "x.test");
+    const ours = AddressRefusedError.ofAddress("10.0.0.1", "private", "x.test");
     expect(isPolicyRefusal(ours)).toBe(true);
     expect(isPolicyRefusal(Object.assign(new Error("wrapped"), { code: ADDRESS_REFUSED_CODE }))).toBe(true);
     expect(isPolicyRefusal(new Error("outer", { cause: new Error("middle", { cause: ours }) }))).toBe(true);
@@ -192,6 +242,7 @@ describe("isPolicyRefusal", () => {
     expect(isPolicyRefusal(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }))).toBe(false);
     expect(isPolicyRefusal(Object.assign(new Error("Timeout awaiting 'request' for 300ms"), { code: "ETIMEDOUT" }))).toBe(false);
     expect(isPolicyRefusal(new Error("getaddrinfo ENOTFOUND nowhere.test"))).toBe(false);
+    expect(isPolicyRefusal(new UnresolvedHostError("nowhere.test", "ENOTFOUND"))).toBe(false);
     expect(isPolicyRefusal("DNS lookup 127.0.0.1 is not allowed. Because, It is private IP address.")).toBe(false);
     expect(isPolicyRefusal(null)).toBe(false);
   });

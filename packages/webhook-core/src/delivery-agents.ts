@@ -36,16 +36,60 @@ export interface DeliveryAgentOptions {
 /** Code of the error our own connect-time check raises (got keeps it as the RequestError's code). */
 export const ADDRESS_REFUSED_CODE = "ERR_ADDRESS_REFUSED_BY_POLICY";
 
-/** A connection refused because its address is not public unicast. */
+/**
+ * A connection refused because its host is not publicly reachable: it resolved to an address that
+ * is not public unicast (`address` and `range` say which). The message names neither: it reaches
+ * delivery logs that customers read. {@link AddressRefusedError.detail} says what happened, for
+ * the server's log only.
+ */
 export class AddressRefusedError extends Error {
   override readonly name = "AddressRefusedError";
   readonly code = ADDRESS_REFUSED_CODE;
   constructor(
-    readonly address: string,
-    readonly range: SpecialRangeName,
     readonly host: string,
+    /** What was refused: the address and its range, or why the name gave none. */
+    readonly detail: string,
+    readonly address: string | null = null,
+    readonly range: SpecialRangeName | null = null,
   ) {
-    super(`connection to ${host} refused by ENDPOINT_URL_POLICY: ${describeAddress(address)}`);
+    super(`connection to ${host} refused by ENDPOINT_URL_POLICY: ${host} is not a public address`);
+  }
+
+  /** The refusal of `address` (resolved from `host`, or `host` itself), which is not public. */
+  static ofAddress(address: string, range: SpecialRangeName, host: string): AddressRefusedError {
+    return new AddressRefusedError(host, `${host}: ${describeAddress(address)}`, address, range);
+  }
+}
+
+/** Code of {@link UnresolvedHostError} (got keeps it as the RequestError's code). */
+export const HOST_UNRESOLVED_CODE = "ERR_HOST_UNRESOLVED";
+
+/**
+ * Resolver answers that mean "this name has no address now" (NXDOMAIN, no record of the family).
+ * At send time they are connection errors, retried like any other: a customer's DNS zone that
+ * briefly answers NXDOMAIN must not cost deliveries, and a name that never resolved, or resolved
+ * only inside the platform's network, could not have been saved under `public-https` anyway.
+ */
+const NO_ADDRESS_CODES = new Set(["ENOTFOUND", "ENODATA"]);
+
+/**
+ * A connection not made because its host name had no address (under `public-https`). Its message
+ * says only that the connection could not be made, not that the name did not resolve, so a
+ * delivery log does not say which names exist; {@link UnresolvedHostError.detail} does, for the
+ * server's log only. Not a policy refusal: {@link isPolicyRefusal} is false and the attempt is
+ * retried.
+ */
+export class UnresolvedHostError extends Error {
+  override readonly name = "UnresolvedHostError";
+  readonly code = HOST_UNRESOLVED_CODE;
+  /** What the resolver said, for the server's log only. */
+  readonly detail: string;
+  constructor(
+    readonly host: string,
+    resolverCode: string,
+  ) {
+    super(`could not connect to ${host}`);
+    this.detail = `${host} does not resolve (${resolverCode})`;
   }
 }
 
@@ -91,26 +135,63 @@ export function isPolicyRefusal(err: unknown): boolean {
   for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
     if (current instanceof AddressRefusedError) return true;
     if ((current as { code?: unknown }).code === ADDRESS_REFUSED_CODE) return true;
-    if (/^DNS lookup .+ is not allowed\. Because,? It is (private IP address|meta IP address|defined in denyIPAddressList)/.test(current.message)) {
-      return true;
-    }
+    if (LIBRARY_REFUSAL.test(current.message)) return true;
     current = current.cause;
   }
   return false;
 }
 
+/** request-filtering-agent's refusal message. */
+const LIBRARY_REFUSAL = /^DNS lookup .+ is not allowed\. Because,? It is (private IP address|meta IP address|defined in denyIPAddressList)/;
+
+/**
+ * A policy refusal as customers may see it (delivery logs, the Test answer, the auth hook's
+ * history): `<host> is not a public address`, without the address or what the resolver said;
+ * `detail` keeps that for the server's log. Null when `err` is not a policy refusal.
+ */
+export function describePolicyRefusal(err: unknown, host: string): { message: string; detail: string } | null {
+  // Ours first, wherever it is in the chain (got wraps it in a RequestError that copies its code).
+  const chain: Error[] = [];
+  for (let current: unknown = err; chain.length < 5 && current instanceof Error; current = current.cause) chain.push(current);
+  const ours = chain.find((e): e is AddressRefusedError => e instanceof AddressRefusedError);
+  if (ours) return { message: ours.message, detail: ours.detail };
+  const theirs = chain.find((e) => (e as { code?: unknown }).code === ADDRESS_REFUSED_CODE || LIBRARY_REFUSAL.test(e.message));
+  return theirs ? { message: `connection to ${host} refused by ENDPOINT_URL_POLICY: ${host} is not a public address`, detail: theirs.message } : null;
+}
+
+/**
+ * A host without an address at send time as customers may see it: `could not connect to <host>`,
+ * with what the resolver said in `detail` for the server's log. Null when `err` is not one.
+ */
+export function describeUnresolvedHost(err: unknown): { message: string; detail: string } | null {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    if (current instanceof UnresolvedHostError) return { message: current.message, detail: current.detail };
+    current = current.cause;
+  }
+  return null;
+}
+
 type ConnectionListener = (error: Error | null, socket: Duplex) => void;
 
-/** Wraps a DNS lookup so any non-public answer fails the lookup (all answers are checked). */
+/**
+ * Wraps a DNS lookup so any non-public answer fails the lookup (all answers are checked). A name
+ * without any address fails as an {@link UnresolvedHostError}: retried, and reported without the
+ * resolver's words.
+ */
 function policyLookup(inner: LookupFunction): LookupFunction {
   return (hostname, options, callback) => {
     inner(hostname, options, (err, address, family) => {
-      if (err) return callback(err, address, family);
+      if (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== undefined && NO_ADDRESS_CODES.has(code)) return callback(new UnresolvedHostError(hostname, code), address, family);
+        return callback(err, address, family);
+      }
       const answers: LookupAddress[] = Array.isArray(address) ? address : [{ address, family: family ?? isIP(address) }];
       for (const answer of answers) {
         if (isIP(answer.address.replace(/%.*$/, "")) === 0) continue; // the library refuses non-IPs
         const verdict = classifyAddress(answer.address);
-        if (!verdict.public) return callback(new AddressRefusedError(answer.address, verdict.range, hostname), address, family);
+        if (!verdict.public) return callback(AddressRefusedError.ofAddress(answer.address, verdict.range, hostname), address, family);
       }
       callback(null, address, family);
     });
@@ -123,7 +204,7 @@ function refuseLiteral(options: TcpNetConnectOpts, listener: ConnectionListener 
   if (host === undefined || isIP(host.replace(/%.*$/, "")) === 0) return null;
   const verdict = classifyAddress(host);
   if (verdict.public) return null;
-  const error = new AddressRefusedError(host, verdict.range, host);
+  const error = AddressRefusedError.ofAddress(host, verdict.range, host);
   // Same shape as request-filtering-agent's refusal: the request sees the error, no packet is sent.
   const socket = new Socket();
   if (listener) listener(error, socket);

@@ -7,9 +7,9 @@
  * against both):
  * - {@link postDelivery}, over got 14: the queued deliveries of the worker and the Test action.
  * - {@link postDeliveryDirect}, over node:http: the synchronous auth hook, which sits on a
- *   member's connection path. got builds and merges a full options object per request; on these
- *   machines that is about a third of a millisecond of CPU per attempt, which the hook's p99 goal
- *   cannot spare and a queued delivery does not notice.
+ *   member's connection path. got builds and merges a full options object per request, a CPU cost
+ *   per attempt that the hook's p99 goal cannot spare and a queued delivery does not notice
+ *   (docs/decisions/0006-http-transports-for-deliveries.md).
  */
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
@@ -18,7 +18,7 @@ import { request as httpsRequest } from "node:https";
 import type { Transform } from "node:stream";
 import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import got from "got";
-import { isPolicyRefusal, type DeliveryAgents } from "./delivery-agents.js";
+import { describePolicyRefusal, describeUnresolvedHost, type DeliveryAgents } from "./delivery-agents.js";
 import type { AttemptErrorKind, AttemptOutcome } from "./outcome.js";
 
 /** Response bytes kept by default: the "first 4 KiB" of the delivery log. */
@@ -69,7 +69,7 @@ export async function postDelivery(input: PostDeliveryInput): Promise<AttemptOut
     decompress: true,
     timeout: { request: timeoutMs },
   });
-  return readOutcome(stream, maxResponseBytes, elapsed);
+  return readOutcome(stream, maxResponseBytes, elapsed, url.hostname);
 }
 
 /**
@@ -90,7 +90,7 @@ export async function postDeliveryDirect(input: PostDeliveryInput): Promise<Atte
   } catch (err) {
     return { responseBody: "", responseBodyTruncated: false, responseHeaders: {}, durationMs: elapsed(), error: { kind: "connection", message: (err as Error).message } };
   }
-  return readOutcome(request, maxResponseBytes, elapsed);
+  return readOutcome(request, maxResponseBytes, elapsed, url.hostname);
 }
 
 /** The URL to POST to, or the refusal to report without sending anything. */
@@ -214,7 +214,7 @@ function refusal(message: string, durationMs: number): AttemptOutcome {
   };
 }
 
-function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => number): Promise<AttemptOutcome> {
+function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => number, host: string): Promise<AttemptOutcome> {
   return new Promise((resolve) => {
     let status: number | undefined;
     let responseHeaders: Record<string, string> = {};
@@ -234,7 +234,13 @@ function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => num
       };
       if (status !== undefined) outcome.status = status;
       if (err !== undefined) {
-        outcome.error = { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+        const refusal = describePolicyRefusal(err, host.replace(/^\[(.*)\]$/, "$1"));
+        const unresolved = refusal ? null : describeUnresolvedHost(err);
+        outcome.error = refusal
+          ? { kind: "refused-by-policy", message: refusal.message, detail: refusal.detail }
+          : unresolved
+            ? { kind: "connection", message: unresolved.message, detail: unresolved.detail }
+            : { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
       } else if (status !== undefined && status >= 300 && status <= 399) {
         const location = responseHeaders["location"];
         outcome.error = { kind: "redirect", message: `redirect (${status}${location ? ` to ${location}` : ""}) not followed` };
@@ -267,7 +273,6 @@ function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => num
 }
 
 function errorKind(err: unknown): AttemptErrorKind {
-  if (isPolicyRefusal(err)) return "refused-by-policy";
   const { name, code } = err as { name?: unknown; code?: unknown };
   if (name === "TimeoutError" || code === "ETIMEDOUT") return "timeout";
   return "connection";

@@ -23,7 +23,16 @@ export interface AttemptOutcome {
    * for a 3xx answer (`redirect`: never followed), and when the body read failed after the status
    * arrived (the status still decides the verdict then).
    */
-  error?: { kind: AttemptErrorKind; message: string };
+  error?: {
+    kind: AttemptErrorKind;
+    /** What went wrong, as customers may read it (a policy refusal names no address; a host without an address is "could not connect"). */
+    message: string;
+    /**
+     * For the server's log only, never stored or answered: the address a policy refusal was about,
+     * or what the resolver said of a host that had no address.
+     */
+    detail?: string;
+  };
 }
 
 /**

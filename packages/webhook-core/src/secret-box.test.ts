@@ -85,12 +85,18 @@ describe("createSecretBox", () => {
     ["empty", ""],
     ["not base64", "***"],
     ["16-byte key", Buffer.alloc(16, 1).toString("base64")],
-    ["bad second key", `${Buffer.alloc(32, 1).toString("base64")},${Buffer.alloc(31, 1).toString("base64")}`],
-    ["duplicate key", `${Buffer.alloc(32, 1).toString("base64")},${Buffer.alloc(32, 1).toString("base64")}`],
+    ["bad second key", `${keyA},${Buffer.alloc(31, 1).toString("base64")}`],
+    ["duplicate key", `${keyA},${keyA}`],
+    ["all-zero key", Buffer.alloc(32, 0).toString("base64")],
+    ["one byte repeated", `${keyA},${Buffer.alloc(32, 7).toString("base64")}`],
   ])("refuses a bad key list (%s) without echoing the key", (_label, keys) => {
     const err = errorOf(() => createSecretBox(keys));
     expect(err.code).toBe("invalid-key");
     for (const k of keys.split(",").filter((k) => k.length > 4)) expect(err.message).not.toContain(k);
+  });
+
+  it("says an all-zero key is all zeros, naming its position", () => {
+    expect(errorOf(() => createSecretBox(Buffer.alloc(32, 0).toString("base64"))).message).toBe("encryption key #1 is one byte repeated (all zeros); it protects nothing");
   });
 
   it("names the position of the bad key", () => {

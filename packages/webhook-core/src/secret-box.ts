@@ -115,6 +115,10 @@ function decodeKey(text: string, position: number): BoxKey {
   if (key.length !== KEY_BYTES) {
     throw new SecretBoxError("invalid-key", `encryption key #${position} must decode to ${KEY_BYTES} bytes, got ${key.length}`);
   }
+  // All zeros (an unfilled template) or any other single byte repeated: nothing random about it.
+  if (key.every((byte) => byte === key[0])) {
+    throw new SecretBoxError("invalid-key", `encryption key #${position} is one byte repeated (${key[0] === 0 ? "all zeros" : "not random"}); it protects nothing`);
+  }
   const kid = b64u(createHash("sha256").update("vw-secret-box-kid\0").update(key).digest().subarray(0, KID_BYTES));
   return { kid, key };
 }

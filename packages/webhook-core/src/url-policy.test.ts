@@ -71,17 +71,35 @@ describe("checkEndpointUrl under public-https", () => {
     ["https://[::ffff:127.0.0.1]/", /an ipv4-mapped IPv6 address embedding the loopback address 127\.0\.0\.1/],
     ["https://[::ffff:10.0.0.1]/", /embedding the private address 10\.0\.0\.1/],
     ["https://[64:ff9b::10.0.0.1]/", /nat64 IPv6 address embedding the private address 10\.0\.0\.1/],
-    ["https://internal.example.com/", /internal\.example\.com resolves to a non-public address: 10\.0\.0\.1 is a private address/],
-    ["https://mixed.example.com/", /resolves to a non-public address: 10\.0\.0\.1/],
-    ["https://mixed-v6.example.com/", /resolves to a non-public address: fd00::1 is a unique-local address/],
-    ["https://metadata.example.com/", /169\.254\.169\.254 is a link-local/],
-    ["https://mapped.example.com/", /embedding the loopback address 127\.0\.0\.1/],
-    ["https://nat64.example.com/", /embedding the private address 10\.0\.0\.1/],
-    ["https://unknown.example.com/", /does not resolve/],
-    ["https://empty.example.com/", /does not resolve/],
   ])("refuses %s", async (input, reason) => {
     const result = await checkEndpointUrl(input, "public-https", dns);
     expect(result).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+  });
+
+  it.each([
+    ["https://internal.example.com/", "internal.example.com", /internal\.example\.com resolves to a non-public address: 10\.0\.0\.1 is a private address/],
+    ["https://mixed.example.com/", "mixed.example.com", /resolves to a non-public address: 10\.0\.0\.1/],
+    ["https://mixed-v6.example.com/", "mixed-v6.example.com", /resolves to a non-public address: fd00::1 is a unique-local address/],
+    ["https://metadata.example.com/", "metadata.example.com", /169\.254\.169\.254 is a link-local/],
+    ["https://mapped.example.com/", "mapped.example.com", /embedding the loopback address 127\.0\.0\.1/],
+    ["https://nat64.example.com/", "nat64.example.com", /embedding the private address 10\.0\.0\.1/],
+    ["https://unknown.example.com/", "unknown.example.com", /does not resolve \(ENOTFOUND\)/],
+    ["https://empty.example.com/", "empty.example.com", /does not resolve \(no address\)/],
+  ])("refuses the name of %s with the one generic reason, keeping what DNS said for the log", async (input, host, detail) => {
+    const result = await checkEndpointUrl(input, "public-https", dns);
+    expect(result).toEqual({ ok: false, reason: `${host} is not a public address`, detail: expect.stringMatching(detail) });
+  });
+
+  it("gives a name that resolves to a private address and a name that does not resolve the same answer", async () => {
+    const [privateName, missingName] = await Promise.all([
+      checkEndpointUrl("https://vm.example.com/", "public-https", fakeResolver({ "vm.example.com": ["127.0.0.1"] })),
+      checkEndpointUrl("https://vm.example.com/", "public-https", fakeResolver({})),
+    ]);
+    expect(privateName.ok || missingName.ok).toBe(false);
+    if (!privateName.ok && !missingName.ok) {
+      expect(privateName.reason).toBe(missingName.reason);
+      expect(privateName.reason).not.toMatch(/127|loopback|resolve/);
+    }
   });
 
   it("judges IP literals itself and never asks DNS about them or about localhost", async () => {

@@ -24,8 +24,21 @@ export interface ResolvedAddress {
 /** Resolves a hostname to every address a connection could use; injectable for tests. */
 export type HostResolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
 
-/** Result of {@link checkEndpointUrl}: the normalised URL, or a customer-facing reason. */
-export type UrlCheckResult = { ok: true; url: URL } | { ok: false; reason: string };
+/**
+ * Result of {@link checkEndpointUrl}: the normalised URL, or a customer-facing reason. For a host
+ * name, the reason is the same whether it resolves to a non-public address or does not resolve
+ * at all (see {@link notPublicReason}); `detail` then says which, for the server's log only.
+ */
+export type UrlCheckResult = { ok: true; url: URL } | { ok: false; reason: string; detail?: string };
+
+/**
+ * The one refusal of a host name that is not publicly reachable, whether it resolves to a private
+ * address, to nothing, or to something invalid: answering differently would let anyone who can
+ * create an endpoint (or run a Test) map the platform's internal names.
+ */
+export function notPublicReason(host: string): string {
+  return `${host} is not a public address`;
+}
 
 /** The system resolver (getaddrinfo, so /etc/hosts counts), every address of both families. */
 export const systemResolver: HostResolver = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
@@ -49,7 +62,9 @@ export function parseEndpointUrlPolicy(value: string | undefined): EndpointUrlPo
  * `*.localhost` name; an IP literal, or every address the name resolves to, must be public
  * unicast (see `ip-ranges.ts`). IPv4 literals are judged after WHATWG URL parsing, which
  * normalises decimal, octal and hex spellings (`https://2130706433/`, `https://0177.0.0.1/`
- * both become 127.0.0.1). A name that does not resolve is refused: it is not reachable.
+ * both become 127.0.0.1). A name that does not resolve is refused: it is not reachable. A name
+ * is refused with one reason whatever the resolver said ({@link notPublicReason}); what it said
+ * is in `detail`, for the server's log.
  *
  * Under `any`: http or https with any host.
  *
@@ -91,20 +106,20 @@ export async function checkEndpointUrl(
     return verdict.public ? { ok: true, url: parsed } : { ok: false, reason: `${describeAddress(host, verdict)}; only public addresses are allowed` };
   }
 
+  const refused = (detail: string): UrlCheckResult => ({ ok: false, reason: notPublicReason(host), detail: `the host name ${host} ${detail}` });
   let addresses: readonly ResolvedAddress[];
   try {
     addresses = await resolver(host);
-  } catch {
-    return { ok: false, reason: `the host name ${host} does not resolve` };
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    return refused(`does not resolve${typeof code === "string" ? ` (${code})` : ""}`);
   }
-  if (addresses.length === 0) return { ok: false, reason: `the host name ${host} does not resolve` };
+  if (addresses.length === 0) return refused("does not resolve (no address)");
   for (const { address } of addresses) {
     // One private answer is enough to refuse: a connection may use any of them.
     const verdict = isIP(address.replace(/%.*$/, "")) === 0 ? null : classifyAddress(address);
-    if (verdict === null) return { ok: false, reason: `the host name ${host} resolves to an invalid address` };
-    if (!verdict.public) {
-      return { ok: false, reason: `the host name ${host} resolves to a non-public address: ${describeAddress(address, verdict)}` };
-    }
+    if (verdict === null) return refused(`resolves to an invalid address: ${address}`);
+    if (!verdict.public) return refused(`resolves to a non-public address: ${describeAddress(address, verdict)}`);
   }
   return { ok: true, url: parsed };
 }

@@ -2,6 +2,8 @@ import { Router, type Express } from "express";
 import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
 import {
   ApiKeyAuthenticator,
+  AuthThrottle,
+  DEFAULT_AUTH_THROTTLE,
   createApp,
   createServiceMetrics,
   errorMiddleware,
@@ -9,8 +11,10 @@ import {
   httpMetrics,
   metricsRouter,
   notFoundHandler,
+  type AuthThrottleLimits,
   type Logger,
   type ServiceMetrics,
+  type ThrottleRedis,
 } from "@vw/service-kit";
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
@@ -25,7 +29,7 @@ import { DeliveriesService } from "./deliveries.service.js";
 import { EndpointTestService } from "./endpoint-test.service.js";
 import { createEndpointUrlChecker } from "./endpoint-url.js";
 import { endpointsRouter } from "./endpoints.routes.js";
-import { EndpointsService } from "./endpoints.service.js";
+import { EndpointsService, type EndpointQuotas } from "./endpoints.service.js";
 import { jsonBody } from "./http-support.js";
 import { INBOUND_API_PREFIX, inboundMembersRouter } from "./inbound-members.routes.js";
 import { openApiRouter } from "./openapi.routes.js";
@@ -34,7 +38,10 @@ import { recoveriesRouter } from "./recoveries.routes.js";
 import { RecoveriesService } from "./recoveries.service.js";
 import { organizationsRouter } from "./organizations.routes.js";
 import { WorldsService } from "./worlds.service.js";
+import { DEFAULT_ENDPOINT_QUOTAS } from "./config.js";
 import { worldsRouter } from "./worlds.routes.js";
+import { MapStorageRooms } from "./map-storage-rooms.js";
+import { roomsRouter } from "./rooms.routes.js";
 
 /** What the admin API is built from; `main.ts` passes the live ones, tests their own. */
 export interface AdminAppDeps {
@@ -46,6 +53,8 @@ export interface AdminAppDeps {
   publicMapStorageUrl: string;
   /** PLAY_URL (no trailing slash). */
   playUrl: string;
+  /** MAP_STORAGE_INTERNAL_URL: map-storage as admin-api reaches it, for the room listing; PUBLIC_MAP_STORAGE_URL by default. */
+  mapStorageInternalUrl?: string;
   /** Seals endpoint secrets at rest (built from SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
   /** ENDPOINT_URL_POLICY. */
@@ -84,6 +93,19 @@ export interface AdminAppDeps {
   membersSql?: SqlRunner;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
   metrics?: ServiceMetrics;
+  /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD; 50 and 10 by default. */
+  endpointQuotas?: EndpointQuotas;
+  /**
+   * Redis of the failed-authentication counters (shared by every replica): the producer connection
+   * of the queues. Without it the counters live in this process only.
+   */
+  throttleRedis?: ThrottleRedis;
+  /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S; 20 failures a minute by default. */
+  authThrottle?: AuthThrottleLimits;
+  /** REDIS_KEY_PREFIX of the throttle's counters; `vw` by default. */
+  redisKeyPrefix?: string;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client; nobody's by default. */
+  trustProxy?: number | readonly string[] | false;
 }
 
 /** PUBLIC_ADMIN_URL's default (the dev stack's admin-api). */
@@ -104,10 +126,11 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     playUrl: deps.playUrl.replace(/\/+$/, ""),
   });
   const apiKeys = new ApiKeysService(deps.prisma, worlds);
-  const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost);
+  const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost, deps.logger);
   const endpoints = new EndpointsService(deps.prisma, worlds, {
     secretBox: deps.secretBox,
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
+    quotas: deps.endpointQuotas ?? DEFAULT_ENDPOINT_QUOTAS,
   });
   const deliveries = new DeliveriesService(deps.prisma, endpoints, deps.deliveryQueue, deps.enqueueTimeoutMs);
   const endpointTests = new EndpointTestService(deps.prisma, endpoints, {
@@ -115,6 +138,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     secretBox: deps.secretBox,
     agents: deps.deliveryAgents,
     timeoutMs: deps.deliveryTimeoutMs,
+    logger: deps.logger,
   });
   const now = deps.now ?? (() => new Date());
   const publicAdminUrl = (deps.publicAdminUrl ?? DEFAULT_PUBLIC_ADMIN_URL).replace(/\/+$/, "");
@@ -134,18 +158,41 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     );
   }
 
+  // One throttle per kind of credential: failures with API keys do not lock a client out of the admin token.
+  const throttle = (scope: string) =>
+    new AuthThrottle({
+      redis: deps.throttleRedis ?? null,
+      keyPrefix: deps.redisKeyPrefix ?? "vw",
+      scope,
+      ...(deps.authThrottle ?? DEFAULT_AUTH_THROTTLE),
+      logger: deps.logger,
+    });
+
   const members = new MemberDirectory(deps.membersSql ?? prismaRunner(deps.prisma));
   const apiKeyAuth = new ApiKeyAuthenticator(
     new PrismaApiKeyLookup(deps.prisma),
-    { realm: "inbound-api", cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000, touchEveryMs: 60_000, hash: hashApiKey, ...(deps.now ? { now: () => (deps.now as () => Date)().getTime() } : {}) },
+    {
+      realm: "inbound-api",
+      cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000,
+      touchEveryMs: 60_000,
+      hash: hashApiKey,
+      throttle: throttle("api-key"),
+      ...(deps.now ? { now: () => (deps.now as () => Date)().getTime() } : {}),
+    },
     deps.logger,
   );
 
   const api = Router({ caseSensitive: true });
-  api.use(adminOrSessionAuth({ adminToken: deps.adminToken, sessions: dashboardSessions, cookie, dashboardOrigin }));
+  api.use(adminOrSessionAuth({ adminToken: deps.adminToken, sessions: dashboardSessions, cookie, dashboardOrigin, throttle: throttle("admin-token") }));
   api.use(jsonBody());
   api.use(organizationsRouter(organizations, worlds));
   api.use(worldsRouter(worlds, apiKeys));
+  api.use(
+    roomsRouter(
+      worlds,
+      new MapStorageRooms({ baseUrl: (deps.mapStorageInternalUrl ?? deps.publicMapStorageUrl).replace(/\/+$/, ""), adminToken: deps.adminToken, timeoutMs: 5_000 }),
+    ),
+  );
   api.use(endpointsRouter(endpoints, endpointUrls));
   api.use(deliveriesRouter(deliveries, endpointTests));
   api.use(recoveriesRouter(recoveries));
@@ -153,11 +200,11 @@ export function createAdminApp(deps: AdminAppDeps): Express {
 
   const dashboard = Router({ caseSensitive: true });
   dashboard.use(dashboardSecurityHeaders(frameAncestors));
-  dashboard.use("/api/session", dashboardSessionApiRouter({ sessions: dashboardSessions, cookie, dashboardOrigin, now }));
+  dashboard.use("/api/session", dashboardSessionApiRouter({ sessions: dashboardSessions, cookie, dashboardOrigin, now, throttle: throttle("dashboard-code") }));
   dashboard.use(dashboardPageRouter(deps.dashboardAssetsDir));
 
   const metrics = deps.metrics ?? createServiceMetrics("admin-api");
-  const app = createApp(deps.logger);
+  const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
   app.use(
     healthRouter([

@@ -3,12 +3,12 @@ import { ConfigError } from "@vw/service-kit";
 import { loadConfig } from "./config.js";
 
 // Two distinct base64 32-byte keys (test values only).
-const KEY_A = Buffer.alloc(32, 1).toString("base64");
-const KEY_B = Buffer.alloc(32, 2).toString("base64");
+const KEY_A = Buffer.from("8f1c3e5a7b9d0f2e4c6a8b0d2f4e6a8c1b3d5f7e9a0c2e4f6b8d0a2c4e6f8b0d", "hex").toString("base64");
+const KEY_B = Buffer.from("1a3c5e7f9b0d2e4a6c8f0b2d4e6a8c0e2f4b6d8a0c2e4f6a8b0d2f4c6e8a0b2d", "hex").toString("base64");
 
 const valid = {
   DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/vw",
-  ADMIN_TOKEN: "0123456789abcdef",
+  ADMIN_TOKEN: "7d2f9a4c1e8b6053a9c2e7f14b8d6a3e",
   SECRETS_ENCRYPTION_KEY: KEY_A,
 };
 
@@ -56,6 +56,9 @@ describe("loadConfig", () => {
       publicAdminUrl: "http://localhost:3003",
       dashboardFrameAncestors: [],
       apiKeyCacheTtlMs: 5_000,
+      endpointQuotas: { maxEndpoints: 50, maxAuthEndpoints: 10 },
+      authThrottle: { maxFailures: 20, windowMs: 60_000 },
+      trustProxy: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -72,8 +75,16 @@ describe("loadConfig", () => {
       REDIS_URL: "redis://redis.internal:6380/3",
       REDIS_KEY_PREFIX: "vw-staging",
       DELIVERY_TIMEOUT_MS: "2500",
+      MAX_ENDPOINTS_PER_WORLD: "200",
+      MAX_AUTH_ENDPOINTS_PER_WORLD: "3",
+      AUTH_FAILURES_MAX: "5",
+      AUTH_FAILURES_WINDOW_S: "600",
+      TRUST_PROXY: "1",
     });
     expect(config).toMatchObject({
+      endpointQuotas: { maxEndpoints: 200, maxAuthEndpoints: 3 },
+      authThrottle: { maxFailures: 5, windowMs: 600_000 },
+      trustProxy: 1,
       port: 8080,
       logLevel: "debug",
       publicMapStorageUrl: "https://maps.example.com",
@@ -124,14 +135,32 @@ describe("loadConfig", () => {
     expect(problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: `${KEY_A},${KEY_A}` })[0]).toMatch(/^SECRETS_ENCRYPTION_KEY: .*listed twice/);
   });
 
-  it("refuses an ADMIN_TOKEN shorter than 16 characters without echoing it", () => {
-    const problems = problemsOf({ ...valid, ADMIN_TOKEN: "short-secret" });
-    expect(problems).toEqual(["ADMIN_TOKEN must be at least 16 characters long, got 12"]);
-    expect(problems.join("\n")).not.toContain("short-secret");
+  it.each([
+    ["short-secret", /^ADMIN_TOKEN must be at least 32 characters long, got 12/],
+    ["aaaaaaaaaaaaaaaa", /^ADMIN_TOKEN must be at least 32 characters long, got 16/],
+    ["a".repeat(40), /^ADMIN_TOKEN has only 1 distinct characters/],
+    ["0123456789".repeat(4), /^ADMIN_TOKEN repeats one 10-character pattern/],
+  ])("refuses a weak ADMIN_TOKEN (%s) without echoing it", (token, reason) => {
+    const problems = problemsOf({ ...valid, ADMIN_TOKEN: token });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(reason);
+    expect(problems.join("\n")).not.toContain(token.slice(0, 10));
   });
 
-  it("accepts an ADMIN_TOKEN of exactly 16 characters", () => {
-    expect(loadConfig({ ...valid, ADMIN_TOKEN: "x".repeat(16) }).adminToken).toBe("x".repeat(16));
+  it("accepts a random ADMIN_TOKEN of exactly 32 characters", () => {
+    expect(loadConfig({ ...valid, ADMIN_TOKEN: "x9K2mQ7vL4pR8tN1wZ6cB3hJ5fD0gS7e" }).adminToken).toBe("x9K2mQ7vL4pR8tN1wZ6cB3hJ5fD0gS7e");
+  });
+
+  it("refuses an all-zero SECRETS_ENCRYPTION_KEY, naming the variable", () => {
+    expect(problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: Buffer.alloc(32).toString("base64") })).toEqual([
+      expect.stringMatching(/^SECRETS_ENCRYPTION_KEY: encryption key #1 is one byte repeated \(all zeros\)/),
+    ]);
+  });
+
+  it("refuses quotas below 1 and a TRUST_PROXY of true", () => {
+    expect(problemsOf({ ...valid, MAX_ENDPOINTS_PER_WORLD: "0" })).toEqual(["MAX_ENDPOINTS_PER_WORLD must be between 1 and 100000, got 0"]);
+    expect(problemsOf({ ...valid, MAX_AUTH_ENDPOINTS_PER_WORLD: "-1" })).toEqual(["MAX_AUTH_ENDPOINTS_PER_WORLD must be between 1 and 1000, got -1"]);
+    expect(problemsOf({ ...valid, TRUST_PROXY: "true" })[0]).toMatch(/^TRUST_PROXY=true/);
   });
 
   it("names every malformed variable at once", () => {

@@ -1,8 +1,20 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, redactCredentials, type Env, type EnvReader } from "@vw/service-kit";
+import {
+  parseEnv,
+  readAuthThrottle,
+  readCommon,
+  readPlayUrl,
+  readRedisKeyPrefix,
+  readRedisTopology,
+  readTrustProxy,
+  redactCredentials,
+  weakTokenProblem,
+  type Env,
+  type EnvReader,
+} from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
-/** Shortest accepted ADMIN_TOKEN: anything shorter is guessable and refused at start-up. */
-export const MIN_ADMIN_TOKEN_LENGTH = 16;
+/** Defaults of MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD (the operator raises them per world). */
+export const DEFAULT_ENDPOINT_QUOTAS = Object.freeze({ maxEndpoints: 50, maxAuthEndpoints: 10 });
 
 /** Values of `ENDPOINT_URL_POLICY`. */
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
@@ -15,9 +27,8 @@ export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3003);
     const adminToken = r.string("ADMIN_TOKEN");
-    if (adminToken !== "" && adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
-      r.problem(`ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long, got ${adminToken.length}`);
-    }
+    const tokenProblem = weakTokenProblem("ADMIN_TOKEN", adminToken);
+    if (tokenProblem !== null) r.problem(tokenProblem);
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
     if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
@@ -31,6 +42,11 @@ export function loadConfig(env: Env) {
       adminToken,
       /** Public address of map-storage; a world's files live under `<this>/<org>/<world>`. */
       publicMapStorageUrl: r.url("PUBLIC_MAP_STORAGE_URL", "http://localhost:3001"),
+      /**
+       * map-storage as admin-api reaches it (`http://map-storage:3001` in a cluster), for the
+       * dashboard's room listing; PUBLIC_MAP_STORAGE_URL when unset.
+       */
+      mapStorageInternalUrl: r.optionalString("MAP_STORAGE_INTERNAL_URL") === undefined ? undefined : r.url("MAP_STORAGE_INTERNAL_URL", ""),
       /**
        * Public address of the play client; room URLs are `<this>/@/<org>/<world>/<path>.wam`.
        * The default matches map-storage's, a local-only name that cannot leak to real users.
@@ -65,6 +81,17 @@ export function loadConfig(env: Env) {
       deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 1, max: 120_000 }),
       /** How long the Inbound API trusts an API key lookup: a revoked key stops working within this time (0: every request asks). */
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
+      /** Platform defaults of the endpoint quotas; a world's own values (set by the operator) win. */
+      endpointQuotas: {
+        /** MAX_ENDPOINTS_PER_WORLD: endpoints of one world. */
+        maxEndpoints: r.int("MAX_ENDPOINTS_PER_WORLD", DEFAULT_ENDPOINT_QUOTAS.maxEndpoints, { min: 1, max: 100_000 }),
+        /** MAX_AUTH_ENDPOINTS_PER_WORLD: endpoints of one world subscribed to `auth` (each one is on the member's connection path). */
+        maxAuthEndpoints: r.int("MAX_AUTH_ENDPOINTS_PER_WORLD", DEFAULT_ENDPOINT_QUOTAS.maxAuthEndpoints, { min: 1, max: 1_000 }),
+      },
+      /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: failed authentications one client may have per window. */
+      authThrottle: readAuthThrottle(r),
+      /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */
+      trustProxy: readTrustProxy(r),
     };
   });
 }

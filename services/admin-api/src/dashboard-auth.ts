@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
-import { AppError, notFound } from "@vw/service-kit";
-import type { DashboardCapability } from "@vw/contracts";
+import { AppError, notFound, type AuthThrottle } from "@vw/service-kit";
+import type { DashboardCapability, UpdateWorldRequest } from "@vw/contracts";
 import { adminAuth } from "./admin-auth.js";
 import type { AuthenticatedSession, DashboardSessionsService } from "./dashboard-sessions.service.js";
 
@@ -94,6 +94,45 @@ function requiredCapability(method: string, rest: readonly string[]): DashboardC
   return "refused";
 }
 
+/**
+ * Who may set each member of `PATCH /worlds/{org}/{world}`: a session with the capability named,
+ * or the platform operator only (ADMIN_TOKEN). `adminEmails` receive the world's administrative
+ * mail (endpoint disabled…), a `customDomain` is bound after the operator has verified the world
+ * owns it, and `quotas` are the platform's limits: none is the world administrators' to set. A
+ * member added to the request type must be placed here (the type requires every key).
+ */
+export const WORLD_SETTING_CAPABILITIES: Readonly<Record<keyof UpdateWorldRequest, DashboardCapability | "operator">> = Object.freeze({
+  name: "manage-endpoints",
+  analytics: "manage-endpoints",
+  identityProviders: "manage-endpoints",
+  adminEmails: "operator",
+  customDomain: "operator",
+  quotas: "operator",
+});
+
+/**
+ * Refuses a world settings patch from a dashboard session that sends a member it may not set:
+ * 403 `forbidden` naming each operator-only member (with a pointer), or 403 `missing-capability`.
+ * Runs before the body is validated, so a session learns nothing about values it may not send.
+ * Operator requests (no session) and members unknown here (the schema refuses them) pass.
+ */
+export function authorizeWorldPatch(session: AuthenticatedSession | undefined, body: unknown): void {
+  if (session === undefined || typeof body !== "object" || body === null || Array.isArray(body)) return;
+  const members = Object.keys(body).filter((key): key is keyof UpdateWorldRequest => Object.hasOwn(WORLD_SETTING_CAPABILITIES, key));
+  const operatorOnly = members.filter((key) => WORLD_SETTING_CAPABILITIES[key] === "operator");
+  if (operatorOnly.length > 0) {
+    throw new AppError(403, "forbidden", `Only the platform operator (ADMIN_TOKEN) can set ${operatorOnly.join(", ")}; a dashboard session cannot.`, {
+      errors: operatorOnly.map((key) => ({ pointer: `/${key}`, detail: "is set by the platform operator only (ADMIN_TOKEN)" })),
+    });
+  }
+  for (const key of members) {
+    const needed = WORLD_SETTING_CAPABILITIES[key] as DashboardCapability;
+    if (!session.capabilities.includes(needed)) {
+      throw new AppError(403, "missing-capability", `This dashboard session does not have the "${needed}" capability ${key} needs.`, { capability: needed });
+    }
+  }
+}
+
 const decodeSegment = (segment: string): string | null => {
   try {
     return decodeURIComponent(segment);
@@ -139,6 +178,8 @@ export interface AdminOrSessionAuthOptions {
   cookie: SessionCookiePolicy;
   /** Origin of PUBLIC_ADMIN_URL. */
   dashboardOrigin: string;
+  /** Throttles wrong admin tokens per client. */
+  throttle?: AuthThrottle;
 }
 
 /**
@@ -148,11 +189,11 @@ export interface AdminOrSessionAuthOptions {
  * alone; one with neither gets the bearer challenge.
  */
 export function adminOrSessionAuth(options: AdminOrSessionAuthOptions): RequestHandler {
-  const bearer = adminAuth(options.adminToken);
+  const bearer = adminAuth(options.adminToken, options.throttle);
   return async (req, res, next) => {
     const token = req.headers.authorization === undefined ? readCookie(req, options.cookie.name) : undefined;
     if (token === undefined) {
-      bearer(req, res, next);
+      await bearer(req, res, next);
       return;
     }
     const session = await options.sessions.authenticate(token);

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from "express";
-import { AppError } from "@vw/service-kit";
+import { AppError, clientAddress, type AuthThrottle } from "@vw/service-kit";
 import { validateCreateDashboardSessionRequest, validateExchangeDashboardCodeRequest } from "@vw/contracts";
 import { readCookie, requireDashboardOrigin, sessionCookieHeader, type SessionCookiePolicy } from "./dashboard-auth.js";
 import { toDashboardSessionResource, type DashboardSessionsService } from "./dashboard-sessions.service.js";
@@ -28,12 +28,16 @@ export function dashboardSessionsAdminRouter(sessions: DashboardSessionsService)
   return router;
 }
 
+const isUnknownCode = (err: unknown): boolean => err instanceof AppError && err.code === "dashboard-link-invalid";
+
 /** Dependencies of {@link dashboardSessionApiRouter}. */
 export interface DashboardSessionApiOptions {
   sessions: DashboardSessionsService;
   cookie: SessionCookiePolicy;
   dashboardOrigin: string;
   now: () => Date;
+  /** Throttles unknown codes per client (guessing a link's code). */
+  throttle?: AuthThrottle;
 }
 
 /**
@@ -54,7 +58,9 @@ export function dashboardSessionApiRouter(options: DashboardSessionApiOptions): 
     .post(...jsonBody("4kb"), async (req: Request, res: Response) => {
       requireDashboardOrigin(req, options.dashboardOrigin);
       const { code } = validBody(validateExchangeDashboardCodeRequest, req.body);
-      const { token, session } = await sessions.exchange(code);
+      // Only unknown codes count: a used or expired link is a real one, opened late or twice.
+      const exchange = () => sessions.exchange(code);
+      const { token, session } = await (options.throttle ? options.throttle.guard(clientAddress(req), exchange, isUnknownCode) : exchange());
       res.setHeader("Set-Cookie", sessionCookieHeader(cookie, token, session.expiresAt, options.now()));
       res.json(toDashboardSessionResource(session));
     })

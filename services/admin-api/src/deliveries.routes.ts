@@ -61,7 +61,7 @@ function deliveryPageRequest(req: Request): DeliveryPageRequest {
   };
 }
 
-/** The Test action, the delivery history of an endpoint, its 24 h stats and Replay. */
+/** The Test action, the delivery history of an endpoint, its 24 h stats (and its world's) and Replay. */
 export function deliveriesRouter(deliveries: DeliveriesService, tests: EndpointTestService): Router {
   const router = Router({ caseSensitive: true });
   const location = (org: string, world: string, id: string, deliveryId: string) =>
@@ -80,6 +80,13 @@ export function deliveriesRouter(deliveries: DeliveriesService, tests: EndpointT
     .route(`${BASE}/deliveries`)
     .get(async (req, res) => {
       res.json(await deliveries.list(req.params.org, req.params.world, req.params.id, deliveryPageRequest(req)));
+    })
+    .all(methodNotAllowed(["GET"]));
+
+  router
+    .route("/worlds/:org/:world/stats")
+    .get(async (req, res) => {
+      res.json(await deliveries.worldStats(req.params.org, req.params.world));
     })
     .all(methodNotAllowed(["GET"]));
 

@@ -1,6 +1,15 @@
-import { DeliveryHistory, DeliveryLog, prismaRunner, type DeliveryFilter, type DeliverySummary, type LoggedAttempt, type PrismaClient } from "@vw/db";
+import {
+  DeliveryHistory,
+  DeliveryLog,
+  prismaRunner,
+  type DeliveryFilter,
+  type DeliverySummary,
+  type EndpointStatsSummary,
+  type LoggedAttempt,
+  type PrismaClient,
+} from "@vw/db";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
-import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource } from "@vw/contracts";
+import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Queue } from "bullmq";
 import type { EndpointsService } from "./endpoints.service.js";
@@ -63,16 +72,12 @@ export class DeliveriesService {
   /** The endpoint's figures over the last 24 h (see EndpointStatsResource), from the rollup kept as attempts are recorded. */
   async stats(organizationSlug: string, worldSlug: string, endpointId: string): Promise<EndpointStatsResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
-    const s = await this.history.stats(endpoint.id);
-    return {
-      since: s.since.toISOString(),
-      until: s.until.toISOString(),
-      deliveries: s.deliveries,
-      attempts: s.attempts,
-      successRate: s.successRate,
-      latencyMs: s.latencyMs,
-      lastAttempt: s.lastAttempt === null ? null : { at: s.lastAttempt.at.toISOString(), status: s.lastAttempt.status, outcome: s.lastAttempt.outcome },
-    };
+    return toStatsResource(await this.history.stats(endpoint.id));
+  }
+
+  /** The figures of every endpoint of the world together, over the last 24 h (one read of the rollup). */
+  async worldStats(organizationSlug: string, worldSlug: string): Promise<WorldStatsResource> {
+    return toStatsResource(await this.history.stats(await this.endpoints.idsOf(organizationSlug, worldSlug)));
   }
 
   /**
@@ -166,5 +171,18 @@ export function toAttemptResource(row: LoggedAttempt, requestBody: string): Atte
     errorKind: row.errorKind,
     error: row.error,
     verdict: row.verdict,
+  };
+}
+
+function toStatsResource(s: EndpointStatsSummary): EndpointStatsResource {
+  return {
+    since: s.since.toISOString(),
+    until: s.until.toISOString(),
+    deliveries: s.deliveries,
+    attempts: s.attempts,
+    successRate: s.successRate,
+    latencyMs: s.latencyMs,
+    lastAttempt: s.lastAttempt === null ? null : { at: s.lastAttempt.at.toISOString(), status: s.lastAttempt.status, outcome: s.lastAttempt.outcome },
+    attemptsByHour: s.attemptsByHour.map((h) => ({ hour: h.hour.toISOString(), succeeded: h.succeeded, failed: h.failed })),
   };
 }

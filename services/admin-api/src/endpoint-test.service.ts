@@ -1,5 +1,5 @@
 import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
-import { badRequest } from "@vw/service-kit";
+import { badRequest, type Logger } from "@vw/service-kit";
 import {
   EVENT_SAMPLES,
   sampleFor,
@@ -31,6 +31,8 @@ export interface EndpointTestOptions {
   timeoutMs: number;
   /** Clock of the envelope's `timestamp` and of the attempt; the system clock by default. */
   now?: () => Date;
+  /** Where what a policy refusal was about is logged (never answered). */
+  logger: Logger;
 }
 
 /**
@@ -68,6 +70,15 @@ export class EndpointTestService {
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
     const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
     const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
+    // What a policy refusal was about, or what the resolver said of a host without an address, stays
+    // on the server: the answer and the history say only "not a public address" or "could not connect".
+    const hidden = sent.outcome.error;
+    if (hidden?.detail !== undefined) {
+      this.options.logger.warn(
+        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
+        hidden.kind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
+      );
+    }
 
     await new DeliveryLog(prismaRunner(this.prisma)).recordFinished([
       { delivery: { id: deliveryId, endpointId: endpoint.id, worldId: world.id, type, body }, test: true, attempt, finishedAt: new Date() },

@@ -1,4 +1,4 @@
-import { badRequest, type FieldError } from "@vw/service-kit";
+import { badRequest, type FieldError, type Logger } from "@vw/service-kit";
 import type { ValidationResult } from "@vw/contracts";
 import { checkEndpointUrl, systemResolver, type EndpointUrlPolicy, type HostResolver } from "@vw/webhook-core";
 
@@ -16,14 +16,19 @@ export interface EndpointUrlChecker {
  * Accepted URLs come back in their WHATWG serialisation (`https://Example.com` becomes
  * `https://example.com/`), which is what is stored and what deliveries go to.
  *
+ * A host name that is not public gets one answer, `<host> is not a public address`, whether it
+ * resolves to a private address or not at all (no DNS oracle for sessions); what the resolver said
+ * is logged here, for operators only.
+ *
  * @param resolveHost DNS lookup of a host name; the system resolver unless a test injects one
  */
-export function createEndpointUrlChecker(policy: EndpointUrlPolicy, resolveHost: HostResolver = systemResolver): EndpointUrlChecker {
+export function createEndpointUrlChecker(policy: EndpointUrlPolicy, resolveHost: HostResolver = systemResolver, logger?: Logger): EndpointUrlChecker {
   return {
     policy,
     async check(url, pointer = "/url") {
       const result = await checkEndpointUrl(url, policy, resolveHost);
       if (result.ok) return { ok: true, url: result.url.href };
+      if (result.detail !== undefined) logger?.warn({ pointer, detail: result.detail }, "endpoint URL refused by ENDPOINT_URL_POLICY");
       return { ok: false, error: { pointer, detail: `is refused by ENDPOINT_URL_POLICY=${policy}: ${result.reason}` } };
     },
   };

@@ -19,12 +19,28 @@ import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 /** A stored endpoint row. */
 export type EndpointRow = Prisma.WebhookEndpointModel;
 
+/** Platform defaults of the endpoint quotas; a world's own values win. */
+export interface EndpointQuotas {
+  /** MAX_ENDPOINTS_PER_WORLD */
+  maxEndpoints: number;
+  /** MAX_AUTH_ENDPOINTS_PER_WORLD */
+  maxAuthEndpoints: number;
+}
+
 /** What endpoint management is built from besides the database and the worlds. */
 export interface EndpointsServiceOptions {
   /** Seals secrets at rest (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
   /** `apiVersion` given to endpoints created by this process; frozen on each endpoint. */
   currentApiVersion: string;
+  /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD. */
+  quotas: EndpointQuotas;
+}
+
+/** What a write adds to a world's endpoint counts. */
+interface QuotaUse {
+  endpoints: number;
+  authEndpoints: number;
 }
 
 /**
@@ -35,6 +51,12 @@ export interface EndpointsServiceOptions {
  *
  * State changes are single conditional UPDATEs, so they compose with the delivery worker's own
  * writes (failure counting, disabling on 410) without read-modify-write races.
+ *
+ * Quotas (MAX_ENDPOINTS_PER_WORLD, MAX_AUTH_ENDPOINTS_PER_WORLD, or the world's own): a write that
+ * adds an endpoint, or an `auth` subscription, locks the world's row, counts and writes in one
+ * transaction, so two concurrent creations cannot both take the last place. The lock is
+ * `FOR NO KEY UPDATE`: it serialises these writes (and the operator's quota changes) without
+ * holding up the event intake's inserts, which only take the row's key-share lock.
  */
 export class EndpointsService {
   /** Skips the pending deliveries of an endpoint being disabled (the delivery log's one writer). */
@@ -52,17 +74,20 @@ export class EndpointsService {
   async create(organizationSlug: string, worldSlug: string, request: CreateEndpointRequest): Promise<EndpointWithSecretResource> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     const secret = generateSecret();
-    const row = await this.prisma.webhookEndpoint.create({
-      data: {
-        worldId: world.id,
-        url: request.url,
-        subscriptions: canonicalSubscriptions(request.subscriptions),
-        format: "current",
-        apiVersion: this.options.currentApiVersion,
-        secretSealed: this.options.secretBox.seal(secret),
-        rateLimitPerSecond: request.rateLimitPerSecond ?? null,
-      },
-    });
+    const subscriptions = canonicalSubscriptions(request.subscriptions);
+    const row = await this.withinQuotas(world, { endpoints: 1, authEndpoints: subscriptions.includes("auth") ? 1 : 0 }, (tx) =>
+      tx.webhookEndpoint.create({
+        data: {
+          worldId: world.id,
+          url: request.url,
+          subscriptions,
+          format: "current",
+          apiVersion: this.options.currentApiVersion,
+          secretSealed: this.options.secretBox.seal(secret),
+          rateLimitPerSecond: request.rateLimitPerSecond ?? null,
+        },
+      }),
+    );
     return { ...toEndpointResource(row), secret };
   }
 
@@ -72,16 +97,18 @@ export class EndpointsService {
    */
   async importLegacy(organizationSlug: string, worldSlug: string, request: ImportLegacyEndpointRequest): Promise<EndpointResource> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const row = await this.prisma.webhookEndpoint.create({
-      data: {
-        worldId: world.id,
-        url: request.url,
-        subscriptions: ["auth"],
-        format: "legacy",
-        apiVersion: this.options.currentApiVersion,
-        secretSealed: null,
-      },
-    });
+    const row = await this.withinQuotas(world, { endpoints: 1, authEndpoints: 1 }, (tx) =>
+      tx.webhookEndpoint.create({
+        data: {
+          worldId: world.id,
+          url: request.url,
+          subscriptions: ["auth"],
+          format: "legacy",
+          apiVersion: this.options.currentApiVersion,
+          secretSealed: null,
+        },
+      }),
+    );
     return toEndpointResource(row);
   }
 
@@ -91,6 +118,13 @@ export class EndpointsService {
     const { take, where } = newestPage(page);
     const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
     return toPage(rows, page, newestCursor, toEndpointResource);
+  }
+
+  /** The ids of every endpoint of the world (for its figures); 404 for an unknown world. */
+  async idsOf(organizationSlug: string, worldSlug: string): Promise<string[]> {
+    const world = await this.worlds.find(organizationSlug, worldSlug);
+    const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id }, select: { id: true } });
+    return rows.map((r) => r.id);
   }
 
   /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */
@@ -107,6 +141,15 @@ export class EndpointsService {
     if (patch.rateLimitPerSecond !== undefined) data.rateLimitPerSecond = patch.rateLimitPerSecond;
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     if (Object.keys(data).length === 0) return this.get(organizationSlug, worldSlug, id);
+    if (patch.subscriptions?.includes("auth")) {
+      // Subscribing to `auth` takes a place of the world's auth quota, unless the endpoint has one already.
+      const world = await this.worlds.find(organizationSlug, worldSlug);
+      return toEndpointResource(
+        await this.updating(organizationSlug, worldSlug, id, () =>
+          this.withinQuotas(world, { endpoints: 0, authEndpoints: 1 }, (tx) => tx.webhookEndpoint.update({ where, data }), id),
+        ),
+      );
+    }
     return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data })));
   }
 
@@ -203,6 +246,37 @@ export class EndpointsService {
     return { world, endpoint };
   }
 
+  /**
+   * Runs `write` in a transaction holding the world's row, after checking that the world's
+   * endpoints plus `use` stay within its quotas (409 `quota-exceeded` naming the one reached).
+   * `replacing` is the endpoint an update changes: if it is subscribed to `auth` already, the
+   * update takes no new place.
+   */
+  private async withinQuotas<T>(world: WorldWithOrganization, use: QuotaUse, write: (tx: Prisma.TransactionClient) => Promise<T>, replacing?: string): Promise<T> {
+    return this.prisma.$transaction(async (tx) => {
+      const [locked] = await tx.$queryRaw<{ max_endpoints: number | null; max_auth_endpoints: number | null }[]>`
+        SELECT max_endpoints, max_auth_endpoints FROM worlds WHERE id = ${world.id}::uuid FOR NO KEY UPDATE`;
+      if (locked === undefined) throw notFound(`There is no world "${world.organization.slug}/${world.slug}".`);
+      const [counts] = await tx.$queryRaw<{ endpoints: number; auth_endpoints: number; replacing_has_auth: boolean | null }[]>`
+        SELECT count(*)::int AS endpoints,
+               count(*) FILTER (WHERE 'auth' = ANY(subscriptions))::int AS auth_endpoints,
+               bool_or(id = ${replacing ?? null}::uuid AND 'auth' = ANY(subscriptions)) AS replacing_has_auth
+        FROM webhook_endpoints WHERE world_id = ${world.id}::uuid`;
+      // An endpoint that has its auth place already keeps it (even over a limit lowered since).
+      if (counts?.replacing_has_auth === true) return write(tx);
+      const reference = `${world.organization.slug}/${world.slug}`;
+      const maxEndpoints = locked.max_endpoints ?? this.options.quotas.maxEndpoints;
+      if (use.endpoints > 0 && (counts?.endpoints ?? 0) + use.endpoints > maxEndpoints) {
+        throw quotaExceeded("maxEndpoints", maxEndpoints, `World "${reference}" already has ${counts?.endpoints ?? 0} webhook endpoints, its limit (maxEndpoints). Delete one, or ask the platform operator to raise the limit.`);
+      }
+      const maxAuth = locked.max_auth_endpoints ?? this.options.quotas.maxAuthEndpoints;
+      if (use.authEndpoints > 0 && (counts?.auth_endpoints ?? 0) + use.authEndpoints > maxAuth) {
+        throw quotaExceeded("maxAuthEndpoints", maxAuth, `World "${reference}" already has ${counts?.auth_endpoints ?? 0} endpoints subscribed to auth, its limit (maxAuthEndpoints): each one is called while a member connects. Unsubscribe one, or ask the platform operator to raise the limit.`, "/subscriptions");
+      }
+      return write(tx);
+    });
+  }
+
   /** `{id, worldId}` of an endpoint of the world; 404 for an unknown world or a malformed id. */
   private async whereOf(organizationSlug: string, worldSlug: string, id: string): Promise<{ id: string; worldId: string }> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
@@ -223,6 +297,11 @@ export class EndpointsService {
   private notFound(organizationSlug: string, worldSlug: string, id: string): AppError {
     return notFound(`World "${organizationSlug}/${worldSlug}" has no webhook endpoint "${id}".`);
   }
+}
+
+/** 409 `quota-exceeded`: `quota` names the world's quota, `limit` its value. */
+function quotaExceeded(quota: "maxEndpoints" | "maxAuthEndpoints", limit: number, detail: string, pointer?: string): AppError {
+  return new AppError(409, "quota-exceeded", detail, { quota, limit, ...(pointer === undefined ? {} : { errors: [{ pointer, detail: `would exceed the world's ${quota} (${limit})` }] }) });
 }
 
 /** An endpoint as the API shows it: never the secret, sealed or not. */

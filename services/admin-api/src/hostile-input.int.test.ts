@@ -1,5 +1,5 @@
 /**
- * Hostile input on every admin-api route (issue 11): generated malformed bodies, headers and
+ * Hostile input on every admin-api route: generated malformed bodies, headers and
  * paths never get a 5xx or a bare error, are refused with a problem document, change nothing
  * stored, and leave the app answering. Seeded: `FUZZ_SEED` replays a run, `FUZZ_RUNS` resizes it.
  */
@@ -70,7 +70,12 @@ describe("hostile input on every admin-api route", () => {
   });
 
   it("never answers 5xx or a bare error to arbitrary requests", async () => {
-    await fuzzTarget(api.baseUrl, arbitraryRequests(target), { seed: fuzzSeed("admin-api arbitrary"), numRuns: fuzzRuns(300) });
+    // The room listing asks map-storage, which this file does not run: a well-formed request to it
+    // is then the documented 503 `dependency-unavailable` (rooms.int.test.ts runs it against a
+    // real map-storage, and with it away). Malformed requests to it are still fuzzed above.
+    const withoutRooms = { ...target, routes: target.routes.filter((r) => !r.path.endsWith("/rooms")) };
+    expect(withoutRooms.routes.length).toBe(target.routes.length - 1);
+    await fuzzTarget(api.baseUrl, arbitraryRequests(withoutRooms), { seed: fuzzSeed("admin-api arbitrary"), numRuns: fuzzRuns(300) });
     expect(api.logs.filter((l) => l.level === "error")).toEqual([]);
     expect((await api.request("GET", "/healthz")).status).toBe(200);
   });

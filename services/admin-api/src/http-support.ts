@@ -86,7 +86,7 @@ function decodeCursor(text: string): PageCursor | null {
 export const badCursor = () => new AppError(400, "invalid-parameter", "The query parameter cursor must be the nextCursor of a previous page of this list.", { parameter: "cursor" });
 
 /** `?limit=`: 1..100, 50 by default; 400 otherwise. */
-function limitOf(req: Request): number {
+export function limitOf(req: Request): number {
   const rawLimit = req.query.limit;
   if (rawLimit === undefined) return DEFAULT_PAGE_SIZE;
   if (typeof rawLimit !== "string" || !/^\d{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > MAX_PAGE_SIZE) {

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import { memberUuidProblem, type ApiKeyPrincipal, type MemberDirectory } from "@vw/db";
 import type { MemberResource } from "@vw/contracts";
-import { AppError, notFound, type ApiKeyAuthenticator } from "@vw/service-kit";
+import { AppError, clientAddress, notFound, type ApiKeyAuthenticator } from "@vw/service-kit";
 import { methodNotAllowed } from "./http-support.js";
 
 /** Prefix of the Inbound API on admin-api: `{base_url}` of the spec is admin-api's public address. */
@@ -14,7 +14,7 @@ export const MEMBER_RECORD_PATH = "/worlds/:worldSlug/members/:uuid";
  * `GET /api/v1/worlds/{worldSlug}/members/{uuid}`: the member record (name, email, type, consent
  * answers) for a customer's receiver. Authenticated with an API key of the world (the same keys
  * as map-storage; the spec does not show the Inbound API's authentication, so this is this
- * project's choice): no or an invalid key 401, a key of another world 403, an unknown member or a
+ * project's choice): no or an invalid key 401 (429 once a client has sent too many bad keys), a key of another world 403, an unknown member or a
  * member of another world 404. The answer is personal data: `Cache-Control: no-store`, and the
  * only thing logged is the request line, whose uuid is an identifier, not a name or an email.
  */
@@ -22,7 +22,7 @@ export function inboundMembersRouter(auth: ApiKeyAuthenticator<ApiKeyPrincipal>,
   const router = Router({ caseSensitive: true });
   router.get(MEMBER_RECORD_PATH, async (req, res) => {
     const { worldSlug, uuid } = req.params as { worldSlug: string; uuid: string };
-    const principal = await auth.authenticate(req.headers.authorization);
+    const principal = await auth.authenticate(req.headers.authorization, clientAddress(req));
     if (principal.world !== worldSlug) {
       throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${worldSlug}'.`);
     }

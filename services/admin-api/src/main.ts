@@ -33,6 +33,7 @@ const app = createAdminApp({
   logger,
   adminToken: config.adminToken,
   publicMapStorageUrl: config.publicMapStorageUrl,
+  ...(config.mapStorageInternalUrl === undefined ? {} : { mapStorageInternalUrl: config.mapStorageInternalUrl }),
   playUrl: config.playUrl,
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
@@ -46,6 +47,12 @@ const app = createAdminApp({
   publicAdminUrl: config.publicAdminUrl,
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
+  endpointQuotas: config.endpointQuotas,
+  // Failed-authentication counters live beside the queues, so every replica sees every failure.
+  throttleRedis: redis,
+  authThrottle: config.authThrottle,
+  redisKeyPrefix: config.redisKeyPrefix,
+  trustProxy: config.trustProxy,
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(

@@ -55,6 +55,7 @@ describe("POST /admin/v1/organizations/{org}/worlds", () => {
       roomUrlBase: `${PLAY_URL}/@/${org}/office/`,
       analytics: ALL_ON,
       identityProviders: [],
+      quotas: { maxEndpoints: null, maxAuthEndpoints: null, analyticsBufferMax: null },
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

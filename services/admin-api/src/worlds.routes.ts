@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { validateCreateApiKeyRequest, validateUpdateWorldRequest } from "@vw/contracts";
 import type { ApiKeysService } from "./api-keys.service.js";
+import { authorizeWorldPatch, sessionOf } from "./dashboard-auth.js";
 import { methodNotAllowed, pageRequest, validBody } from "./http-support.js";
 import type { WorldsService } from "./worlds.service.js";
 
@@ -14,6 +15,7 @@ export function worldsRouter(worlds: WorldsService, apiKeys: ApiKeysService): Ro
       res.json(await worlds.get(req.params.org, req.params.world));
     })
     .patch(async (req, res) => {
+      authorizeWorldPatch(sessionOf(res), req.body);
       res.json(await worlds.update(req.params.org, req.params.world, validBody(validateUpdateWorldRequest, req.body)));
     })
     .all(methodNotAllowed(["GET", "PATCH"]));

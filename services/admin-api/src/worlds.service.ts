@@ -6,6 +6,7 @@ import {
   type CreateWorldRequest,
   type ListResource,
   type UpdateWorldRequest,
+  type WorldQuotas,
   type WorldResource,
 } from "@vw/contracts";
 import { slugPage, slugCursor, toPage, type PageRequest } from "./http-support.js";
@@ -44,6 +45,7 @@ export class WorldsService {
           customDomain: request.customDomain ?? null,
           analytics: json(mergeAnalytics({ ...DEFAULT_WORLD_ANALYTICS }, request.analytics)),
           identityProviders: json(normalizeIdentityProviders(request.identityProviders ?? [])),
+          ...quotaColumns(request.quotas),
         },
       }),
     );
@@ -75,7 +77,8 @@ export class WorldsService {
 
   /**
    * Applies a settings patch. The row is locked for the read-merge-write, so two concurrent
-   * patches of different analytics switches both take effect.
+   * patches of different analytics switches both take effect. Who may send which member is decided
+   * before (`authorizeWorldPatch`): here every member given is applied.
    */
   async update(organizationSlug: string, worldSlug: string, patch: UpdateWorldRequest): Promise<WorldResource> {
     const world = await this.writing(patch, () =>
@@ -93,6 +96,7 @@ export class WorldsService {
         if (patch.customDomain !== undefined) data.customDomain = patch.customDomain;
         if (patch.analytics !== undefined) data.analytics = json(mergeAnalytics(readAnalytics(current.analytics), patch.analytics));
         if (patch.identityProviders !== undefined) data.identityProviders = json(normalizeIdentityProviders(patch.identityProviders));
+        Object.assign(data, quotaColumns(patch.quotas));
         return tx.world.update({ where: { id }, data, include: { organization: true } });
       }),
     );
@@ -118,6 +122,7 @@ export class WorldsService {
       roomUrlBase: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
       analytics: readAnalytics(w.analytics),
       identityProviders: readIdentityProviders(w.identityProviders),
+      quotas: { maxEndpoints: w.maxEndpoints, maxAuthEndpoints: w.maxAuthEndpoints, analyticsBufferMax: w.analyticsBufferMax },
       createdAt: w.createdAt.toISOString(),
       updatedAt: w.updatedAt.toISOString(),
     };
@@ -140,6 +145,16 @@ export class WorldsService {
       });
     }
   }
+}
+
+/** The quota columns a (partial) quotas object sets; members absent are left as they are, `null` restores the default. */
+function quotaColumns(quotas: Partial<WorldQuotas> | undefined): Partial<WorldQuotas> {
+  if (!quotas) return {};
+  return {
+    ...(quotas.maxEndpoints === undefined ? {} : { maxEndpoints: quotas.maxEndpoints }),
+    ...(quotas.maxAuthEndpoints === undefined ? {} : { maxAuthEndpoints: quotas.maxAuthEndpoints }),
+    ...(quotas.analyticsBufferMax === undefined ? {} : { analyticsBufferMax: quotas.analyticsBufferMax }),
+  };
 }
 
 /** Settings objects go into JSON columns as they are. */

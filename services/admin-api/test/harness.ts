@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testKeyPrefix } from "@vw/testing";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, LookupFunction } from "node:net";
 import type { Queue } from "bullmq";
 import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
@@ -70,6 +70,22 @@ export interface AdminApiOptions {
   dashboardAssetsDir?: string;
   /** Clock of dashboard sessions; the system clock unless given. */
   now?: () => Date;
+  /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD; the production defaults unless given. */
+  endpointQuotas?: { maxEndpoints: number; maxAuthEndpoints: number };
+  /**
+   * AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S (in ms); 10000 failures a minute unless given, so
+   * tests that send many bad credentials on purpose are not throttled. The counters are in the
+   * run's Redis under the harness's prefix either way.
+   */
+  authThrottle?: { maxFailures: number; windowMs: number };
+  /** TRUST_PROXY; none unless given. */
+  trustProxy?: number | string[] | false;
+  /** DNS lookup of the Test action's connections; the system's unless given. */
+  deliveryLookup?: LookupFunction;
+  /** ADMIN_TOKEN; a fresh random one unless given. */
+  adminToken?: string;
+  /** MAP_STORAGE_INTERNAL_URL (the room listing); PUBLIC_MAP_STORAGE_URL unless given. */
+  mapStorageInternalUrl?: string;
 }
 
 export interface AdminApiHarness {
@@ -139,7 +155,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest (test/global-setup.js)");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
-  const adminToken = `test-admin-${randomBytes(16).toString("hex")}`;
+  const adminToken = options.adminToken ?? `test-admin-${randomBytes(16).toString("hex")}`;
   const logs: LogLine[] = [];
   const secretBox = createSecretBox(options.secretsEncryptionKey ?? generateSecretBoxKey());
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
@@ -147,7 +163,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
   const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, redisKeyPrefix);
-  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy);
+  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
   const app = createAdminApp({
     prisma,
@@ -167,6 +183,12 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
     dashboardFrameAncestors: options.dashboardFrameAncestors ?? [],
     dashboardAssetsDir: options.dashboardAssetsDir ?? ownDashboardDir ?? "",
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.endpointQuotas === undefined ? {} : { endpointQuotas: options.endpointQuotas }),
+    throttleRedis: redis,
+    redisKeyPrefix,
+    authThrottle: options.authThrottle ?? { maxFailures: 10_000, windowMs: 60_000 },
+    trustProxy: options.trustProxy ?? false,
+    ...(options.mapStorageInternalUrl === undefined ? {} : { mapStorageInternalUrl: options.mapStorageInternalUrl }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
@@ -213,6 +235,8 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
       await deliveryQueue.close();
       await recoveryQueue.obliterate({ force: true });
       await recoveryQueue.close();
+      const counters = await redis.keys(`${redisKeyPrefix}:auth-failures:*`);
+      if (counters.length > 0) await redis.del(...counters);
       await redis.quit();
       destroyDeliveryAgents(deliveryAgents);
       await prisma.$disconnect();

@@ -1,5 +1,5 @@
 /**
- * The Inbound API's member record end to end (issue 16): the platform sends events and member
+ * The Inbound API's member record end to end: the platform sends events and member
  * intakes to a real event-ingest process, and a receiver looks the person up on admin-api with
  * the world's API key, as a customer's code would. Real PostgreSQL and Redis throughout.
  */

@@ -4,6 +4,7 @@
  * configuration; integration tests call it in-process with their own prefix, schedule and mail
  * transport.
  */
+import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import { LogPartitions, type PgPool, type PrismaClient } from "@vw/db";
@@ -56,6 +57,8 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   /** Wall clock of attempts (the `webhook-timestamp`); injectable for tests. */
   now?: () => Date;
+  /** DNS lookup of deliveries' connections; the system's (`dns.lookup`) unless given. */
+  deliveryLookup?: LookupFunction;
   /**
    * The analytics flush schedule; without it this process runs no flush (tests that call
    * `flushAnalytics` themselves). `main.ts` always passes it.
@@ -97,7 +100,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   };
   // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
   for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
-  const agents = createDeliveryAgents(options.endpointUrlPolicy);
+  const agents = createDeliveryAgents(options.endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
   const scheduler = await EndpointScheduler.forQueue(queues.deliveries, {
     maxWindow: options.endpointConcurrency,
     // A slot is held at most for the attempt (bounded by the timeout) and its log write.
@@ -110,6 +113,9 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     attempts: new AttemptSlots(options.deliveryConcurrency),
     scheduler,
     onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
+    // The delivery log says only "not a public address" or "could not connect"; the address or the resolver's answer is for operators.
+    onHiddenDetail: (info) =>
+      options.logger.warn(info, info.kind === "refused-by-policy" ? "delivery refused by ENDPOINT_URL_POLICY" : "delivery could not connect: its host had no address (retried)"),
     disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),
     agents,
@@ -191,7 +197,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       clearInterval(sweeper);
       // An attempt in flight ends within its timeout and its log write, so by then every job this
       // process took is done. BullMQ's close can wait longer than that on a blocking connection
-      // still backing off after a Redis outage (taskforcesh/bullmq#4656); past the bound it is
+      // still backing off after a Redis outage (a known BullMQ behaviour); past the bound it is
       // left behind, named in the log, instead of holding the process until it is killed.
       const boundMs = options.deliveryTimeoutMs + LEASE_MARGIN_MS;
       const within = (closing: Promise<unknown>, ms: number, what: string) =>

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DeliverJobData, EndpointScheduler, WindowSignal } from "@vw/queues";
-import { nextDelay, sendAttempt, toAttemptRecord, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
+import { nextDelay, sendAttempt, toAttemptRecord, type AttemptErrorKind, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
@@ -39,6 +39,12 @@ export interface DeliverDeps {
   metrics: WorkerMetrics;
   /** A slot release that failed (Redis down): logged; the lease expires by itself. */
   onSchedulerError?: (err: unknown) => void;
+  /**
+   * What an attempt's error keeps off the delivery log, for the server's log only: the address a
+   * policy refusal was about (`refused-by-policy`), or what the resolver said of a host that had
+   * no address (`connection`, retried).
+   */
+  onHiddenDetail?: (info: { endpointId: string; deliveryId: string; kind: AttemptErrorKind; detail: string }) => void;
   timeoutMs: number;
   /**
    * SCHEDULER_SLOT_WAIT_MS: how long a job whose endpoint has every slot taken (and no backlog)
@@ -129,6 +135,8 @@ async function attempt(data: DeliverJobData, run: JobRun, deps: DeliverDeps, att
     });
     attemptDone();
     const errorKind = sent.outcome.error?.kind;
+    const hidden = sent.outcome.error;
+    if (hidden?.detail !== undefined) deps.onHiddenDetail?.({ endpointId: delivery.endpointId, deliveryId: delivery.deliveryId, kind: hidden.kind, detail: hidden.detail });
     signal = windowSignal(sent.outcome.status, errorKind);
     deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
     // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.

@@ -25,9 +25,9 @@ export class DeliveryStore {
   constructor(pool: PgPool) {
     this.log = new DeliveryLog(pgRunner(pool));
     // One statement of each kind at a time: what arrives meanwhile waits for the next one, so the
-    // batches grow with the load. With 2 reads and 3 writes in flight, `pnpm bench delivery`
-    // measured PostgreSQL at 0.20-0.23 ms of CPU per delivery; with one of each, 0.17-0.18 (bigger
-    // group commits), at the same throughput.
+    // batches grow with the load. Several in flight made smaller group commits, which cost
+    // PostgreSQL more CPU per delivery at the same throughput in `pnpm bench delivery`
+    // (docs/decisions/0001-attempt-log-group-commit.md).
     this.loads = new Coalescer((ids) => this.log.loadForAttempt(ids), { maxBatch: 500, maxInFlight: 1 });
     this.writes = new Coalescer((results) => this.writeMany(results), { maxBatch: 500, maxInFlight: 1 });
   }

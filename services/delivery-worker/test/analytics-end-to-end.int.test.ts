@@ -16,7 +16,7 @@ import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookRe
 import { startHarness, type Harness } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const INGEST_TOKEN = "e2e-analytics-token-0123456789";
+const INGEST_TOKEN = "e2e-analytics-token-4f9a2c7e1b8d6035";
 const PSEUDONYM_KEY = "e2e-analytics-pseudonym-key-0123456789abcdef";
 const PLAY_URL = "https://play.example.test";
 let h: Harness;

@@ -12,7 +12,7 @@ import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookRe
 import { startHarness, type Harness } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const INGEST_TOKEN = "e2e-ingest-token-0123456789";
+const INGEST_TOKEN = "e2e-ingest-token-8c3f1a9e6b2d7054";
 let h: Harness;
 let ingest: ServiceProcess;
 let worker: ServiceProcess;

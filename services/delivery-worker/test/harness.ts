@@ -6,6 +6,7 @@
  * admin-api write them, so these tests exercise the worker alone.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import type { LookupFunction } from "node:net";
 import { Queue, type Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
@@ -58,6 +59,8 @@ export interface HarnessOptions {
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
   inProcessWorker?: boolean;
+  /** DNS lookup of the deliveries' connections; the system's unless given. */
+  deliveryLookup?: LookupFunction;
 }
 
 export interface TestEndpoint {
@@ -136,6 +139,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     mailFrom: "Webhooks <webhooks@test.local>",
     random: options.random,
     now: options.now,
+    ...(options.deliveryLookup ? { deliveryLookup: options.deliveryLookup } : {}),
   });
 
   const done = new Map<string, string>();

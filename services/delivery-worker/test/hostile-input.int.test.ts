@@ -1,5 +1,5 @@
 /**
- * Hostile input on the worker's own HTTP port (`/healthz`, `/readyz`, `/metrics`; issue 11):
+ * Hostile input on the worker's own HTTP port (`/healthz`, `/readyz`, `/metrics`):
  * generated malformed and arbitrary requests to every registered route never get a 5xx or a bare
  * error, and what Node's parser refuses is a problem document too. `FUZZ_SEED` replays a run.
  */

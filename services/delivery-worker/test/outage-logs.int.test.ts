@@ -1,5 +1,5 @@
 /**
- * Logs during an outage (issue 11): while Redis or PostgreSQL is unreachable, the worker process
+ * Logs during an outage: while Redis or PostgreSQL is unreachable, the worker process
  * stays up and writes only JSON lines, one when the dependency goes and one when it is back, not a
  * stack trace per reconnect attempt. The outage is a loopback proxy in front of the real servers
  * that resets every connection (the shared servers are never touched).
@@ -111,7 +111,7 @@ describe("delivery-worker logs during an outage", () => {
 
   it("stops on SIGTERM with exit code 0 after both outages, before its shutdown deadline", async () => {
     // BullMQ's close can wait on a blocking connection still backing off after the Redis outage
-    // (taskforcesh/bullmq#4656); the worker leaves it behind after the bound instead of hanging
+    // (a known BullMQ behaviour); the worker leaves it behind after the bound instead of hanging
     // until its 30 s shutdown deadline (exit 1) or the orchestrator's kill.
     const started = Date.now();
     const code = await worker.stop();

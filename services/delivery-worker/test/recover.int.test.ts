@@ -15,7 +15,7 @@ import { runRecovery } from "../src/recover.js";
 import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const ADMIN_TOKEN = "recover-admin-token-0123456789";
+const ADMIN_TOKEN = "recover-admin-token-5b1e9d3a7c2f8064";
 const HOUR = 3_600_000;
 
 let h: Harness;

@@ -1,5 +1,5 @@
 /**
- * Per-endpoint scheduling across worker replicas (issue 14), with worker processes against one
+ * Per-endpoint scheduling across worker replicas, with worker processes against one
  * Redis and one database:
  * - two workers together never have more attempts in flight for an endpoint than its window;
  * - the throttle (`rateLimitPerSecond`) spaces starts across both workers;
@@ -102,8 +102,8 @@ describe("two worker processes", () => {
     // attempt can start late but never before its reserved time: the k-th arrival comes at least
     // (k - 1) slots after the enqueue (one slot of slack for the first reservation). Lateness only
     // delays arrivals, so a loaded machine cannot break this; a per-process throttle (two workers,
-    // twice the rate) reaches the last arrivals in half that time. (Spans between arrivals were
-    // checked here before: one arrival 380 ms late on a loaded CI machine narrowed a span to 820 ms.)
+    // twice the rate) reaches the last arrivals in half that time. (Spans between arrivals are not
+    // checked: one late arrival on a loaded machine narrows the span after it.)
     const early = at.map((t, k) => ({ k, afterEnqueueMs: t - enqueuedAt, scheduleMs: ((k - 1) * 1000) / RATE })).filter((a) => a.afterEnqueueMs < a.scheduleMs);
     expect(early).toEqual([]);
     const perWorker = await Promise.all(workers.map(attemptsOf));

@@ -2,8 +2,11 @@
  * SSRF at delivery time under the default ENDPOINT_URL_POLICY (public-https): whatever URL got
  * into the database (a policy tightened later, a row written by hand, DNS that changed since
  * creation), the worker refuses to connect to a non-public address, sends nothing and logs the
- * refusal without retrying.
+ * refusal without retrying. A host name without an address at send time is not refused but
+ * retried: a customer's DNS zone answering NXDOMAIN for a moment must not lose deliveries.
  */
+import { lookup as systemLookup } from "node:dns";
+import type { LookupFunction } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
@@ -11,8 +14,15 @@ import { startHarness, type Harness } from "./harness.js";
 let h: Harness;
 let probe: WebhookReceiver;
 
+/** The name whose zone answers NXDOMAIN; every other name goes to the system resolver. */
+const MISSING_HOST = "hooks.nxdomain.example";
+const deliveryLookup: LookupFunction = (hostname, options, callback) => {
+  if (hostname === MISSING_HOST) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "", 4);
+  return systemLookup(hostname, options, callback);
+};
+
 beforeAll(async () => {
-  h = await startHarness({ endpointUrlPolicy: "public-https", retryDelays: [100] });
+  h = await startHarness({ endpointUrlPolicy: "public-https", retryDelays: [100], deliveryLookup });
   probe = await startWebhookReceiver({ answer: 204 });
 });
 afterAll(async () => {
@@ -44,6 +54,24 @@ describe("with ENDPOINT_URL_POLICY=public-https the worker refuses", () => {
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ errorKind: "refused-by-policy", verdict: "rejected", responseStatus: null });
+    // The logged error (shown to the world's administrators) names no address range nor what DNS said.
+    if (name !== "plain http") expect(attempts[0]!.error).toMatch(/^connection to \S+ refused by ENDPOINT_URL_POLICY: \S+ is not a public address$/);
+    expect(attempts[0]!.error).not.toMatch(/loopback|private|link-local|unique-local|carrier-grade|mapped/);
     expect(probe.received).toHaveLength(0);
+  });
+});
+
+describe("with ENDPOINT_URL_POLICY=public-https a host without an address at send time", () => {
+  it("is a connection error, retried on the schedule, whose logged error does not say the name did not resolve", async () => {
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: `https://${MISSING_HOST}/hook` });
+    const deliveryId = await h.seedDelivery(endpoint);
+    // RETRY_DELAYS=100ms: the first attempt and its one retry, then failed for lack of retries.
+    expect(await h.completion(deliveryId)).toBe("failed");
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId }, orderBy: { attemptNumber: "asc" } });
+    expect(attempts).toHaveLength(2);
+    for (const attempt of attempts) {
+      expect(attempt).toMatchObject({ errorKind: "connection", verdict: "retry", responseStatus: null, error: `could not connect to ${MISSING_HOST}` });
+    }
   });
 });

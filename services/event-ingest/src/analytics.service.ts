@@ -4,11 +4,18 @@
  * (see @vw/queues analytics-buffer). The delivery worker's flush turns the buffers into
  * `analytics.batch` deliveries, one per endpoint per flush interval at most. Nothing goes to
  * PostgreSQL here: an analytics event is worth one batch line, not a row.
+ *
+ * Redis holds at most ANALYTICS_BUFFER_MAX events per endpoint and ANALYTICS_BUFFER_MAX_PER_WORLD
+ * (or the world's own `analyticsBufferMax`) per world, its endpoints together: a world posting
+ * faster than its endpoints are flushed fills its own share and no more. Events over the world's
+ * limit are not buffered; they are counted in `vw_analytics_events_dropped_total{reason=
+ * "world-buffer-full"}` (one per event and endpoint, like the worker's per-endpoint drops) and
+ * logged, and the request is still answered 202: analytics are best effort.
  */
 import type { RedisClient } from "@vw/queues";
 import type { PrismaClient } from "@vw/db";
-import { pushAnalyticsEvents } from "@vw/queues";
-import { AppError, type Logger } from "@vw/service-kit";
+import { DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, pushWorldAnalyticsEvents } from "@vw/queues";
+import { AppError, Counter, METRICS_PREFIX, type Logger, type Registry } from "@vw/service-kit";
 import { applyPrivacy, readWorldAnalytics } from "./analytics-privacy.js";
 import type { AnalyticsIntakeRequest } from "./analytics.schema.js";
 
@@ -22,6 +29,9 @@ export interface AnalyticsIntakeResult {
   endpoints: number;
 }
 
+/** Why ingest did not buffer analytics events (the worker counts the others under the same metric). */
+export const INGEST_ANALYTICS_DROP_REASONS = ["world-buffer-full"] as const;
+
 /** Options of {@link AnalyticsIntake}. */
 export interface AnalyticsIntakeOptions {
   /** REDIS_KEY_PREFIX (the worker's must match). */
@@ -30,26 +40,41 @@ export interface AnalyticsIntakeOptions {
   pseudonymKey: Buffer;
   /** ANALYTICS_BUFFER_MAX: events waiting per endpoint at most; older ones are trimmed and counted. */
   bufferMax: number;
+  /** ANALYTICS_BUFFER_MAX_PER_WORLD: events held for one world (all its endpoints) at most, unless the world has its own; 10000 by default. */
+  worldBufferMax?: number;
+  /** Where `vw_analytics_events_dropped_total` is registered (the process's `/metrics`); none: not exported. */
+  registry?: Registry;
 }
 
 interface WorldRow {
   id: string;
   analytics: unknown;
+  analytics_buffer_max: number | null;
 }
 
 /** Takes validated analytics requests. */
 export class AnalyticsIntake {
+  private readonly dropped: Counter<"reason">;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly redis: RedisClient,
     private readonly logger: Logger,
     private readonly options: AnalyticsIntakeOptions,
-  ) {}
+  ) {
+    this.dropped = new Counter({
+      name: `${METRICS_PREFIX}analytics_events_dropped_total`,
+      help: "Analytics events never sent, by reason (event-ingest: world-buffer-full, one per event and endpoint).",
+      labelNames: ["reason"],
+      registers: options.registry ? [options.registry] : [],
+    });
+    for (const reason of INGEST_ANALYTICS_DROP_REASONS) this.dropped.inc({ reason }, 0);
+  }
 
   /** Applies the privacy rules and buffers the events; 404 for an unknown world. */
   async ingest(request: AnalyticsIntakeRequest): Promise<AnalyticsIntakeResult> {
     const [world] = await this.prisma.$queryRaw<WorldRow[]>`
-      SELECT w.id, w.analytics FROM worlds w JOIN organizations o ON o.id = w.organization_id
+      SELECT w.id, w.analytics, w.analytics_buffer_max FROM worlds w JOIN organizations o ON o.id = w.organization_id
       WHERE o.slug = ${request.organizationSlug} AND w.slug = ${request.worldSlug}`;
     if (!world) {
       throw new AppError(404, "unknown-world", `No such world: ${request.world}. Nothing was accepted.`, {
@@ -69,11 +94,20 @@ export class AnalyticsIntake {
     // Disabled endpoints are left out: they get no analytics while disabled (no catch-up).
     const endpoints = await this.prisma.$queryRaw<{ id: string }[]>`
       SELECT id FROM webhook_endpoints WHERE world_id = ${world.id}::uuid AND enabled = true AND 'analytics' = ANY(subscriptions)`;
-    for (const endpoint of endpoints) {
-      const trimmed = await pushAnalyticsEvents(this.redis, this.options.keyPrefix, endpoint.id, kept, this.options.bufferMax);
-      if (trimmed > 0) {
-        this.logger.warn({ endpointId: endpoint.id, trimmed, bufferMax: this.options.bufferMax }, "analytics buffer full: oldest events dropped");
-      }
+    const worldMax = world.analytics_buffer_max ?? this.options.worldBufferMax ?? DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD;
+    const pushed = await pushWorldAnalyticsEvents(
+      this.redis,
+      this.options.keyPrefix,
+      endpoints.map((e) => e.id),
+      kept,
+      { perEndpointMax: this.options.bufferMax, worldMax },
+    );
+    for (const [endpointId, trimmed] of pushed.trimmed) {
+      this.logger.warn({ endpointId, trimmed, bufferMax: this.options.bufferMax }, "analytics buffer full: oldest events dropped");
+    }
+    if (pushed.refused > 0) {
+      this.dropped.inc({ reason: "world-buffer-full" }, pushed.refused);
+      this.logger.warn({ worldId: world.id, refused: pushed.refused, worldBufferMax: worldMax }, "analytics: the world's buffer is full; events not buffered");
     }
     result.endpoints = endpoints.length;
     return result;

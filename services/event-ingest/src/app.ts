@@ -4,6 +4,8 @@ import type { RedisClient } from "@vw/queues";
 import { MemberDirectory, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
+  AuthThrottle,
+  DEFAULT_AUTH_THROTTLE,
   createApp,
   createServiceMetrics,
   errorMiddleware,
@@ -14,6 +16,7 @@ import {
   metricsRouter,
   notFoundHandler,
   openApiRouter,
+  type AuthThrottleLimits,
   type Logger,
   type ServiceMetrics,
 } from "@vw/service-kit";
@@ -58,6 +61,12 @@ export interface IngestAppDeps {
   authHook?: AuthHookService;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
   metrics?: ServiceMetrics;
+  /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S; 20 failures a minute by default. */
+  authThrottle?: AuthThrottleLimits;
+  /** REDIS_KEY_PREFIX: the failed-authentication counters are kept in `redis` under it. */
+  redisKeyPrefix: string;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client; nobody's by default. */
+  trustProxy?: number | readonly string[] | false;
 }
 
 /** Prefix of every authenticated route. */
@@ -83,14 +92,22 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   });
 
   const api = Router({ caseSensitive: true });
-  api.use(ingestAuth(deps.ingestToken));
+  // Wrong ingest tokens are counted per client in Redis, so every replica refuses a guesser.
+  const throttle = new AuthThrottle({
+    redis: deps.redis,
+    keyPrefix: deps.redisKeyPrefix,
+    scope: "ingest-token",
+    ...(deps.authThrottle ?? DEFAULT_AUTH_THROTTLE),
+    logger: deps.logger,
+  });
+  api.use(ingestAuth(deps.ingestToken, throttle));
   api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
   api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   api.use(membersRouter(new MemberIntakeService(deps.prisma, members)));
   if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
-  const app = createApp(deps.logger);
+  const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
   app.use(
     healthRouter([

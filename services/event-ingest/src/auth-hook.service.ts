@@ -1,8 +1,15 @@
 /**
  * The synchronous `member.connecting` hook (spec: Events > member.connecting): while the platform
  * authenticates a member, every enabled endpoint of the world subscribed to `auth` is called, one
- * after another in creation order, each bounded by AUTH_HOOK_TIMEOUT_MS. It never blocks access:
- * whatever the receivers do, the caller gets 200 with one result per endpoint.
+ * after another in creation order. It never blocks access: whatever the receivers do, the caller
+ * gets 200 with one result per endpoint.
+ *
+ * Budget: the answer comes within AUTH_HOOK_TIMEOUT_MS of the request, whatever the number of
+ * endpoints (the spec gives the platform's access check 5 s, not 5 s per endpoint). Each call gets
+ * what is left of the budget; the endpoints not reached when it runs out are listed as
+ * `not-reached` and called after the answer, still one after another, each with a whole
+ * AUTH_HOOK_TIMEOUT_MS of its own, on the world's lane of {@link DeferredHookCalls} (bounded); their
+ * calls are recorded in the history like the others, never retried, never counted.
  *
  * No retry, no failure counting, no disabling: the endpoint row is only read, never written
  * (a 410 here leaves the endpoint enabled; spec: "Its failures do not count towards disabling").
@@ -18,6 +25,7 @@
  * failed write is logged. {@link AuthHookService.drain} writes what is pending and waits for the
  * writes in flight (shutdown does).
  */
+import { performance } from "node:perf_hooks";
 import { DeliveryLog, newDeliveryId, pgRunner, type PgPool } from "@vw/db";
 import type { Logger } from "@vw/service-kit";
 import { AppError } from "@vw/service-kit";
@@ -33,7 +41,8 @@ import {
   type DeliveryAgents,
   type SecretBox,
 } from "@vw/webhook-core";
-import type { ValidAuthHookRequest as AuthHookRequest } from "@vw/contracts";
+import type { AuthHookError, ValidAuthHookRequest as AuthHookRequest } from "@vw/contracts";
+import { DeferredHookCalls } from "./auth-hook-deferred.js";
 import type { WorldSettingsCache } from "./world-settings-cache.js";
 
 /** The event type of the hook. */
@@ -50,8 +59,12 @@ export interface AuthHookResult {
   /** The receiver's HTTP status; null when there was none (timeout, connection error, refused address). */
   status: number | null;
   durationMs: number;
-  /** Why there was no HTTP status: `timeout`, `connection`, `refused-by-policy`, `redirect`, `secret-unavailable`. */
-  error?: string;
+  /**
+   * Why there was no HTTP status: `timeout`, `connection`, `refused-by-policy`, `redirect`,
+   * `secret-unavailable`; `not-reached` when the budget ran out before this endpoint's turn (it is
+   * called after the answer).
+   */
+  error?: AuthHookError;
 }
 
 /** What `POST /v1/auth-hook` answers. */
@@ -67,7 +80,7 @@ export interface AuthHookOptions {
   secretBox: SecretBox;
   /** `createDeliveryAgents(ENDPOINT_URL_POLICY)`: the connect-time address check. */
   agents: DeliveryAgents;
-  /** AUTH_HOOK_TIMEOUT_MS: budget of each endpoint's attempt. */
+  /** AUTH_HOOK_TIMEOUT_MS: budget of the whole answer, and of each call made after it. */
   timeoutMs: number;
   logger: Logger;
   /**
@@ -79,7 +92,13 @@ export interface AuthHookOptions {
   historyFlushMs?: number;
   /** Clock of the envelope's `timestamp` and of the attempts; the system clock by default. */
   now?: () => Date;
+  /** Monotonic clock (ms) of the answer's budget; `performance.now` by default. */
+  monotonic?: () => number;
+  /** Where calls past the budget wait; one with the defaults (1000 calls at most) unless given. */
+  deferred?: DeferredHookCalls;
 }
+
+type HookEndpoint = HookTarget["endpoints"][number];
 
 export interface HookTarget {
   world_id: string;
@@ -124,6 +143,7 @@ export class AuthHookService {
   private pending: HistoryRow[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly log: DeliveryLog;
+  private readonly deferred: DeferredHookCalls;
 
   /**
    * @param pool a plain pg pool (`createPgPool`): the hook's two statements are prepared once per
@@ -137,58 +157,106 @@ export class AuthHookService {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
     this.secrets = new SecretCache(options.secretBox);
     this.log = new DeliveryLog(pgRunner(pool));
+    this.deferred = options.deferred ?? new DeferredHookCalls({ logger: options.logger });
   }
 
-  /** Calls the world's `auth` endpoints one after another; 404 for an unknown world. */
+  /**
+   * Calls the world's `auth` endpoints one after another within the budget and answers; those not
+   * reached are called afterwards (see the file comment). 404 for an unknown world.
+   */
   async run(request: AuthHookRequest): Promise<AuthHookResponse> {
+    const clock = this.options.monotonic ?? (() => performance.now());
+    const deadline = clock() + this.options.timeoutMs;
     const target = await this.findTarget(request);
-    const now = this.options.now ?? (() => new Date());
     const accessTokens = exposedAccessTokens(target.identity_providers, request.accessTokens);
-    const world = worldReference(this.playUrl, target.org_slug, target.world_slug, target.custom_domain);
 
     const results: AuthHookResult[] = [];
     const history: HistoryRow[] = [];
+    let next = 0;
     // One after another (spec rule 5): a receiver may change the member's tags before the next one runs.
-    for (const endpoint of target.endpoints) {
-      const deliveryId = newDeliveryId();
-      const body =
-        endpoint.format === "legacy"
-          ? buildLegacyAuthBody({ roomUrl: request.roomUrl, uuid: request.uuid, accessTokens })
-          : buildEnvelope({
-              deliveryId,
-              apiVersion: endpoint.apiVersion,
-              type: MEMBER_CONNECTING,
-              timestamp: now().toISOString(),
-              world,
-              data: { roomUrl: request.roomUrl, uuid: request.uuid, accessTokens },
-            });
-      let secret: string | null;
-      try {
-        secret = this.secrets.secretOf(endpoint.id, endpoint.secretSealed);
-      } catch (err) {
-        // A secret sealed with a key this process lacks: sending unsigned would be worse than not sending.
-        this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
-        results.push({ endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" });
-        continue;
-      }
-      // node:http rather than got: the same contract (webhook-core runs one test suite against
-      // both) for about a third of a millisecond less CPU per endpoint on the member's path.
-      const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now, transport: postDeliveryDirect });
-      const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
-      history.push({ worldId: target.world_id, endpointId: endpoint.id, body, attempt, finishedAt: new Date() });
-      results.push({
-        endpointId: endpoint.id,
-        status: attempt.responseStatus,
-        durationMs: attempt.durationMs,
-        ...(attempt.errorKind === null ? {} : { error: attempt.errorKind }),
-      });
+    for (; next < target.endpoints.length; next += 1) {
+      // Whole milliseconds: a call with less than 1 ms left could not be made anyway.
+      const left = Math.floor(deadline - clock());
+      if (left < 1) break;
+      const call = await this.call(target, target.endpoints[next] as HookEndpoint, request, accessTokens, left);
+      results.push(call.result);
+      if (call.history) history.push(call.history);
     }
+    const late = target.endpoints.slice(next);
+    for (const endpoint of late) results.push({ endpointId: endpoint.id, status: null, durationMs: 0, error: "not-reached" });
     this.record(history);
+    if (late.length > 0) {
+      this.deferred.enqueue(
+        target.world_id,
+        late.map((endpoint) => async () => {
+          const call = await this.call(target, endpoint, request, accessTokens, this.options.timeoutMs);
+          if (call.history) this.record([call.history]);
+        }),
+      );
+    }
     return { results };
   }
 
-  /** Writes the pending history now and resolves once every write started so far has finished (successfully or not). */
+  /** One endpoint's call within `timeoutMs`: its result for the answer and its history row (none when nothing was sent). */
+  private async call(
+    target: HookTarget,
+    endpoint: HookEndpoint,
+    request: AuthHookRequest,
+    accessTokens: { provider: string; token: string }[],
+    timeoutMs: number,
+  ): Promise<{ result: AuthHookResult; history?: HistoryRow }> {
+    const now = this.options.now ?? (() => new Date());
+    const deliveryId = newDeliveryId();
+    const body =
+      endpoint.format === "legacy"
+        ? buildLegacyAuthBody({ roomUrl: request.roomUrl, uuid: request.uuid, accessTokens })
+        : buildEnvelope({
+            deliveryId,
+            apiVersion: endpoint.apiVersion,
+            type: MEMBER_CONNECTING,
+            timestamp: now().toISOString(),
+            world: worldReference(this.playUrl, target.org_slug, target.world_slug, target.custom_domain),
+            data: { roomUrl: request.roomUrl, uuid: request.uuid, accessTokens },
+          });
+    let secret: string | null;
+    try {
+      secret = this.secrets.secretOf(endpoint.id, endpoint.secretSealed);
+    } catch (err) {
+      // A secret sealed with a key this process lacks: sending unsigned would be worse than not sending.
+      this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
+      return { result: { endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" } };
+    }
+    // node:http rather than got: the same contract (webhook-core runs one test suite against
+    // both) for less CPU per endpoint on the member's path (got merges a full options object per
+    // request; docs/decisions/0006-http-transports-for-deliveries.md).
+    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
+    const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
+    // What a policy refusal was about, or what the resolver said of a host without an address, stays
+    // on the server: the history says only "not a public address" or "could not connect".
+    const hidden = sent.outcome.error;
+    if (hidden?.detail !== undefined) {
+      this.options.logger.warn(
+        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
+        hidden.kind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
+      );
+    }
+    return {
+      result: {
+        endpointId: endpoint.id,
+        status: attempt.responseStatus,
+        durationMs: attempt.durationMs,
+        ...(attempt.errorKind === null ? {} : { error: attempt.errorKind as AuthHookError }),
+      },
+      history: { worldId: target.world_id, endpointId: endpoint.id, body, attempt, finishedAt: new Date() },
+    };
+  }
+
+  /**
+   * Lets the deferred calls finish, writes the pending history now and resolves once every write
+   * started so far has finished (successfully or not).
+   */
   async drain(): Promise<void> {
+    await this.deferred.drain();
     this.flush();
     while (this.writes.size > 0) await Promise.all([...this.writes]);
   }

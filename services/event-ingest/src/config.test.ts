@@ -4,8 +4,8 @@ import { loadConfig } from "./config.js";
 
 const valid = {
   DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/vw",
-  INGEST_TOKEN: "0123456789abcdef",
-  SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+  INGEST_TOKEN: "c4e81f7a2b9d6053e7a1c9f4b2d8e6a3",
+  SECRETS_ENCRYPTION_KEY: Buffer.from("5e2a8c1f7b3d9e0a4c6f8b2d1e3a5c7f9b0d2e4a6c8f1b3d5e7a9c0e2f4b6d8a", "hex").toString("base64"),
 };
 
 function problemsOf(env: Record<string, string | undefined>): string[] {
@@ -37,6 +37,9 @@ describe("loadConfig", () => {
       secretsEncryptionKey: valid.SECRETS_ENCRYPTION_KEY,
       analyticsPseudonymKey: null,
       analyticsBufferMax: 1000,
+      analyticsBufferMaxPerWorld: 10_000,
+      authThrottle: { maxFailures: 20, windowMs: 60_000 },
+      trustProxy: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -96,11 +99,29 @@ describe("loadConfig", () => {
     expect(problems.some((p) => p.startsWith("AUTH_HOOK_TIMEOUT_MS "))).toBe(true);
   });
 
-  it("refuses an INGEST_TOKEN shorter than 16 characters without echoing it, and accepts exactly 16", () => {
-    const problems = problemsOf({ ...valid, INGEST_TOKEN: "short-secret" });
-    expect(problems).toEqual(["INGEST_TOKEN must be at least 16 characters long, got 12"]);
-    expect(problems.join("\n")).not.toContain("short-secret");
-    expect(loadConfig({ ...valid, INGEST_TOKEN: "x".repeat(16) }).ingestToken).toBe("x".repeat(16));
+  it.each([
+    ["short-secret", /^INGEST_TOKEN must be at least 32 characters long, got 12/],
+    ["x".repeat(16), /^INGEST_TOKEN must be at least 32 characters long, got 16/],
+    ["ab".repeat(20), /^INGEST_TOKEN has only 2 distinct characters/],
+    ["Pass-Word12".repeat(3), /^INGEST_TOKEN repeats one 11-character pattern/],
+  ])("refuses a weak INGEST_TOKEN (%s) without echoing it", (token, reason) => {
+    const problems = problemsOf({ ...valid, INGEST_TOKEN: token });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(reason);
+    expect(problems.join("\n")).not.toContain(token.slice(0, 10));
+  });
+
+  it("refuses an all-zero SECRETS_ENCRYPTION_KEY, naming the variable", () => {
+    expect(problemsOf({ ...valid, SECRETS_ENCRYPTION_KEY: Buffer.alloc(32).toString("base64") })).toEqual([expect.stringMatching(/^SECRETS_ENCRYPTION_KEY: .*all zeros/)]);
+  });
+
+  it("reads ANALYTICS_BUFFER_MAX_PER_WORLD, the authentication throttle and TRUST_PROXY", () => {
+    expect(loadConfig({ ...valid, ANALYTICS_BUFFER_MAX_PER_WORLD: "500", AUTH_FAILURES_MAX: "3", AUTH_FAILURES_WINDOW_S: "120", TRUST_PROXY: "loopback" })).toMatchObject({
+      analyticsBufferMaxPerWorld: 500,
+      authThrottle: { maxFailures: 3, windowMs: 120_000 },
+      trustProxy: ["loopback"],
+    });
+    expect(problemsOf({ ...valid, ANALYTICS_BUFFER_MAX_PER_WORLD: "0" })).toEqual(["ANALYTICS_BUFFER_MAX_PER_WORLD must be between 1 and 10000000, got 0"]);
   });
 
   it("names every malformed variable at once", () => {

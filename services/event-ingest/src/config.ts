@@ -1,9 +1,6 @@
-import { DEFAULT_ANALYTICS_BUFFER_MAX } from "@vw/queues";
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
+import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
+import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
-
-/** Shortest accepted INGEST_TOKEN: anything shorter is guessable and refused at start-up. */
-export const MIN_INGEST_TOKEN_LENGTH = 16;
 
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
 export const DEFAULT_MAX_EVENTS_PER_REQUEST = 500;
@@ -26,9 +23,8 @@ export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3002);
     const ingestToken = r.string("INGEST_TOKEN");
-    if (ingestToken !== "" && ingestToken.length < MIN_INGEST_TOKEN_LENGTH) {
-      r.problem(`INGEST_TOKEN must be at least ${MIN_INGEST_TOKEN_LENGTH} characters long, got ${ingestToken.length}`);
-    }
+    const tokenProblem = weakTokenProblem("INGEST_TOKEN", ingestToken);
+    if (tokenProblem !== null) r.problem(tokenProblem);
     const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
     // Same rule as admin-api's: the auth hook signs with endpoint secrets that admin-api sealed.
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
@@ -54,7 +50,7 @@ export function loadConfig(env: Env) {
       playUrl: readPlayUrl(r),
       /** Most events in one `{events: [...]}` request. */
       maxEventsPerRequest: r.int("MAX_EVENTS_PER_REQUEST", DEFAULT_MAX_EVENTS_PER_REQUEST, { min: 1, max: MAX_EVENTS_PER_REQUEST_CEILING }),
-      /** Budget of each endpoint's `member.connecting` attempt (the endpoints are called one after another). */
+      /** Budget of the auth hook's answer, all endpoints together (and of each call made after it). */
       authHookTimeoutMs: r.int("AUTH_HOOK_TIMEOUT_MS", DEFAULT_AUTH_HOOK_TIMEOUT_MS, { min: 1, max: 60_000 }),
       /**
        * `public-https` (default): the auth hook connects only to public addresses over https.
@@ -67,6 +63,12 @@ export function loadConfig(env: Env) {
       analyticsPseudonymKey,
       /** Inner analytics events waiting per endpoint at most; older ones are trimmed and counted. */
       analyticsBufferMax: r.int("ANALYTICS_BUFFER_MAX", DEFAULT_ANALYTICS_BUFFER_MAX, { min: 1, max: 100_000 }),
+      /** Inner analytics events held in Redis for one world, its endpoints together, unless the world has its own limit; more are not buffered and counted. */
+      analyticsBufferMaxPerWorld: r.int("ANALYTICS_BUFFER_MAX_PER_WORLD", DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, { min: 1, max: 10_000_000 }),
+      /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: wrong ingest tokens one client may send per window. */
+      authThrottle: readAuthThrottle(r),
+      /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */
+      trustProxy: readTrustProxy(r),
     };
   });
 }

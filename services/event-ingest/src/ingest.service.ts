@@ -63,15 +63,16 @@ type BatchedOutcome = RequestOutcome & { enqueued: Promise<void> | null };
 
 /**
  * Takes validated events; the route calls {@link IngestService.ingest}. Its statements run on a
- * plain pg pool as named prepared statements, parsed and planned once per connection: through
- * Prisma, whose raw queries are compiled again on every call, the intake spent a quarter of its
- * CPU in Prisma's query engine (`pnpm bench delivery` profile).
+ * plain pg pool as named prepared statements, parsed and planned once per connection: Prisma
+ * compiles its raw queries again on every call, which profiles of `pnpm bench delivery` showed as a
+ * large share of the intake's CPU.
  *
  * Requests are stored in batches (group commit): those that arrive while an intake's transaction
  * runs are stored together in the next one, and their jobs added in one round trip. An intake
- * costs about 4 ms of CPU in ingest and 2 ms in PostgreSQL whatever its size (a transaction of five
- * statements, two Redis round trips, the HTTP exchange), so producers posting events one at a time
- * paid that for every event; batched, that cost falls as the load rises. Each request still gets
+ * costs about the same in ingest and in PostgreSQL whatever its size (a transaction, two Redis
+ * round trips, the HTTP exchange), so producers posting events one at a time would pay that for
+ * every event; batched, that cost per request falls as the load rises
+ * (docs/decisions/0008-ingest-intakes-in-batches.md). Each request still gets
  * its own answer: an unknown world fails only the request naming it, and a batch whose statement
  * fails for a reason other than an unavailable dependency is stored again request by request, so
  * that only the request that caused it fails.

@@ -1,10 +1,25 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import {
+  Counter,
+  METRICS_PREFIX,
+  closeServer,
+  createLogger,
+  createServiceMetrics,
+  dependencyStatus,
+  describeRedisTopology,
+  listen,
+  loadConfigOrExit,
+  logProcessWarnings,
+  redisClientErrorListener,
+  registerShutdown,
+  watchRedisConnection,
+} from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { pseudonymKey } from "./analytics-privacy.js";
 import { AnalyticsIntake } from "./analytics.service.js";
 import { createIngestApp } from "./app.js";
+import { DeferredHookCalls } from "./auth-hook-deferred.js";
 import { AuthHookService, type HookTarget } from "./auth-hook.service.js";
 import { loadConfig } from "./config.js";
 import { WorldSettingsCache, WorldSettingsListener } from "./world-settings-cache.js";
@@ -40,6 +55,12 @@ hookPool.on("connect", () => dependencyStatus(logger, "postgresql").up());
 const hookCache = new WorldSettingsCache<HookTarget>();
 const hookCacheListener = new WorldSettingsListener(config.databaseUrl, hookCache, logger);
 await hookCacheListener.start();
+const metrics = createServiceMetrics("event-ingest");
+const deferredDropped = new Counter({
+  name: `${METRICS_PREFIX}auth_hook_deferred_dropped_total`,
+  help: "Auth hook calls past the answer's budget that were never made: too many were waiting in this process.",
+  registers: [metrics.registry],
+});
 const authHook = new AuthHookService(hookPool, {
   cache: hookCache,
   playUrl: config.playUrl,
@@ -48,6 +69,7 @@ const authHook = new AuthHookService(hookPool, {
   agents: deliveryAgents,
   timeoutMs: config.authHookTimeoutMs,
   logger,
+  deferred: new DeferredHookCalls({ logger, onDropped: (calls) => deferredDropped.inc(calls) }),
 });
 
 // The event intake's statements (ingest.service.ts), as prepared statements on a pool of their own.
@@ -71,7 +93,13 @@ const app = createIngestApp({
     keyPrefix: config.redisKeyPrefix,
     pseudonymKey: pseudonymKey(config.analyticsPseudonymKey, config.secretsEncryptionKey),
     bufferMax: config.analyticsBufferMax,
+    worldBufferMax: config.analyticsBufferMaxPerWorld,
+    registry: metrics.registry,
   }),
+  metrics,
+  authThrottle: config.authThrottle,
+  redisKeyPrefix: config.redisKeyPrefix,
+  trustProxy: config.trustProxy,
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(
@@ -81,7 +109,7 @@ logger.info(
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
-  // Hook history rows are written after the answer: let the ones in flight land before Prisma goes.
+  // Hook calls past the budget and history rows happen after the answer: let them land before Prisma goes.
   { name: "auth hook history", run: () => authHook.drain() },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },

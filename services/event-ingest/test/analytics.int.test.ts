@@ -36,7 +36,7 @@ beforeAll(async () => {
     pseudonymKey: pseudonymKey(null, "dGVzdC1vbmx5LWtleS1kby1ub3QtdXNlLWFueXdoZXJlIQ=="),
     bufferMax: BUFFER_MAX,
   });
-  const app = createIngestApp({ prisma: h.prisma, pool: h.pool, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics });
+  const app = createIngestApp({ prisma: h.prisma, pool: h.pool, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics, redisKeyPrefix: h.keyPrefix });
   server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -58,13 +58,14 @@ function recordingLogger(logs: HookHarness["logs"]): Logger {
   return logger as unknown as Logger;
 }
 
-export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number; cache?: boolean }): Promise<HookHarness> {
+export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number; cache?: boolean; monotonic?: () => number }): Promise<HookHarness> {
   const databaseUrl = process.env.DATABASE_URL;
   const redisUrl = process.env.REDIS_URL;
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const redis = createRedisConnection(redisUrl, "producer");
-  const queue = openQueue(QUEUE_NAMES.deliveries, redis, testKeyPrefix("hook-"));
+  const keyPrefix = testKeyPrefix("hook-");
+  const queue = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
   const logs: HookHarness["logs"] = [];
   const logger = recordingLogger(logs);
   const secretBox = createSecretBox(generateSecretBoxKey());
@@ -75,9 +76,12 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
   const listener = cache === null ? null : new WorldSettingsListener(databaseUrl, cache, logger, { retryBaseMs: 3000 });
   await listener?.start();
   const hook = new AuthHookService(pool, {
-    ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger, ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }) });
+    ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger,
+    ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }),
+    ...(options.monotonic === undefined ? {} : { monotonic: options.monotonic }),
+  });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
-  const app = createIngestApp({ prisma, pool, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook });
+  const app = createIngestApp({ prisma, pool, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook, redisKeyPrefix: keyPrefix });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -136,6 +140,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
       // The hook never queues, but opening the queue wrote its meta key.
       await queue.obliterate({ force: true });
       await queue.close();
+      const counters = await redis.keys(`${keyPrefix}:auth-failures:*`);
+      if (counters.length > 0) await redis.del(...counters);
       await redis.quit();
       await prisma.$disconnect();
     },

@@ -51,6 +51,10 @@ export interface IngestHarnessOptions {
   maxEventsPerRequest?: number;
   bodyLimit?: string | number;
   enqueueTimeoutMs?: number;
+  /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S (ms); 10000 failures a minute unless given (tests send bad tokens on purpose). */
+  authThrottle?: { maxFailures: number; windowMs: number };
+  /** TRUST_PROXY; none unless given. */
+  trustProxy?: number | string[] | false;
 }
 
 export interface TestWorld {
@@ -135,6 +139,10 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     logger: recordingLogger(logs),
     ingestToken: token,
     playUrl: `${PLAY_URL}/`,
+    redisKeyPrefix: keyPrefix,
+    // Tests send bad tokens on purpose; throttling has its own test with its own limits.
+    authThrottle: options.authThrottle ?? { maxFailures: 10_000, windowMs: 60_000 },
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
     ...(options.maxEventsPerRequest === undefined ? {} : { maxEventsPerRequest: options.maxEventsPerRequest }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
@@ -215,6 +223,8 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
       await closeServer(server);
       if (redis.status === "ready") {
         if (ownsPrefix) await queue.obliterate({ force: true });
+        const counters = await redis.keys(`${keyPrefix}:auth-failures:*`);
+        if (counters.length > 0) await redis.del(...counters);
         await queue.close();
         await redis.quit();
       } else {

@@ -47,6 +47,7 @@ describe("GET /openapi.json", () => {
         logger: silent,
         ingestToken: h.token,
         playUrl: "https://play.example.test",
+        redisKeyPrefix: h.keyPrefix,
         analytics: new AnalyticsIntake(h.prisma, h.redis, silent, {
           keyPrefix: h.keyPrefix,
           pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),

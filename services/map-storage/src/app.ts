@@ -15,12 +15,16 @@ import {
   type ReadinessCheck,
   type ServiceMetrics,
 } from "@vw/service-kit";
+import type { ActiveFileSandbox } from "./files/active-content.js";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
+import { toolsRouter, type ToolsRoutesDeps } from "./uploads/tools.routes.js";
 
 export interface MapStorageAppDeps {
   files: FilesService;
+  /** Map authors' tools (upload, download, ping, rooms), less what the app itself provides. */
+  tools: Omit<ToolsRoutesDeps, "auth" | "logger" | "publicBaseUrl" | "playUrl">;
   auth: ApiKeyAuthenticator<ApiKeyPrincipal>;
   logger: Logger;
   readiness: ReadinessCheck[];
@@ -29,12 +33,16 @@ export interface MapStorageAppDeps {
   playUrl: string;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
   metrics?: ServiceMetrics;
+  /** ACTIVE_FILE_SANDBOX; `strict` by default. */
+  activeFileSandbox?: ActiveFileSandbox;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client; nobody's by default. */
+  trustProxy?: number | readonly string[] | false;
 }
 
 /** The map-storage HTTP app, built from its dependencies (tests build it in-process). */
 export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const metrics = deps.metrics ?? createServiceMetrics("map-storage");
-  const app = createApp(deps.logger);
+  const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
   app.use(healthRouter(deps.readiness, deps.logger));
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).
@@ -42,6 +50,8 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   app.use(cors);
   app.use(openApiRouter(buildMapStorageDocument({ serverUrl: deps.publicBaseUrl })));
   app.use(schemasRouter(deps.publicBaseUrl));
+  // Before the files API: their root names are routes, never files.
+  app.use(toolsRouter({ ...deps.tools, auth: deps.auth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, playUrl: deps.playUrl }));
   app.use(filesRouter(deps.files, deps.auth, deps));
   app.use(notFoundHandler);
   app.use(errorMiddleware(deps.logger));

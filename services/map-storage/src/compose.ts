@@ -1,6 +1,6 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { PrismaApiKeyLookup, hashApiKey, type PrismaClient } from "@vw/db";
-import { ApiKeyAuthenticator, type Logger } from "@vw/service-kit";
+import { PrismaApiKeyLookup, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
 import { createMapStorageApp } from "./app.js";
@@ -9,6 +9,12 @@ import { FileCache } from "./storage/file-cache.js";
 import { FileLocks } from "./storage/redis-lock.js";
 import { S3ObjectStore } from "./storage/s3-object-store.js";
 import type { ObjectStore } from "./storage/object-store.js";
+import { RoomsService } from "./uploads/rooms.service.js";
+import { UploadService } from "./uploads/upload.service.js";
+import { WorldDirectory } from "./uploads/world-directory.js";
+
+/** Most files one upload may publish: each is an S3 write, so a zip of a million empty entries is refused. */
+const MAX_UPLOAD_FILES = 20_000;
 
 export interface MapStorageClients {
   prisma: PrismaClient;
@@ -17,13 +23,13 @@ export interface MapStorageClients {
   logger: Logger;
 }
 
-/** Builds the app from config and live clients; shared by `main.ts`, the tests and the benchmark. */
 /** Replacements tests inject: a store that counts calls, a clock for key-cache expiry. */
 export interface MapStorageOverrides {
   wrapStore?: (store: ObjectStore) => ObjectStore;
   now?: () => number;
 }
 
+/** Builds the app from config and live clients; shared by `main.ts` and the tests. */
 export function composeMapStorage(config: MapStorageConfig, clients: MapStorageClients, overrides: MapStorageOverrides = {}) {
   const s3Store = new S3ObjectStore(clients.s3, config.s3.bucket);
   const store = overrides.wrapStore ? overrides.wrapStore(s3Store) : s3Store;
@@ -41,21 +47,48 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
   });
   const auth = new ApiKeyAuthenticator(
     new PrismaApiKeyLookup(clients.prisma),
-    { realm: "map-storage", cacheTtlMs: config.apiKeyCacheTtlMs, touchEveryMs: 60_000, hash: hashApiKey, ...(overrides.now ? { now: overrides.now } : {}) },
+    {
+      realm: "map-storage",
+      cacheTtlMs: config.apiKeyCacheTtlMs,
+      touchEveryMs: 60_000,
+      hash: hashApiKey,
+      // Unknown keys are counted per client in Redis, so every replica refuses a guesser.
+      throttle: new AuthThrottle({ redis: clients.redis, keyPrefix: config.redisKeyPrefix, scope: "api-key", ...config.authThrottle, logger: clients.logger }),
+      ...(overrides.now ? { now: overrides.now } : {}),
+    },
     clients.logger,
   );
+  const uploads = new UploadService(files, store, locks, {
+    maxFileBytes: config.maxFileBytes,
+    maxUploadBytes: config.maxUploadBytes,
+    maxEntries: MAX_UPLOAD_FILES,
+    lockWaitMs: config.uploadLockWaitMs,
+    concurrency: 16,
+  });
   const app = createMapStorageApp({
     files,
+    tools: {
+      uploads,
+      rooms: new RoomsService(store, files),
+      store,
+      worlds: new WorldDirectory(new PrismaWorldLookup(clients.prisma), config.apiKeyCacheTtlMs),
+      // The zip as sent: its entries' headers and central directory come on top of the content.
+      maxZipBytes: Math.ceil(config.maxUploadBytes * 1.1) + 1024 * 1024,
+      uploadTmpDir: config.uploadTmpDir,
+      adminToken: config.adminToken,
+    },
     auth,
     logger: clients.logger,
     maxFileBytes: config.maxFileBytes,
     publicBaseUrl: config.publicBaseUrl,
     playUrl: config.playUrl,
+    activeFileSandbox: config.activeFileSandbox,
+    trustProxy: config.trustProxy,
     readiness: [
       { name: "s3", check: () => store.ping() },
       { name: "database", dependency: "postgresql", check: () => clients.prisma.$queryRaw`SELECT 1` },
       { name: "redis", check: () => clients.redis.ping() },
     ],
   });
-  return { app, files, auth, store };
+  return { app, files, auth, store, uploads };
 }

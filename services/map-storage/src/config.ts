@@ -1,9 +1,15 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
+import { tmpdir } from "node:os";
+import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
+import { ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX } from "./files/active-content.js";
 
 /** map-storage configuration; the only reader of the environment. */
 export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3001);
+    const adminToken = r.optionalString("ADMIN_TOKEN") ?? null;
+    // The same strength check as admin-api's: it is the same operator token.
+    const tokenProblem = adminToken === null ? null : weakTokenProblem("ADMIN_TOKEN", adminToken);
+    if (tokenProblem !== null) r.problem(tokenProblem);
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -26,6 +32,23 @@ export function loadConfig(env: Env) {
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
       fileCacheBytes: r.int("FILE_CACHE_BYTES", 128 * 1024 * 1024, { min: 0 }),
       writeLockWaitMs: r.int("WRITE_LOCK_WAIT_MS", 10_000, { min: 100 }),
+      /** ACTIVE_FILE_SANDBOX: the CSP sandbox of files a browser could run (HTML, SVG, XML, PDF); see files/active-content.ts. */
+      activeFileSandbox: r.oneOf("ACTIVE_FILE_SANDBOX", ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX),
+      /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: unknown API keys one client may send per window. */
+      authThrottle: readAuthThrottle(r),
+      /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */
+      trustProxy: readTrustProxy(r),
+      /** Largest unpacked total of one `POST {base}/upload` (each file is also held to MAX_FILE_BYTES). */
+      maxUploadBytes: r.int("MAX_UPLOAD_BYTES", 500 * 1024 * 1024, { min: 1 }),
+      /** How long an upload waits for the previous upload of its world to finish before 503. */
+      uploadLockWaitMs: r.int("UPLOAD_LOCK_WAIT_MS", 120_000, { min: 100 }),
+      /** Where an upload's zip is spooled while it is checked and published (deleted right after). */
+      uploadTmpDir: r.string("UPLOAD_TMP_DIR", tmpdir()),
+      /**
+       * The operator's token (admin-api's ADMIN_TOKEN): also accepted by `GET {base}/rooms`, so
+       * admin-api can list any world's rooms for its dashboard. Unset: only world API keys are.
+       */
+      adminToken,
     };
   });
 }

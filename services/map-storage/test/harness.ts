@@ -42,11 +42,21 @@ export class CountingStore implements ObjectStore {
   calls = 0;
   /** Calls that change the bucket (put, delete). */
   writes = 0;
+  /** When set, every delete fails with it (a process dying between an upload's writes and its deletions). */
+  failDeletes: Error | undefined;
   constructor(readonly inner: ObjectStore) {}
   get(key: string) { this.calls++; return this.inner.get(key); }
+  getStream(key: string) { this.calls++; return this.inner.getStream(key); }
   head(key: string) { this.calls++; return this.inner.head(key); }
+  list(...a: Parameters<ObjectStore["list"]>) { this.calls++; return this.inner.list(...a); }
   put(...a: Parameters<ObjectStore["put"]>) { this.calls++; this.writes++; return this.inner.put(...a); }
-  delete(key: string) { this.calls++; this.writes++; return this.inner.delete(key); }
+  putStream(...a: Parameters<ObjectStore["putStream"]>) { this.calls++; this.writes++; return this.inner.putStream(...a); }
+  delete(key: string) {
+    this.calls++;
+    if (this.failDeletes) return Promise.reject(this.failDeletes);
+    this.writes++;
+    return this.inner.delete(key);
+  }
   ping() { return this.inner.ping(); }
 }
 
@@ -65,7 +75,8 @@ export async function startMapStorage(
   overrides: Omit<MapStorageOverrides, "wrapStore"> = {},
 ): Promise<RunningMapStorage> {
   const redisPrefix = env.REDIS_KEY_PREFIX ?? `${testKeyPrefix("ms-")}:`;
-  const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", ...env, REDIS_KEY_PREFIX: redisPrefix });
+  // Tests send bad keys on purpose: throttling has its own test with its own AUTH_FAILURES_MAX.
+  const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", AUTH_FAILURES_MAX: "10000", ...env, REDIS_KEY_PREFIX: redisPrefix });
   const prisma = createPrismaClient(config.databaseUrl);
   if (config.redis.kind !== "standalone") throw new Error("the map-storage harness runs on a standalone Redis (REDIS_URL)");
   const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 1 });

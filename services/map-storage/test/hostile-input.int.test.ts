@@ -1,5 +1,5 @@
 /**
- * Hostile input on every map-storage route (issue 11): the express routes plus the file API's
+ * Hostile input on every map-storage route: the express routes plus the file API's
  * address space (`/<org>/<world>/<path>`, served by one catch-all handler). Generated malformed
  * bodies, headers and paths never get a 5xx or a bare error, are refused with a problem document,
  * never write to the bucket, and leave the app answering; JSON nesting is limited for stored and

@@ -1,4 +1,4 @@
-/** map-storage as its own process, for the multi-instance tests and the benchmark (see @vw/testing). */
+/** map-storage as its own process, for the multi-instance tests (see @vw/testing). */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnService, type ServiceProcess } from "@vw/testing";

@@ -1,8 +1,9 @@
 /**
- * Keeps the root README's "Event catalogue for receivers" honest: every ```json sample in it must be
- * a valid delivery and the very sample of the contracts (values and member order), every delivered
- * type must have its section with its sample, and the field tables and the subscription table must
- * match the schemas and SUBSCRIPTION_OF_TYPE. Edit the README when the contracts change.
+ * Keeps the receivers' event catalogue (docs/webhook-events.md, "Event catalogue") honest: every
+ * ```json sample in it must be a valid delivery and the very sample of the contracts (values and
+ * member order), every delivered type must have its section with its sample, and the field tables
+ * and the subscription tables (there and in the root README's "Event types") must match the schemas
+ * and SUBSCRIPTION_OF_TYPE. Edit the page when the contracts change.
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -15,8 +16,12 @@ import { EVENT_DATA_SCHEMAS } from "./payloads.schema.js";
 import { LEGACY_AUTH_SAMPLE, sampleDelivery } from "./samples.js";
 import { validateDelivered, validateEnvelope, validateLegacyAuthBody } from "./validators.js";
 
-const README_PATH = join(dirname(fileURLToPath(import.meta.url)), "../../../../README.md");
-const CATALOGUE_HEADING = "### Event catalogue for receivers";
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const CATALOGUE_PATH = join(ROOT, "docs", "webhook-events.md");
+const CATALOGUE_HEADING = "## Event catalogue";
+/** The root README's summary of the types, whose subscription table must agree too. */
+const README_PATH = join(ROOT, "README.md");
+const README_TYPES_HEADING = "### Event types";
 
 /**
  * The member order of `buildEnvelope` in @vw/webhook-core, which serialises every delivery. It is
@@ -26,7 +31,7 @@ const ENVELOPE_MEMBER_ORDER = ["deliveryId", "apiVersion", "type", "timestamp", 
 
 interface Line {
   text: string;
-  /** 1-based line number in README.md, for failure messages. */
+  /** 1-based line number in the file, for failure messages. */
   number: number;
   /** Inside a fenced code block (fence lines included). */
   fenced: boolean;
@@ -52,20 +57,24 @@ function linesOf(markdown: string): Line[] {
   });
 }
 
-/** The catalogue: from its heading to the next heading of level 1 to 3 (headings in code blocks do not count). */
-function catalogueLines(all: Line[]): Line[] {
-  const start = all.findIndex((l) => !l.fenced && l.text.trim() === CATALOGUE_HEADING);
-  if (start === -1) throw new Error(`README.md has no "${CATALOGUE_HEADING}" heading`);
+/**
+ * A section: from its heading to the next heading of its level or above (headings in code blocks
+ * do not count).
+ */
+function sectionLines(all: Line[], heading: string, file: string): Line[] {
+  const level = heading.indexOf(" ");
+  const start = all.findIndex((l) => !l.fenced && l.text.trim() === heading);
+  if (start === -1) throw new Error(`${file} has no "${heading}" heading`);
   const rest = all.slice(start + 1);
-  const end = rest.findIndex((l) => !l.fenced && /^#{1,3} /.test(l.text));
+  const end = rest.findIndex((l) => !l.fenced && new RegExp(`^#{1,${level}} `).test(l.text));
   return end === -1 ? rest : rest.slice(0, end);
 }
 
-/** The catalogue cut at its `####` headings; the part before the first one has the heading "". */
+/** The catalogue cut at its `###` headings; the part before the first one has the heading "". */
 function sectionsOf(lines: Line[]): Section[] {
   const sections: Section[] = [{ heading: "", lines: [] }];
   for (const line of lines) {
-    if (!line.fenced && line.text.startsWith("#### ")) sections.push({ heading: line.text.slice(5).trim(), lines: [] });
+    if (!line.fenced && line.text.startsWith("### ")) sections.push({ heading: line.text.slice(4).trim(), lines: [] });
     else sections[sections.length - 1]!.lines.push(line);
   }
   return sections;
@@ -84,7 +93,7 @@ function jsonBlocksOf(lines: Line[]): JsonBlock[] {
       current.body.push(line.text);
     }
   }
-  if (current !== null) throw new Error(`unclosed json block at README.md:${current.line}`);
+  if (current !== null) throw new Error(`unclosed json block at docs/webhook-events.md:${current.line}`);
   return blocks;
 }
 
@@ -138,12 +147,12 @@ function hasPath(schema: SchemaNode, path: string): boolean {
   return true;
 }
 
-const readme = readFileSync(README_PATH, "utf8");
-const catalogue = catalogueLines(linesOf(readme));
+const catalogue = sectionLines(linesOf(readFileSync(CATALOGUE_PATH, "utf8")), CATALOGUE_HEADING, "docs/webhook-events.md");
+const readmeTypes = sectionLines(linesOf(readFileSync(README_PATH, "utf8")), README_TYPES_HEADING, "README.md");
 const sections = sectionsOf(catalogue);
 const blocks = sections.flatMap((section) => jsonBlocksOf(section.lines).map((block) => ({ section, block })));
 
-describe("README event catalogue", () => {
+describe("the receivers' event catalogue", () => {
   it("has JSON samples", () => {
     expect(blocks.length).toBeGreaterThan(0);
   });
@@ -157,7 +166,7 @@ describe("README event catalogue", () => {
   });
 
   const labelled = blocks.map(({ section, block }): [string, Section, JsonBlock] => [
-    `README.md:${block.line} (${section.heading || "introduction"})`,
+    `docs/webhook-events.md:${block.line} (${section.heading || "introduction"})`,
     section,
     block,
   ]);
@@ -202,8 +211,11 @@ describe("README event catalogue", () => {
     expect(names).toEqual(Object.keys(ENVELOPE_SCHEMA.properties));
   });
 
-  it("maps every type to its subscription as SUBSCRIPTION_OF_TYPE does", () => {
-    const rows = tableRows(sections[0]!.lines, "subscription");
+  it.each([
+    ["docs/webhook-events.md", sections[0]!.lines],
+    ["README.md (Event types)", readmeTypes],
+  ])("%s maps every type to its subscription as SUBSCRIPTION_OF_TYPE does", (_file: string, lines: Line[]) => {
+    const rows = tableRows(lines, "subscription");
     const table = Object.fromEntries(rows.map((row) => [codeNames(row[1] ?? "")[0], codeNames(row[0] ?? "")[0] ?? null]));
     expect(table).toEqual(SUBSCRIPTION_OF_TYPE);
   });

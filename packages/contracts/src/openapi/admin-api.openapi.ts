@@ -23,6 +23,7 @@ import {
   RECOVER_REQUEST_SCHEMA,
   RECOVERY_RESOURCE_SCHEMA,
 } from "../dashboard.schema.js";
+import { ROOM_LIST_SCHEMA } from "../map-storage.schema.js";
 import {
   ATTEMPT_SCHEMA,
   DELIVERY_SCHEMA,
@@ -85,6 +86,7 @@ function adminComponents(components: ComponentSchemas): void {
   add("OrganizationPage", pageSchema("Organizations", schemaRef("Organization")));
   add("WorldPage", pageSchema("Worlds", schemaRef("World")));
   add("ApiKeyPage", pageSchema("API keys", schemaRef("ApiKey")));
+  add("RoomList", ROOM_LIST_SCHEMA);
   add("EndpointPage", pageSchema("Webhook endpoints", schemaRef("Endpoint")));
   add("DeliverySummaryPage", pageSchema("Deliveries", schemaRef("DeliverySummary")));
   add("CreateDashboardSessionRequest", CREATE_DASHBOARD_SESSION_REQUEST_SCHEMA);

@@ -22,6 +22,7 @@ export const ADMIN_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
   415: ["unsupported-media-type", "unsupported-encoding"],
   401: ["missing-token", "invalid-token", "dashboard-session-expired"],
   403: ["forbidden", "missing-capability", "cross-origin-request"],
+  429: ["too-many-failed-attempts"],
   503: ["dependency-unavailable"],
 });
 

@@ -24,6 +24,7 @@ export function dashboardPaths(): Record<string, Record<string, JsonObject>> {
             401: ["dashboard-link-invalid"],
             403: ["cross-origin-request"],
             410: ["dashboard-link-used", "dashboard-link-expired"],
+            429: ["too-many-failed-attempts"],
           }),
         },
         sessionProblems,

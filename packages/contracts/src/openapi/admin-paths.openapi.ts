@@ -2,6 +2,9 @@
 import { emptyResponse, jsonRequestBody, jsonResponse, mergeProblems, parameterRef, schemaRef, type JsonObject } from "./document-kit.js";
 import { LIST_PROBLEMS, NOT_FOUND, adminOperation, locationHeader, noStore } from "./admin-common.openapi.js";
 
+/** A write that can add an endpoint or an `auth` subscription: the world's quotas apply. */
+const QUOTA_PROBLEMS = mergeProblems(NOT_FOUND, { 409: ["quota-exceeded"] });
+
 /** The routes of `/admin/v1`, keyed by path relative to the prefix. */
 export function adminPaths(): Record<string, Record<string, JsonObject>> {
   const org = [parameterRef("Organization")];
@@ -74,8 +77,25 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         tags: ["worlds"],
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("UpdateWorldRequest"), { mergePatch: true }),
+        description:
+          "`adminEmails`, `customDomain` and `quotas` are the platform operator's (ADMIN_TOKEN): a dashboard session sending any " +
+          "of them gets 403 `forbidden` with a pointer to each. Bind a `customDomain` only after verifying the world owns it.",
         responses: { "200": json("World", "The world as changed.") },
         problems: { 404: ["not-found"], 409: ["custom-domain-taken"] },
+      }),
+    },
+    "/worlds/{org}/{world}/rooms": {
+      get: adminOperation({
+        operationId: "listRooms",
+        summary: "List a world's rooms (its `.wam` files)",
+        description:
+          "As map-storage lists them (`GET {base}/rooms`, asked with this ADMIN_TOKEN at MAP_STORAGE_INTERNAL_URL): path order, " +
+          "each with its URL, room URL, `mapUrl` and `metadata`. A page may hold fewer than `limit` rooms and still have a next one. " +
+          "503 when map-storage does not answer.",
+        tags: ["worlds"],
+        parameters: [...world, parameterRef("Limit"), { name: "cursor", in: "query", required: false, description: "The `nextCursor` of the previous page, as given.", schema: { type: "string" } }],
+        responses: { "200": json("RoomList", "A page of rooms.") },
+        problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
       }),
     },
     "/worlds/{org}/{world}/api-keys": {
@@ -129,12 +149,14 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
       post: adminOperation({
         operationId: "createEndpoint",
         summary: "Add a webhook endpoint",
-        description: "The answer carries the signing secret; it is shown again only on rotation.",
+        description:
+          "The answer carries the signing secret; it is shown again only on rotation. 409 `quota-exceeded` when the world has " +
+          "`maxEndpoints` endpoints already, or `maxAuthEndpoints` subscribed to `auth` and this one is too.",
         tags: ["endpoints"],
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("CreateEndpointRequest")),
         responses: { "201": jsonResponse("Created.", schemaRef("EndpointWithSecret"), { ...locationHeader("endpoint"), ...noStore }) },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
     },
     "/worlds/{org}/{world}/endpoints/import-legacy": {
@@ -145,7 +167,7 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("ImportLegacyEndpointRequest")),
         responses: { "201": jsonResponse("Created, without a secret.", schemaRef("Endpoint"), locationHeader("endpoint")) },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
     },
     "/worlds/{org}/{world}/endpoints/{id}": {
@@ -160,11 +182,12 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
       patch: adminOperation({
         operationId: "updateEndpoint",
         summary: "Change an endpoint's URL or subscriptions",
+        description: "409 `quota-exceeded` when `auth` is added and the world has `maxAuthEndpoints` subscribed to it already.",
         tags: ["endpoints"],
         parameters: endpoint,
         requestBody: jsonRequestBody(schemaRef("UpdateEndpointRequest"), { mergePatch: true }),
         responses: { "200": json("Endpoint", "The endpoint as changed.") },
-        problems: NOT_FOUND,
+        problems: QUOTA_PROBLEMS,
       }),
       delete: adminOperation({
         operationId: "deleteEndpoint",
@@ -230,13 +253,24 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         problems: mergeProblems(LIST_PROBLEMS, NOT_FOUND),
       }),
     },
+    "/worlds/{org}/{world}/stats": {
+      get: adminOperation({
+        operationId: "getWorldStats",
+        summary: "A world's delivery figures over the last 24 h",
+        description: "The figures of every endpoint the world has now, together (an endpoint deleted takes its figures with it).",
+        tags: ["deliveries"],
+        parameters: world,
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
+        problems: NOT_FOUND,
+      }),
+    },
     "/worlds/{org}/{world}/endpoints/{id}/stats": {
       get: adminOperation({
         operationId: "getEndpointStats",
         summary: "An endpoint's figures over the last 24 h",
         tags: ["deliveries"],
         parameters: endpoint,
-        responses: { "200": json("EndpointStats", "Deliveries by status, attempts, success rate, latency and the last attempt.") },
+        responses: { "200": json("EndpointStats", "Deliveries by status, attempts (in total and per hour), success rate, latency and the last attempt.") },
         problems: NOT_FOUND,
       }),
     },

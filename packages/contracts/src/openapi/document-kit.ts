@@ -80,6 +80,7 @@ export function mergeProblems(...maps: ProblemMap[]): ProblemMap {
 const PROBLEM_HEADERS: Partial<Record<number, JsonObject>> = {
   401: { "WWW-Authenticate": { description: "`Bearer realm=\"<service>\"`, with `error=` when a token was sent (RFC 6750).", schema: { type: "string" } } },
   405: { Allow: { description: "The methods this path takes.", schema: { type: "string" } } },
+  429: { "Retry-After": { description: "Seconds until this client's credentials are accepted again.", schema: { type: "string" } } },
   503: { "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "string" } } },
 };
 

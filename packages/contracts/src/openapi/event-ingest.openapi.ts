@@ -38,6 +38,7 @@ export const INGEST_PROBLEMS: ProblemMap = mergeProblems(ALWAYS_PROBLEMS, {
   400: ["invalid-request", "malformed-json", "too-deeply-nested", "bad-request"],
   401: ["missing-token", "invalid-token"],
   413: ["payload-too-large"],
+  429: ["too-many-failed-attempts"],
   415: ["unsupported-media-type", "unsupported-encoding"],
   503: ["dependency-unavailable"],
 });
@@ -133,11 +134,14 @@ function ingestPaths(): Record<string, Record<string, JsonObject>> {
         operationId: "authHook",
         summary: "A member is connecting: call the world's `auth` endpoints",
         description:
-          "`member.connecting` is POSTed to every enabled `auth` endpoint, one after another, each bounded by AUTH_HOOK_TIMEOUT_MS, " +
-          "never retried and never counted towards disabling. The answer reports each call, whatever the receivers did.",
+          "`member.connecting` is POSTed to every enabled `auth` endpoint, one after another, never retried and never counted " +
+          "towards disabling. The answer comes within AUTH_HOOK_TIMEOUT_MS in total, whatever the number of endpoints: each call " +
+          "gets what is left of that budget, and endpoints not reached in time are listed with `error: \"not-reached\"` and called " +
+          "after the answer, in the background (one at a time per world, each with its own AUTH_HOOK_TIMEOUT_MS), their results " +
+          "recorded in the delivery history. The answer reports each endpoint, whatever the receivers did.",
         tags: ["auth-hook"],
         requestBody: jsonRequestBody(schemaRef("AuthHookRequest")),
-        responses: { "200": jsonResponse("Every endpoint was called.", schemaRef("AuthHookResponse")) },
+        responses: { "200": jsonResponse("Every endpoint was called, or is listed as not reached in time.", schemaRef("AuthHookResponse")) },
         problems: { 404: ["unknown-world"] },
       }),
     },

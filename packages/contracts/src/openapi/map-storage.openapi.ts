@@ -19,6 +19,7 @@ import {
   type ProblemMap,
 } from "./document-kit.js";
 import { ALWAYS_PROBLEMS, OPERATIONS_TAG, serviceRoutes } from "./service-routes.js";
+import { toolPaths } from "./map-storage-tools.openapi.js";
 
 /** Security scheme of `Authorization: Bearer <API_KEY>` (a key of the world, from the admin API). */
 export const API_KEY_SCHEME = "apiKey";
@@ -43,6 +44,7 @@ const WRITE_PROBLEMS: ProblemMap = mergeProblems(FILE_PROBLEMS, {
   401: ["missing-token", "invalid-token"],
   403: ["wrong-world"],
   412: ["precondition-failed"],
+  429: ["too-many-failed-attempts"],
   503: ["file-busy", "write-conflict"],
 });
 
@@ -205,6 +207,7 @@ export function buildMapStorageDocument(options: MapStorageDocumentOptions = {})
     ),
   };
   paths["/{organization}/{world}/{path}"] = filePaths();
+  Object.assign(paths, toolPaths(components, API_KEY_SCHEME));
 
   return {
     openapi: "3.1.0",
@@ -221,6 +224,7 @@ export function buildMapStorageDocument(options: MapStorageDocumentOptions = {})
       OPERATIONS_TAG,
       { name: "files", description: "The map storage API." },
       { name: "schemas", description: "The WAM JSON Schemas." },
+      { name: "map authors' tools", description: "Upload, download and ping as WorkAdventure's map-storage answers them, and the room listing." },
     ],
     paths,
     components: {
@@ -235,7 +239,7 @@ export function buildMapStorageDocument(options: MapStorageDocumentOptions = {})
           description:
             "The file's path inside the world; it spans segments (`rooms/hall.wam`). Refused with 400 `invalid-path` before storage is " +
             "touched: `.` or `..` segments (encoded or not), encoded `/` or `\\`, empty segments, malformed percent-encoding, control " +
-            "characters, more than 1024 bytes.",
+            "characters, more than 1024 bytes, and the names `ping`, `upload`, `download` and `rooms` at the world's root (map authors' tools).",
           schema: { type: "string" },
           [MULTI_SEGMENT_EXTENSION]: true,
         },

@@ -45,6 +45,7 @@ export function inboundApiPaths(): Record<string, Record<string, JsonObject>> {
     401: ["missing-token", "invalid-token"],
     403: ["wrong-world"],
     404: ["not-found"],
+    429: ["too-many-failed-attempts"],
     503: ["dependency-unavailable"],
   };
   return {

@@ -16,10 +16,12 @@ import type {
   ListResource,
   RecoverPreviewResource,
   RecoveryResource,
+  RoomListPage,
   TestDeliveryResource,
   UpdateEndpointRequest,
   UpdateWorldRequest,
   WorldResource,
+  WorldStatsResource,
 } from "@vw/contracts";
 import { apiRequest } from "./client.js";
 
@@ -55,7 +57,10 @@ export function worldApi(organization: string, world: string) {
   const ep = (id: string) => `${base}/endpoints/${enc(id)}`;
   return {
     world: () => apiRequest<WorldResource>("GET", base),
+    worldStats: () => apiRequest<WorldStatsResource>("GET", `${base}/stats`),
     updateWorld: (patch: UpdateWorldRequest) => apiRequest<WorldResource>("PATCH", base, patch),
+
+    rooms: (cursor?: string) => apiRequest<RoomListPage>("GET", `${base}/rooms${query({ limit: "50", cursor })}`),
 
     apiKeys: (cursor?: string) => apiRequest<ListResource<ApiKeyResource>>("GET", `${base}/api-keys${query({ limit: "100", cursor })}`),
     createApiKey: (name: string | null) => apiRequest<CreatedApiKeyResource>("POST", `${base}/api-keys`, { name }),

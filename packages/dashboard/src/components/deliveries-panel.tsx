@@ -1,15 +1,15 @@
 /**
- * An endpoint's deliveries, newest first: filters (status, type, time range), find by
- * deliveryId, cursor pagination (a stack of cursors, so "Previous" works too).
+ * An endpoint's deliveries, newest first, each pending one with when it is tried next: filters
+ * (status, type, time range), find by deliveryId, cursor pagination (a stack of cursors, so
+ * "Previous" works too).
  */
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import type { DeliveredEventType, EndpointResource } from "@vw/contracts";
 import { ApiError } from "../api/client.js";
 import type { DeliveryFilters } from "../api/world-api.js";
-import { navigate } from "../router.js";
+import { Link, navigate } from "../router.js";
 import { useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 import { DELIVERY_STATUS_LIST, DeliveryStatusBadge } from "./delivery-status.js";
 import { Button, Empty, Loading, ProblemMessage, formatTime } from "./ui.js";
 
@@ -24,6 +24,42 @@ const TYPES: Record<DeliveredEventType, true> = {
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+const timeOfDay = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" });
+
+/** "in 4 minutes", "in 2 hours": how far `at` is from `now`, in the largest unit that fits. */
+function fromNow(at: number, now: number): string {
+  const seconds = Math.round((at - now) / 1000);
+  if (Math.abs(seconds) < 60) return relative.format(seconds, "second");
+  const minutes = Math.round(seconds / 60);
+  if (Math.abs(minutes) < 60) return relative.format(minutes, "minute");
+  const hours = Math.round(minutes / 60);
+  return Math.abs(hours) < 48 ? relative.format(hours, "hour") : relative.format(Math.round(hours / 24), "day");
+}
+
+/**
+ * When a pending delivery is tried next, under its status: the time (the date too when not
+ * today) and how far off it is; "due now" once it is due (a worker takes it within moments).
+ */
+function NextAttempt({ nextAttemptAt }: { nextAttemptAt: string | null }) {
+  if (nextAttemptAt === null) return <span className="next-attempt">queued</span>;
+  const at = new Date(nextAttemptAt);
+  const now = Date.now();
+  if (at.getTime() <= now + 1000) {
+    return (
+      <span className="next-attempt">
+        next attempt <time dateTime={nextAttemptAt}>due now</time>
+      </span>
+    );
+  }
+  const sameDay = at.toDateString() === new Date(now).toDateString();
+  return (
+    <span className="next-attempt" data-testid="next-attempt">
+      next attempt <time dateTime={nextAttemptAt}>{sameDay ? timeOfDay.format(at) : formatTime(nextAttemptAt)}</time> ({fromNow(at.getTime(), now)})
+    </span>
+  );
+}
 
 /** `datetime-local` value (local time, no zone) to RFC 3339, or undefined when empty. */
 const toIso = (local: string) => (local === "" ? undefined : new Date(local).toISOString());
@@ -160,6 +196,7 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
                   </td>
                   <td>
                     <DeliveryStatusBadge status={d.status} />
+                    {d.status === "pending" ? <NextAttempt nextAttemptAt={d.nextAttemptAt} /> : null}
                   </td>
                   <td>{d.attemptCount}</td>
                   <td>{d.lastStatus ?? "—"}</td>

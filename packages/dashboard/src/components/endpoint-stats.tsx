@@ -1,7 +1,8 @@
 /** An endpoint's last 24 h as the history's stats rollup gives them (kept exact, cheap to read). */
 import { useQuery } from "@tanstack/react-query";
 import { useSession } from "../session-context.js";
-import { formatRate, formatTime } from "./ui.js";
+import { DeliveryFigures } from "./delivery-figures.js";
+import { Loading, formatRate, formatTime } from "./ui.js";
 
 /**
  * `useQuery` of one endpoint's stats, shared by the list, the overview and the detail: always
@@ -33,34 +34,15 @@ export function EndpointStatsLine({ endpointId }: { endpointId: string }) {
   );
 }
 
-/** The detail's figures: deliveries by outcome, success rate, latency. */
+/** The detail's figures: deliveries by where they stand, attempt success rate and latency, attempts per hour. */
 export function EndpointStatsPanel({ endpointId }: { endpointId: string }) {
   const stats = useEndpointStats(endpointId, 5_000);
-  const s = stats.data;
   return (
     <section className="card" aria-labelledby="stats-title">
       <h2 id="stats-title">Last 24 hours</h2>
+      {stats.isPending ? <Loading label="Loading the figures…" /> : null}
       {stats.error ? <p className="muted">Figures unavailable right now.</p> : null}
-      {s ? (
-        <div className="stats">
-          <div className="stat">
-            <span className="stat-value">{s.deliveries.total}</span>
-            <span className="stat-label">deliveries</span>
-          </div>
-          <div className="stat">
-            <span className="stat-value">{s.deliveries.failed}</span>
-            <span className="stat-label">failed</span>
-          </div>
-          <div className="stat">
-            <span className="stat-value">{formatRate(s.successRate)}</span>
-            <span className="stat-label">attempts succeeded</span>
-          </div>
-          <div className="stat">
-            <span className="stat-value">{s.latencyMs ? `${Math.round(s.latencyMs.p50)} ms` : "—"}</span>
-            <span className="stat-label">latency p50 {s.latencyMs ? `(p99 ${Math.round(s.latencyMs.p99)} ms)` : ""}</span>
-          </div>
-        </div>
-      ) : null}
+      {stats.data ? <DeliveryFigures stats={stats.data} latency /> : null}
     </section>
   );
 }

@@ -2,8 +2,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import type { EndpointResource } from "@vw/contracts";
+import { Link } from "../router.js";
 import { useCapability, useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 import { Badge, Button, CodeBlock, ProblemMessage, prettyJson } from "./ui.js";
 
 export function EndpointTestPanel({ endpoint }: { endpoint: EndpointResource }) {

@@ -3,8 +3,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { AttemptResource } from "@vw/contracts";
 import { DeliveryStatusBadge } from "../components/delivery-status.js";
 import { Badge, Button, CodeBlock, Loading, ProblemMessage, formatTime, prettyJson } from "../components/ui.js";
+import { Link } from "../router.js";
 import { useCapability, useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 
 function Headers({ headers }: { headers: Record<string, string> | null }) {
   if (!headers || Object.keys(headers).length === 0) return <p className="muted">none</p>;

@@ -7,8 +7,8 @@ import { EndpointStatsPanel } from "../components/endpoint-stats.js";
 import { EndpointTestPanel } from "../components/endpoint-test-panel.js";
 import { RecoverPanel } from "../components/recover-panel.js";
 import { Loading, ProblemMessage, formatTime } from "../components/ui.js";
+import { Link } from "../router.js";
 import { useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 
 export function EndpointScreen({ id }: { id: string }) {
   const { api } = useSession();

@@ -7,8 +7,8 @@ import { EndpointState } from "../components/endpoint-state.js";
 import { EndpointStatsLine } from "../components/endpoint-stats.js";
 import { Button, Empty, Loading, ProblemMessage, SecretOnce } from "../components/ui.js";
 import { VerificationHint } from "../components/verification-hint.js";
+import { Link } from "../router.js";
 import { useCapability, useSession } from "../session-context.js";
-import { Link } from "../shell.js";
 
 export function EndpointsScreen() {
   const { api } = useSession();

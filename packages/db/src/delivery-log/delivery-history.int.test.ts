@@ -185,6 +185,55 @@ describe("DeliveryHistory", () => {
     expect(stats.until.getTime() - stats.since.getTime()).toBeGreaterThanOrEqual(24 * 3600_000);
   });
 
+  it("sums several endpoints' figures, and counts attempts per clock hour of the window, every hour present", async () => {
+    const [a, b, other] = [await endpointFixture(), await endpointFixture(), await endpointFixture()];
+    const log = new DeliveryLog(pgRunner(pool));
+    const history = new DeliveryHistory(prismaRunner(prisma));
+    const now = new Date();
+    const hourOf = (t: number) => Math.floor(t / 3600_000) * 3600_000;
+    // Attempts 25 h ago (outside the window), 23 h 30 ago, 3 h ago and now, on two endpoints; a third endpoint is not asked for.
+    const plan: { fixture: EndpointFixture; agoMs: number; verdict: "delivered" | "retry" }[] = [
+      { fixture: a, agoMs: 25 * 3600_000, verdict: "delivered" },
+      { fixture: a, agoMs: 23.5 * 3600_000, verdict: "delivered" },
+      { fixture: b, agoMs: 23.5 * 3600_000, verdict: "retry" },
+      { fixture: a, agoMs: 3 * 3600_000, verdict: "retry" },
+      { fixture: b, agoMs: 3 * 3600_000, verdict: "retry" },
+      { fixture: b, agoMs: 3 * 3600_000, verdict: "delivered" },
+      { fixture: b, agoMs: 0, verdict: "delivered" },
+      { fixture: other, agoMs: 0, verdict: "retry" },
+    ];
+    for (const p of plan) {
+      const d = { id: newDeliveryId(), endpointId: p.fixture.endpointId, worldId: p.fixture.worldId, type: "visitor.registered", body: Buffer.from("{}") };
+      await log.create([d]);
+      const r = result(d, 1, 40, p.verdict, p.verdict === "delivered" ? "delivered" : "pending", p.verdict === "delivered" ? 200 : 503);
+      r.attempt.startedAt = new Date(now.getTime() - p.agoMs);
+      await log.recordAttempts([r]);
+    }
+
+    const stats = await history.stats([a.endpointId, b.endpointId], now);
+    expect(stats.attempts).toEqual({ total: 6, succeeded: 3, failed: 3 });
+    expect(stats.deliveries.total).toBe(8 - 1); // the deliveries are created now: all but the other endpoint's in the window
+    const hours = stats.attemptsByHour;
+    // From the hour holding the window's start to the hour holding now: always 25 clock hours.
+    expect(hours).toHaveLength(25);
+    expect(hours[0]!.hour.getTime()).toBe(hourOf(stats.since.getTime()));
+    expect(hours.at(-1)!.hour.getTime()).toBe(hourOf(now.getTime()));
+    expect(hours.map((h) => h.hour.getTime())).toEqual(hours.map((_, i) => hours[0]!.hour.getTime() + i * 3600_000));
+    const at = (agoMs: number) => hours.find((h) => h.hour.getTime() === hourOf(now.getTime() - agoMs));
+    expect(at(23.5 * 3600_000)).toMatchObject({ succeeded: 1, failed: 1 });
+    expect(at(3 * 3600_000)).toMatchObject({ succeeded: 1, failed: 2 });
+    expect(at(0)).toMatchObject({ succeeded: 1, failed: 0 });
+    expect(hours.reduce((n, h) => n + h.succeeded, 0)).toBe(stats.attempts.succeeded);
+    expect(hours.reduce((n, h) => n + h.failed, 0)).toBe(stats.attempts.failed);
+
+    // One endpoint alone, and no endpoint at all (a world without endpoints): zeros, every hour present.
+    expect((await history.stats(a.endpointId, now)).attempts).toEqual({ total: 2, succeeded: 1, failed: 1 });
+    const none = await history.stats([], now);
+    expect(none.attempts.total).toBe(0);
+    expect(none.attemptsByHour.length).toBe(hours.length);
+    expect(none.attemptsByHour.every((h) => h.succeeded === 0 && h.failed === 0)).toBe(true);
+  });
+
   it("rolls attempts up per endpoint and 5-minute bucket exactly as a scan of them would, over several statements", async () => {
     const endpoints = [await endpointFixture(), await endpointFixture(), await endpointFixture()];
     // One connection, so one rollup row per (endpoint, bucket): the deliveries' rollup creates it

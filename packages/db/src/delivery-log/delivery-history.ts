@@ -51,6 +51,12 @@ export interface EndpointStatsSummary {
   /** Attempt durations (ms), from the fixed-bucket histogram (linear within a bucket); null when no attempt. */
   latencyMs: { p50: number; p99: number } | null;
   lastAttempt: { at: Date; status: number | null; outcome: string } | null;
+  /**
+   * Attempts per clock hour (UTC), oldest first, every hour of the window present (zeros too):
+   * the 25 hours from the one holding `since` (counted from `since`) to the one holding `until`.
+   * They add up to `attempts`.
+   */
+  attemptsByHour: { hour: Date; succeeded: number; failed: number }[];
 }
 
 interface SummaryRow {
@@ -137,14 +143,17 @@ export class DeliveryHistory {
   }
 
   /**
-   * The endpoint's figures over the last 24 h before `now`, from the rollup: deliveries created in
-   * the window by current status, attempts started in it, their latency percentiles and the last
-   * one. The window starts at the 5-minute bucket holding `now - 24h` (`since` says where).
+   * The figures of one endpoint, or of several together (a world's), over the last 24 h before
+   * `now`, from the rollup: deliveries created in the window by current status, attempts started
+   * in it (in total and per hour), their latency percentiles and the last one. The window starts
+   * at the 5-minute bucket holding `now - 24h` (`since` says where). One statement, reading at
+   * most 288 buckets x writing backends per endpoint, whatever the log's volume.
    */
-  async stats(endpointId: string, now: Date = new Date()): Promise<EndpointStatsSummary> {
+  async stats(endpointIds: string | readonly string[], now: Date = new Date()): Promise<EndpointStatsSummary> {
+    const window = "endpoint_id = ANY($1::uuid[]) AND bucket >= vw_stats_bucket($2::timestamptz) AND bucket <= $3::timestamptz";
     const rows = await this.db.query<StatsRow>(
       {
-        name: "dh-stats",
+        name: "dh-stats-v2",
         text: `SELECT vw_stats_bucket($2::timestamptz) AS since, vw_latency_bounds() AS bounds,
             COALESCE(sum(pending), 0)::int AS pending, COALESCE(sum(delivered), 0)::int AS delivered,
             COALESCE(sum(failed), 0)::int AS failed, COALESCE(sum(skipped), 0)::int AS skipped,
@@ -152,18 +161,22 @@ export class DeliveryHistory {
             COALESCE(max(latency_max_ms), 0)::int AS max_ms,
             (SELECT array_agg(c ORDER BY k) FROM (
                SELECT k, sum(c)::int AS c FROM endpoint_stats x, unnest(x.latency_counts) WITH ORDINALITY AS u(c, k)
-               WHERE x.endpoint_id = $1::uuid AND x.bucket >= vw_stats_bucket($2::timestamptz) AND x.bucket <= $3::timestamptz GROUP BY k) h) AS counts,
+               WHERE ${window} GROUP BY k) h) AS counts,
             (SELECT json_build_object('at', last_attempt_at, 'status', last_attempt_status, 'outcome', last_attempt_outcome)
-             FROM endpoint_stats y WHERE y.endpoint_id = $1::uuid AND y.bucket >= vw_stats_bucket($2::timestamptz) AND y.bucket <= $3::timestamptz
-               AND y.last_attempt_at IS NOT NULL ORDER BY y.last_attempt_at DESC LIMIT 1) AS last
-          FROM endpoint_stats s WHERE s.endpoint_id = $1::uuid AND s.bucket >= vw_stats_bucket($2::timestamptz) AND s.bucket <= $3::timestamptz`,
+             FROM endpoint_stats y WHERE ${window} AND y.last_attempt_at IS NOT NULL ORDER BY y.last_attempt_at DESC LIMIT 1) AS last,
+            (SELECT json_agg(json_build_object('hour', h.hour, 'attempts', COALESCE(p.attempts, 0), 'succeeded', COALESCE(p.succeeded, 0)) ORDER BY h.hour)
+             FROM generate_series(date_trunc('hour', vw_stats_bucket($2::timestamptz), 'UTC'), date_trunc('hour', $3::timestamptz, 'UTC'), interval '1 hour') AS h(hour)
+             LEFT JOIN (SELECT date_trunc('hour', bucket, 'UTC') AS hour, sum(attempts)::int AS attempts, sum(attempts_succeeded)::int AS succeeded
+                        FROM endpoint_stats z WHERE ${window} GROUP BY 1) p ON p.hour = h.hour) AS hourly
+          FROM endpoint_stats s WHERE ${window}`,
       },
-      [endpointId, new Date(now.getTime() - STATS_WINDOW_MS).toISOString(), now.toISOString()],
+      [typeof endpointIds === "string" ? [endpointIds] : endpointIds, new Date(now.getTime() - STATS_WINDOW_MS).toISOString(), now.toISOString()],
     );
     const r = rows[0]!;
     const total = r.pending + r.delivered + r.failed + r.skipped;
     const counts = r.counts ?? [];
     const last = typeof r.last === "string" ? (JSON.parse(r.last) as StatsRow["last"]) : r.last;
+    const hourly = typeof r.hourly === "string" ? (JSON.parse(r.hourly) as StatsRow["hourly"]) : r.hourly;
     return {
       since: new Date(r.since),
       until: now,
@@ -172,6 +185,7 @@ export class DeliveryHistory {
       successRate: r.attempts === 0 ? null : r.succeeded / r.attempts,
       latencyMs: r.attempts === 0 ? null : { p50: percentile(counts, r.bounds, r.max_ms, 0.5), p99: percentile(counts, r.bounds, r.max_ms, 0.99) },
       lastAttempt: last ? { at: new Date(last.at), status: last.status, outcome: last.outcome } : null,
+      attemptsByHour: (hourly ?? []).map((h) => ({ hour: new Date(h.hour), succeeded: h.succeeded, failed: h.attempts - h.succeeded })),
     };
   }
 
@@ -236,6 +250,7 @@ interface StatsRow {
   max_ms: number;
   counts: number[] | null;
   last: { at: string; status: number | null; outcome: string } | null;
+  hourly: { hour: string; attempts: number; succeeded: number }[] | null;
 }
 
 interface AttemptRow {

@@ -12,8 +12,8 @@ let sequence = 0;
 
 /**
  * Random bytes drawn from the CSPRNG a few kilobytes at a time (as `crypto.randomUUID` does):
- * asking it for 16 bytes per id cost about 8 µs, more than the rest of an intake's work per
- * delivery in ingest's profile.
+ * asking it for 16 bytes per id, one call each, cost more than the rest of an intake's work per
+ * delivery in profiles of ingest.
  */
 const pool = Buffer.alloc(4096);
 let poolAt = pool.length;

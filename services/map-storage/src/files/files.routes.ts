@@ -1,16 +1,20 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { ApiKeyPrincipal } from "@vw/db";
-import { AppError, assertUtf8Charset, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
+import { AppError, assertUtf8Charset, clientAddress, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
+import { activeContentHeaders, type ActiveFileSandbox } from "./active-content.js";
 import type { FilesService, WriteResult } from "./files.service.js";
 import { isJsonExtension } from "./content-type.js";
 import { encodeFilePath, parseFilePath, type FilePath } from "./file-path.js";
 import { parsePatch } from "./json-patch.js";
 import { parseEtagList, type WriteConditions } from "./preconditions.js";
+import { isReservedPath } from "../uploads/upload-paths.js";
 
 export interface FilesRoutesOptions {
   maxFileBytes: number;
   publicBaseUrl: string;
   playUrl: string;
+  /** ACTIVE_FILE_SANDBOX: how files a browser could run are served; `strict` by default. */
+  activeFileSandbox?: ActiveFileSandbox;
 }
 
 const JSON_PATCH = "application/json-patch+json";
@@ -43,7 +47,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
     });
 
   const authorize = async (req: Request, fp: FilePath): Promise<ApiKeyPrincipal> => {
-    const principal = await auth.authenticate(req.headers.authorization);
+    const principal = await auth.authenticate(req.headers.authorization, clientAddress(req));
     if (principal.organization !== fp.organization || principal.world !== fp.world) {
       throw new AppError(403, "wrong-world", `This API key belongs to world '${principal.organization}/${principal.world}', not '${fp.organization}/${fp.world}'.`);
     }
@@ -70,6 +74,11 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
 
   const handler: RequestHandler = async (req, res) => {
     const fp = parseFilePath(req.originalUrl);
+    // The plain spellings are the tools' routes; an encoded one (`%70ing`) lands here and is refused the same.
+    if (isReservedPath(fp.path)) {
+      const detail = `'${fp.path}' at a world's root is reserved for map authors' tools; it cannot be a file.`;
+      throw new AppError(400, "invalid-path", detail, { errors: [{ pointer: "", detail }] });
+    }
     // One label for every file of every world (a refused path stays `unmatched`).
     setRouteTemplate(res, FILES_ROUTE_TEMPLATE);
     switch (req.method) {
@@ -85,6 +94,8 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
         res.setHeader("ETag", result.file.etag);
         res.setHeader("Content-Type", result.file.contentType);
         res.setHeader("X-Content-Type-Options", "nosniff");
+        // HTML, SVG, XML…: never run as a page of this origin, which every world shares.
+        for (const [name, value] of activeContentHeaders(result.file.contentType, options.activeFileSandbox)) res.setHeader(name, value);
         res.setHeader("Content-Length", result.file.body.length);
         if (req.method === "HEAD") res.end();
         else res.end(result.file.body);

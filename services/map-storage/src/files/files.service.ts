@@ -1,5 +1,6 @@
 import { MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, validateWam } from "@vw/contracts";
 import { AppError, parseJsonBytes } from "@vw/service-kit";
+import type { Readable } from "node:stream";
 import type { Operation } from "fast-json-patch";
 import type { FileCache, CachedFile } from "../storage/file-cache.js";
 import type { ObjectStore, WriteCondition } from "../storage/object-store.js";
@@ -38,6 +39,9 @@ function takeGroup(queue: PendingPatch[], max: number): PendingPatch[] {
   while (n < queue.length && n < max && !conditional(queue[n]!)) n++;
   return queue.splice(0, n);
 }
+
+/** What {@link FilesService.writeUploaded} stores: bytes in memory, or a stream of `length` bytes. */
+export type UploadedContent = { body: Buffer } | { open: () => Promise<Readable>; length: number };
 
 export interface WriteResult {
   created: boolean;
@@ -207,6 +211,43 @@ export class FilesService {
     });
   }
 
+  /**
+   * One file of an upload: an unconditional replace under the file's lock, with the cache markers
+   * moved as for a PUT. A buffer is kept in the memory cache; a stream (large files) is not.
+   */
+  async writeUploaded(key: string, contentType: string, content: UploadedContent): Promise<string> {
+    return this.locks.withLock(key, async () => {
+      await this.cache.writing(key);
+      try {
+        if ("body" in content) {
+          const { etag } = await this.store.put(key, content.body, contentType);
+          await this.cache.committed(key, { body: content.body, etag, contentType });
+          return etag;
+        }
+        const { etag } = await this.store.putStream(key, await content.open(), content.length, contentType);
+        await this.cache.committedVersion(key, etag);
+        return etag;
+      } catch (err) {
+        await this.cache.abandoned(key);
+        throw err;
+      }
+    });
+  }
+
+  /** A file an upload replaced its directory without: deleted under its lock (already gone is fine). */
+  async removeReplaced(key: string): Promise<void> {
+    await this.locks.withLock(key, async () => {
+      await this.cache.writing(key);
+      try {
+        await this.store.delete(key);
+      } catch (err) {
+        await this.cache.abandoned(key);
+        throw err;
+      }
+      await this.cache.committed(key, null);
+    });
+  }
+
   /** Under the lock the Redis marker is authoritative, so a hot file's bytes come from memory. */
   private async readForWrite(fp: FilePath): Promise<CachedFile> {
     const version = await this.cache.version(fp.objectKey);
@@ -247,7 +288,7 @@ export class FilesService {
 }
 
 /** A .wam body: UTF-8 JSON within the platform's rules (400), then a valid WAM document (422). */
-function validateWamBytes(body: Buffer): void {
+export function validateWamBytes(body: Buffer): void {
   const doc = parseJsonBytes(body, "A .wam file", true);
   assertValidWam(doc, "The body is not a valid WAM file.");
 }
@@ -256,7 +297,7 @@ function validateWamBytes(body: Buffer): void {
  * JSON files nest at most `MAX_JSON_DEPTH` levels: a PUT of a deeper one is refused (400), and a
  * deeper file already stored cannot be patched (409: replace it with PUT).
  */
-function checkStoredDepth(body: Buffer, fp: FilePath, status: 400 | 409): void {
+export function checkStoredDepth(body: Buffer, fp: Pick<FilePath, "path">, status: 400 | 409): void {
   if (jsonTextDepth(body) <= MAX_JSON_DEPTH) return;
   const detail =
     status === 400

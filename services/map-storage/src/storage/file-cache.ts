@@ -106,6 +106,12 @@ export class FileCache {
     }
   }
 
+  /** Writer, after an S3 write too large to keep in memory: readers fetch it from S3 and see its ETag. */
+  async committedVersion(key: string, etag: string): Promise<void> {
+    this.memory.delete(key);
+    await this.redis.set(this.versionKey(key), etag, "EX", this.options.versionTtlSeconds);
+  }
+
   /** Writer, after a failed S3 write whose outcome is unknown: drop the marker so readers go to S3. */
   async abandoned(key: string): Promise<void> {
     this.memory.delete(key);

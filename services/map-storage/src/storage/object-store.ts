@@ -1,3 +1,5 @@
+import type { Readable } from "node:stream";
+
 /** A stored file as read from the bucket. */
 export interface StoredObject {
   body: Buffer;
@@ -27,11 +29,24 @@ export class WriteConflictError extends Error {
   }
 }
 
+/** One page of a listing: keys in lexicographic (UTF-8 byte) order, as S3 lists them. */
+export interface ObjectPage {
+  keys: { key: string; size: number }[];
+  /** True when more keys follow the last one of this page. */
+  truncated: boolean;
+}
+
 /** The storage operations map-storage needs; implemented over S3 by `S3ObjectStore`. */
 export interface ObjectStore {
   get(key: string): Promise<StoredObject | null>;
+  /** The object's bytes as a stream (downloads), or null when absent. */
+  getStream(key: string): Promise<Readable | null>;
   head(key: string): Promise<ObjectHead | null>;
   put(key: string, body: Buffer, contentType: string, condition?: WriteCondition): Promise<{ etag: string }>;
+  /** An unconditional write of exactly `length` bytes read from `body` (large files of an upload). */
+  putStream(key: string, body: Readable, length: number, contentType: string): Promise<{ etag: string }>;
+  /** Keys starting with `prefix`, after `startAfter` when given, at most `max` (S3 caps a page at 1000). */
+  list(prefix: string, startAfter: string | undefined, max: number): Promise<ObjectPage>;
   delete(key: string): Promise<void>;
   ping(): Promise<void>;
 }

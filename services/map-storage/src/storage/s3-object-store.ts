@@ -6,12 +6,14 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
-import type { ObjectHead, ObjectStore, StoredObject, WriteCondition } from "./object-store.js";
+import type { Readable } from "node:stream";
+import type { ObjectHead, ObjectPage, ObjectStore, StoredObject, WriteCondition } from "./object-store.js";
 import { WriteConflictError } from "./object-store.js";
 
 export interface S3Settings {
@@ -72,6 +74,17 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  async getStream(key: string): Promise<Readable | null> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      // In Node the SDK's body is an http.IncomingMessage: a Readable.
+      return out.Body as Readable;
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw err;
+    }
+  }
+
   async head(key: string): Promise<ObjectHead | null> {
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -102,6 +115,24 @@ export class S3ObjectStore implements ObjectStore {
       if (status === 412 || status === 409) throw new WriteConflictError(key);
       throw err;
     }
+  }
+
+  async putStream(key: string, body: Readable, length: number, contentType: string): Promise<{ etag: string }> {
+    const out = await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType, ContentLength: length }),
+    );
+    if (!out.ETag) throw new Error(`PutObject of ${key} answered without an ETag`);
+    return { etag: out.ETag };
+  }
+
+  async list(prefix: string, startAfter: string | undefined, max: number): Promise<ObjectPage> {
+    const out = await this.client.send(
+      new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: Math.min(max, 1000), ...(startAfter ? { StartAfter: startAfter } : {}) }),
+    );
+    return {
+      keys: (out.Contents ?? []).flatMap((o) => (o.Key === undefined ? [] : [{ key: o.Key, size: o.Size ?? 0 }])),
+      truncated: out.IsTruncated === true,
+    };
   }
 
   async delete(key: string): Promise<void> {

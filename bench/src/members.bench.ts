@@ -2,11 +2,11 @@
  * `pnpm bench members`: the member directory's two paths, each against a baseline measured in the
  * same run on the same processes (these 2 shared cores are noisy; ratios compare across runs).
  *
- * 1. Lookup: `GET /api/v1/worlds/{world}/members/{uuid}` on an admin-api process (spawned from
- *    src) over a directory of BENCH_MEMBERS people (10,000, four consent answers each), random
- *    uuids, sequential calls (a receiver looks one person up while handling a delivery). Each
- *    lookup is paired with a bare `GET /healthz` on the same server and connection, interleaved,
- *    so both see the same machine: the difference is the key check and the query.
+ * 1. Lookup: `GET /api/v1/worlds/{world}/members/{uuid}` on an admin-api process over a directory
+ *    of BENCH_MEMBERS people (10,000, four consent answers each), random uuids, sequential calls
+ *    (a receiver looks one person up while handling a delivery). Each lookup is paired with a bare
+ *    `GET /healthz` on the same server and connection, interleaved, so both see the same machine:
+ *    the difference is the key check and the query.
  * 2. Intake: `POST /v1/events` batches of 100 events on an event-ingest process, `consent.changed`
  *    (written to the directory in the ingest transaction) paired with `recording.completed` (names
  *    nobody, so the directory is not touched): the cost the directory adds to event intake.
@@ -15,15 +15,13 @@
  */
 import http from "node:http";
 import { randomBytes, randomUUID } from "node:crypto";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { EVENT_SAMPLES } from "@vw/contracts";
 import { MemberDirectory, createPgPool, pgRunner, type MemberEvent } from "@vw/db";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
+import { GoalTally } from "./lib/goals.js";
+import { serviceDir } from "./lib/services.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const servicesDir = join(here, "..", "..");
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 300);
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 10_000);
@@ -36,6 +34,7 @@ const PURPOSES = ["newsletter", "events", "feedback_survey", "third_party"] as c
 const databaseUrl = process.env.DATABASE_URL!;
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const log = (line: string) => console.log(line);
+const goals = new GoalTally();
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 function call(method: string, url: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
@@ -85,8 +84,8 @@ try {
   const prefix = `vw-bench-members-${randomBytes(3).toString("hex")}`;
   const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, SECRETS_ENCRYPTION_KEY: generateSecretBoxKey(), LOG_LEVEL: "warn" };
   const [admin, ingest] = await Promise.all([
-    spawnService(join(servicesDir, "admin-api"), { ...env, ADMIN_TOKEN }),
-    spawnService(join(servicesDir, "event-ingest"), { ...env, INGEST_TOKEN }),
+    spawnService(serviceDir("admin-api"), { ...env, ADMIN_TOKEN }),
+    spawnService(serviceDir("event-ingest"), { ...env, INGEST_TOKEN }),
   ]);
   processes.push(admin, ingest);
 
@@ -165,12 +164,15 @@ try {
   log(`member lookup (${MEMBERS} members, ${CALLS} sequential calls, keep-alive):`);
   log(`  GET /api/v1/worlds/{world}/members/{uuid}: p50 ${ms(pct(l, 50))} ms, p99 ${ms(pct(l, 99))} ms`);
   log(`  GET /healthz on the same server (baseline): p50 ${ms(pct(hz, 50))} ms, p99 ${ms(pct(hz, 99))} ms`);
+  goals.judge(pct(l, 50) - pct(hz, 50) <= 1);
   log(`  = ${(pct(l, 50) / pct(hz, 50)).toFixed(2)}x the baseline at p50, ${(pct(l, 99) / pct(hz, 99)).toFixed(2)}x at p99; ` +
       `added p50 ${ms(pct(l, 50) - pct(hz, 50))} ms (goal added p50 <= 1 ms)`);
   log(`event intake (${BATCHES} requests of ${BATCH_SIZE} events each, no endpoints):`);
   log(`  consent.changed (member directory written in the transaction): p50 ${ms(pct(ci, 50))} ms, p99 ${ms(pct(ci, 99))} ms`);
   log(`  recording.completed (names nobody, baseline):                  p50 ${ms(pct(ri, 50))} ms, p99 ${ms(pct(ri, 99))} ms`);
+  goals.judge(pct(ci, 50) / pct(ri, 50) <= 1.5);
   log(`  = ${(pct(ci, 50) / pct(ri, 50)).toFixed(2)}x the baseline at p50 (goal <= 1.5x)`);
+  log(goals.summary());
 } finally {
   await Promise.all(processes.map((p) => p.stop()));
   await pool.end();

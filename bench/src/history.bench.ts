@@ -17,15 +17,13 @@
  * BENCH_ROUNDS (5).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createPgPool, createPrismaClient, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LogPartitions, newDeliveryId, pgRunner, utcDay } from "@vw/db";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
-import { deleteKeysUnder, postBurst, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
+import { deleteKeysUnder, postBurst, receiverReached, resetReceiver, startReceiver } from "./lib/bench-kit.js";
+import { GoalTally } from "./lib/goals.js";
+import { serviceDir } from "./lib/services.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..", "..");
 const ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 90);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 10_000);
@@ -34,7 +32,7 @@ const ENDPOINTS = 10;
 const BATCH = 100;
 const POSTERS = 4;
 const QUERY_RUNS = 300;
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const DAY_MS = 86_400_000;
 
 const databaseUrl = process.env.DATABASE_URL!;
@@ -44,6 +42,7 @@ const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
+const goals = new GoalTally();
 const fmt = (n: number, digits = 0): string => n.toFixed(digits);
 
 const median = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)] ?? 0;
@@ -98,10 +97,10 @@ interface Stack {
 async function startStack(dbUrl: string, receiverOrigin: string, prefix: string, processes: ServiceProcess[]): Promise<Stack> {
   const prisma = createPrismaClient(dbUrl);
   const commonEnv = { DATABASE_URL: dbUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" };
-  const ingest = await spawnService(join(root, "services", "event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
+  const ingest = await spawnService(serviceDir("event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
   processes.push(ingest);
   processes.push(
-    await spawnService(join(root, "services", "delivery-worker"), { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: "100" }),
+    await spawnService(serviceDir("delivery-worker"), { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: "100" }),
   );
   const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
   const world = await prisma.world.create({ data: { organizationId: organization.id, slug: "history", name: "Bench", adminEmails: [] } });
@@ -255,13 +254,19 @@ async function main(): Promise<void> {
     log(`seeding: ${sizeRows[0]!.n} deliveries (+ as many events, and attempts) in ${DAYS} daily partitions, database ${sizeRows[0]!.size}: ${fmt(seedSeconds)} s (bulk inserts ${fmt(seedLoad)} s, then ANALYZE), CHECKPOINT ${fmt(checkpointSeconds)} s`);
     log(`end to end, empty history:            median ${fmt(median(emptyRates))} deliveries/s (rounds: ${rates(emptyRates)})`);
     log(`end to end, ${(ROWS / 1e6).toFixed(0)}M deliveries stored:  median ${fmt(median(fullRates))} deliveries/s (rounds: ${rates(fullRates)})`);
+    goals.judge(median(fullRates) / median(emptyRates) >= 0.9);
     log(`  = ${fmt((median(fullRates) / median(emptyRates)) * 100, 1)}% of the empty-history throughput (goal >= 90%)`);
+    goals.judge(p99(listSamples) < 50);
     log(`history list of an endpoint with ${(ROWS / 10 / 1e6).toFixed(1)}M deliveries: p99 ${fmt(p99(listSamples), 1)} ms over ${QUERY_RUNS} (goal < 50 ms)`);
     for (const [name, samples] of byShape) log(`  ${name.padEnd(24)} p50 ${fmt(median(samples), 1)} ms, max ${fmt(Math.max(...samples), 1)} ms`);
+    goals.judge(p99(statsSamples) < 50);
     log(`24 h stats of that endpoint: p99 ${fmt(p99(statsSamples), 1)} ms over ${QUERY_RUNS} (goal < 50 ms)`);
+    goals.judge(dropMs < 1000);
     log(`drop of one day (${dropped.map((d) => d.partition).join(", ")}) while deliveries flow: ${fmt(dropMs)} ms (goal < 1000 ms)`);
+    goals.judge(stallDuringDrop < 100);
     log(`  longest write stall meanwhile (probe: create + record one delivery): ${fmt(stallDuringDrop, 1)} ms (goal < 100 ms); before the drop: ${fmt(stallBefore, 1)} ms`);
     log(`  end-to-end throughput across the drop: ${fmt(duringDrop)} deliveries/s`);
+    log(goals.summary());
   } finally {
     for (const p of processes) await p.kill9();
     receiver.stop();

@@ -29,8 +29,7 @@
 import { spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { randomBytes, randomUUID } from "node:crypto";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createPrismaClient } from "@vw/db";
@@ -53,7 +52,9 @@ import {
   startReceiver,
   threadShares,
   type ThreadShares,
-} from "./bench-kit.js";
+} from "./lib/bench-kit.js";
+import { GoalTally } from "./lib/goals.js";
+import { serviceDir } from "./lib/services.js";
 
 const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
 if (!RUNTIME_NODE_FLAGS.every((flag) => ownFlags.includes(flag))) {
@@ -61,8 +62,6 @@ if (!RUNTIME_NODE_FLAGS.every((flag) => ownFlags.includes(flag))) {
   process.exit(again.status ?? 1);
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..", "..");
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
 const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 20);
@@ -71,7 +70,7 @@ const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
 const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-const INGEST_TOKEN = "bench-ingest-token-0123456789";
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 /** The processes whose CPU per delivery the report prints, in its order. */
 const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 
@@ -81,6 +80,7 @@ const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
+const goals = new GoalTally();
 
 /** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
 async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number; thread: ThreadShares | null }> {
@@ -162,13 +162,13 @@ async function main(): Promise<void> {
   try {
     const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
     const ingest = await spawnService(
-      join(root, "services", "event-ingest"),
+      serviceDir("event-ingest"),
       { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey },
       { nodeArgs: profileArgs("ingest") },
     );
     processes.push(ingest);
     const worker = await spawnService(
-      join(root, "services", "delivery-worker"),
+      serviceDir("delivery-worker"),
       { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(CONCURRENCY) },
       { nodeArgs: profileArgs("worker") },
     );
@@ -352,6 +352,7 @@ async function main(): Promise<void> {
     );
     const redisOf = (r: { commands: number; scripts: number }): string => `${r.commands.toFixed(1)} Redis commands per delivery (${r.scripts.toFixed(2)} script calls)`;
     log(`  ${redisOf(healthyRun.redis)}`);
+    goals.judge(healthyRun.rate / raw >= 0.7);
     log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop.rate) * 100).toFixed(1)}% of the no-op job rate`);
     // Whether the run was bound by CPU: the ceiling's client runs on about one core, end to end
     // shares every core with PostgreSQL and Redis; below all of them busy, it waited on something.
@@ -373,10 +374,12 @@ async function main(): Promise<void> {
     if (rawThread && workerThread) log(`  main JavaScript thread (median): raw-ceiling client ${rawThread}; worker ${workerThread}`);
     log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
     log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
+    goals.judge(hangRun.rate / healthyRun.rate >= 0.8);
     log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
     log(`  delivery lag of healthy endpoints: p50 ${fmt(hangRun.p50)} ms, p99 ${fmt(hangRun.p99)} ms`);
     const steadySeconds = (steady.lastAt - steadyStart) / 1000;
     log(`open loop at 80% of the end-to-end maximum (${fmt(steadyRate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt((posted * ENDPOINTS) / steadySeconds)}/s received):`);
+    goals.judge(steady.p99 < 1000);
     log(`  lag from intake to receiver: p50 ${fmt(steady.p50)} ms, p99 ${fmt(steady.p99)} ms (goal p99 < 1000 ms)`);
     // The requests' size follows the offered rate (what is due every tick): a slower machine's
     // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
@@ -397,6 +400,7 @@ async function main(): Promise<void> {
           : ""),
     );
     log(`  ${redisOf(steadyRedis)}, against the burst's ${healthyRun.redis.commands.toFixed(1)} (${healthyRun.redis.scripts.toFixed(2)})`);
+    log(goals.summary());
   } finally {
     for (const p of processes) {
       if (process.env.BENCH_PROFILE_DIR) await p.stop();

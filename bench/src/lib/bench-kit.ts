@@ -1,5 +1,5 @@
 /**
- * Pieces shared by the delivery-worker benchmarks (`delivery`, `backlog`): the receiver process,
+ * Pieces shared by the delivery benchmarks (`delivery`, `backlog`, `history`): the receiver process,
  * a private Redis for counting commands, posting events to event-ingest in a burst (closed loop)
  * or at a steady rate (open loop), and quantiles.
  */

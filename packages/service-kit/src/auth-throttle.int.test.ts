@@ -1,0 +1,193 @@
+/**
+ * The failed-authentication throttle against the run's real Redis: counters shared by two
+ * "replicas" (two throttles on one prefix), other clients never refused, the window, and what
+ * happens when Redis refuses connections or stops answering (in-memory fallback, one warning).
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { Redis } from "ioredis";
+import { testKeyPrefix } from "@vw/testing";
+import { AuthThrottle, clientId, type AuthThrottleOptions } from "./auth-throttle.js";
+import { AppError } from "./errors.js";
+import type { Logger } from "./logger.js";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+let redis: Redis;
+const prefix = testKeyPrefix("throttle-");
+
+interface Line {
+  level: string;
+  fields: unknown;
+  msg: unknown;
+}
+function recordingLogger(lines: Line[]): Logger {
+  const record = (level: string) => (fields: unknown, msg?: unknown) => void lines.push({ level, fields, msg });
+  const logger = { trace: record("trace"), debug: record("debug"), info: record("info"), warn: record("warn"), error: record("error"), fatal: record("fatal"), child: () => logger };
+  return logger as unknown as Logger;
+}
+
+const SECRET = "the-right-credential";
+/** A credential check as a service makes one: 401 for anything but the secret. */
+const check = (presented: string) => () => {
+  if (presented !== SECRET) throw new AppError(401, "invalid-token", "wrong");
+  return "ok";
+};
+
+/** The status a guarded check ends with: 200 for a pass, else the AppError's status. */
+async function attempt(throttle: AuthThrottle, client: string, presented: string): Promise<{ status: number; retryAfter?: string }> {
+  try {
+    await throttle.guard(client, check(presented));
+    return { status: 200 };
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    const retryAfter = err.extras.headers?.["Retry-After"];
+    return retryAfter === undefined ? { status: err.status } : { status: err.status, retryAfter };
+  }
+}
+
+function throttleOn(client: Redis | null, overrides: Partial<AuthThrottleOptions> = {}, lines: Line[] = []): AuthThrottle {
+  return new AuthThrottle({ redis: client, keyPrefix: `${prefix}:`, scope: "admin-token", maxFailures: 3, windowMs: 60_000, logger: recordingLogger(lines), ...overrides });
+}
+
+beforeAll(() => {
+  redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+describe("across replicas", () => {
+  it("counts one client's failures on every replica, refuses its credentials (even the right one) with 429 and Retry-After once at the limit, and never slows another client", async () => {
+    const a = throttleOn(redis);
+    const b = throttleOn(redis);
+    const attacker = "203.0.113.7";
+    const statuses = [await attempt(a, attacker, "guess-1"), await attempt(b, attacker, "guess-2"), await attempt(a, attacker, "guess-3")];
+    expect(statuses.map((s) => s.status)).toEqual([401, 401, 401]);
+    // The third failure reached the limit of 3: the other replica reads it and refuses the fourth guess unchecked.
+    const fourth = await attempt(b, attacker, "guess-4");
+    expect(fourth.status).toBe(429);
+    expect(Number(fourth.retryAfter)).toBeGreaterThanOrEqual(59);
+    expect(Number(fourth.retryAfter)).toBeLessThanOrEqual(60);
+    // Replica a never saw the fourth failure: it reads the shared counter.
+    expect((await attempt(a, attacker, SECRET)).status).toBe(429);
+    expect((await attempt(b, attacker, SECRET)).status).toBe(429);
+    // Another client, on either replica, before and after the block.
+    expect(await attempt(a, "198.51.100.20", SECRET)).toEqual({ status: 200 });
+    expect(await attempt(b, "198.51.100.20", SECRET)).toEqual({ status: 200 });
+    // One key per (scope, client), under the prefix, expiring with the window.
+    expect(await redis.get(`${prefix}:auth-failures:admin-token:${attacker}`)).toBe("3");
+    expect(await redis.pttl(`${prefix}:auth-failures:admin-token:${attacker}`)).toBeGreaterThan(50_000);
+  });
+
+  it("lets a client that stayed under the limit in", async () => {
+    const a = throttleOn(redis);
+    const client = "192.0.2.44";
+    expect((await attempt(a, client, "typo")).status).toBe(401);
+    expect((await attempt(a, client, "typo again")).status).toBe(401);
+    expect(await attempt(a, client, SECRET)).toEqual({ status: 200 });
+  });
+
+  it("keeps the kinds of credential apart", async () => {
+    const tokens = throttleOn(redis, { scope: "ingest-token", maxFailures: 1 });
+    const keys = throttleOn(redis, { scope: "api-key", maxFailures: 1 });
+    const client = "192.0.2.45";
+    expect((await attempt(tokens, client, "x")).status).toBe(401);
+    expect((await attempt(tokens, client, "y")).status).toBe(429);
+    expect(await attempt(keys, client, SECRET)).toEqual({ status: 200 });
+  });
+
+  it("does not count a missing credential or an error that is not a failed authentication", async () => {
+    const a = throttleOn(redis, { maxFailures: 1 });
+    const client = "192.0.2.46";
+    for (let i = 0; i < 3; i += 1) {
+      await expect(
+        a.guard(client, () => {
+          throw new AppError(401, "missing-token", "none");
+        }),
+      ).rejects.toMatchObject({ status: 401 });
+      await expect(
+        a.guard(client, () => {
+          throw new AppError(403, "wrong-world", "elsewhere");
+        }),
+      ).rejects.toMatchObject({ status: 403 });
+    }
+    expect(await redis.exists(`${prefix}:auth-failures:admin-token:${client}`)).toBe(0);
+    expect(await attempt(a, client, SECRET)).toEqual({ status: 200 });
+  });
+
+  it("lets the client in again once its window has passed", async () => {
+    const a = throttleOn(redis, { maxFailures: 1, windowMs: 300, checkCacheMs: 0 });
+    const client = "192.0.2.47";
+    expect((await attempt(a, client, "x")).status).toBe(401);
+    expect((await attempt(a, client, "y")).status).toBe(429);
+    const deadline = Date.now() + 10_000;
+    let last = await attempt(a, client, SECRET);
+    while (last.status !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setImmediate(resolve));
+      last = await attempt(a, client, SECRET);
+    }
+    expect(last).toEqual({ status: 200 });
+  });
+});
+
+describe("without Redis", () => {
+  let silent: Server;
+  const held = new Set<Socket>();
+  beforeAll(async () => {
+    // Accepts connections and never answers: a Redis that hangs.
+    silent = createServer((socket) => {
+      held.add(socket);
+      socket.on("close", () => held.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  });
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+
+  it("falls back to counting in the process when Redis refuses connections: nobody is locked out, failures are still throttled, one warning", async () => {
+    const down = new Redis({ host: "127.0.0.1", port: 1, enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
+    down.on("error", () => {});
+    const lines: Line[] = [];
+    const throttle = throttleOn(down, { maxFailures: 2 }, lines);
+    expect(await attempt(throttle, "192.0.2.50", SECRET)).toEqual({ status: 200 });
+    expect((await attempt(throttle, "192.0.2.51", "x")).status).toBe(401);
+    expect((await attempt(throttle, "192.0.2.51", "y")).status).toBe(401);
+    expect((await attempt(throttle, "192.0.2.51", "z")).status).toBe(429);
+    expect((await attempt(throttle, "192.0.2.51", SECRET)).status).toBe(429);
+    expect(await attempt(throttle, "192.0.2.50", SECRET)).toEqual({ status: 200 });
+    const warnings = lines.filter((l) => l.level === "warn" && String(l.msg).includes("Redis unavailable"));
+    expect(warnings).toHaveLength(1);
+    down.disconnect();
+  });
+
+  it("does not wait on a Redis that stops answering longer than its timeout", async () => {
+    const port = (silent.address() as AddressInfo).port;
+    const hung = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 1, enableReadyCheck: false, retryStrategy: () => null });
+    hung.on("error", () => {});
+    const lines: Line[] = [];
+    const throttle = throttleOn(hung, { redisTimeoutMs: 50, maxFailures: 1 }, lines);
+    expect(await attempt(throttle, "192.0.2.60", SECRET)).toEqual({ status: 200 });
+    expect((await attempt(throttle, "192.0.2.61", "x")).status).toBe(401);
+    expect((await attempt(throttle, "192.0.2.61", "y")).status).toBe(429);
+    expect(lines.some((l) => l.level === "warn" && String(l.msg).includes("Redis unavailable"))).toBe(true);
+    hung.disconnect();
+  });
+});
+
+describe("clientId", () => {
+  it.each([
+    ["203.0.113.7", "203.0.113.7"],
+    ["::ffff:203.0.113.7", "203.0.113.7"],
+    ["2001:db8:1:2:3:4:5:6", "2001:0db8:0001:0002::/64"],
+    ["2001:db8:1:2::99", "2001:0db8:0001:0002::/64"],
+    ["2001:db8::1", "2001:0db8:0000:0000::/64"],
+    ["::1", "0000:0000:0000:0000::/64"],
+  ])("%s is throttled as %s", (address, id) => {
+    expect(clientId(address)).toBe(id);
+  });
+});

@@ -1,0 +1,102 @@
+import type { RoomListItem, RoomListPage } from "@vw/contracts";
+import { AppError } from "@vw/service-kit";
+import type { FilePath } from "../files/file-path.js";
+import type { FilesService } from "../files/files.service.js";
+import type { ObjectStore } from "../storage/object-store.js";
+import { mapLimit } from "./map-limit.js";
+
+/** Where a world's files and rooms are addressed from. */
+export interface RoomAddressing {
+  /** `{PUBLIC_MAP_STORAGE_URL}`: a file's URL is `<this>/<org>/<world>/<path>`. */
+  publicBaseUrl: string;
+  /** Builds the room URL of a `.wam` file (custom domain or `PLAY_URL`). */
+  roomUrl: (file: FilePath) => string;
+}
+
+/** Default and largest page of `GET {base}/rooms`. */
+export const ROOMS_PAGE = { default: 50, max: 100 } as const;
+/** Keys examined by one page at most: a world of many non-room files answers a short page (with a cursor) rather than scan it all. */
+const MAX_KEYS_SCANNED = 5000;
+
+function encodeCursor(path: string): string {
+  return Buffer.from(path, "utf8").toString("base64url");
+}
+
+/** The path after which the next page starts, or a 400 naming the parameter. */
+export function decodeCursor(cursor: string): string {
+  const path = /^[A-Za-z0-9_-]{1,2000}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
+  if (path === "" || path.includes("\u0000")) {
+    throw new AppError(400, "invalid-parameter", "The cursor is not one this listing gave; start again without it.", { parameter: "cursor" });
+  }
+  return path;
+}
+
+/**
+ * `GET {base}/rooms`: the world's rooms (its `.wam` files) in path order, each with its URL, its
+ * room URL and the `mapUrl` and `metadata` it declares. The files are read through the file cache
+ * (a hot room costs no S3 read). A `.wam` file whose content cannot be read as WAM (stored before
+ * validation existed) is listed with `mapUrl` and `metadata` null, not hidden.
+ */
+export class RoomsService {
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly files: FilesService,
+  ) {}
+
+  async list(org: string, world: string, addressing: RoomAddressing, limit: number, after: string | undefined): Promise<RoomListPage> {
+    const prefix = `${org}/${world}/`;
+    const found: string[] = [];
+    let startAfter = after === undefined ? undefined : prefix + after;
+    let scanned = 0;
+    let more = false;
+    while (found.length < limit) {
+      const page = await this.store.list(prefix, startAfter, 1000);
+      let stoppedEarly = false;
+      for (const [i, { key }] of page.keys.entries()) {
+        scanned++;
+        startAfter = key;
+        if (key.toLowerCase().endsWith(".wam")) found.push(key.slice(prefix.length));
+        if (found.length === limit || scanned >= MAX_KEYS_SCANNED) {
+          stoppedEarly = i < page.keys.length - 1;
+          break;
+        }
+      }
+      more = stoppedEarly || page.truncated;
+      if (!more || scanned >= MAX_KEYS_SCANNED) break;
+    }
+    const items: (RoomListItem | null)[] = new Array(found.length).fill(null);
+    await mapLimit(
+      found.map((path, index) => ({ path, index })),
+      8,
+      async ({ path, index }) => {
+        items[index] = await this.item(org, world, path, addressing);
+      },
+    );
+    const last = startAfter === undefined ? undefined : startAfter.slice(prefix.length);
+    return { items: items.filter((i): i is RoomListItem => i !== null), nextCursor: more && last ? encodeCursor(last) : null };
+  }
+
+  private async item(org: string, world: string, path: string, addressing: RoomAddressing): Promise<RoomListItem | null> {
+    const file: FilePath = { organization: org, world, path, objectKey: `${org}/${world}/${path}`, extension: "wam" };
+    let body: Buffer;
+    try {
+      // No If-None-Match is sent, so the answer is always the file.
+      const result = await this.files.read(file, undefined);
+      body = result.status === 200 ? result.file.body : Buffer.alloc(0);
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) return null; // deleted since it was listed
+      throw err;
+    }
+    let mapUrl: string | null = null;
+    let metadata: Record<string, unknown> | null = null;
+    try {
+      const doc = JSON.parse(body.toString("utf8")) as { mapUrl?: unknown; metadata?: unknown };
+      if (typeof doc.mapUrl === "string") mapUrl = doc.mapUrl;
+      if (typeof doc.metadata === "object" && doc.metadata !== null && !Array.isArray(doc.metadata)) metadata = doc.metadata as Record<string, unknown>;
+    } catch {
+      // Not JSON: listed without what it would declare.
+    }
+    const url = `${addressing.publicBaseUrl}/${org}/${world}/${path.split("/").map(encodeURIComponent).join("/")}`;
+    return { path, url, roomUrl: addressing.roomUrl(file), mapUrl, metadata };
+  }
+}
