@@ -5,19 +5,20 @@
  * POSTed to event-ingest reaches its receiver through the delivery worker. On a Cluster, BullMQ's
  * scripts over the queues' keys (admin-api's /readyz counts a queue's jobs; the worker runs them
  * all) need those keys to share a hash tag, which is the queue key layout's business: here,
- * map-storage and event-ingest, whose readiness pings Redis.
+ * map-storage and event-ingest, whose readiness pings Redis, and event-ingest's throttle of wrong
+ * tokens, whose counters are single keys.
  */
 import { randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { EVENT_SAMPLES } from "@vw/contracts";
-import { spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type ServiceProcess } from "@vw/testing";
+import { redisCommand, spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type ServiceProcess } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const INGEST_TOKEN = "topology-ingest-token-0123456789";
-const ADMIN_TOKEN = "topology-admin-token-0123456789";
+const INGEST_TOKEN = "topology-ingest-token-7d2a9f4c1e8b3065";
+const ADMIN_TOKEN = "topology-admin-token-3b8e1c6f9a2d4057";
 
 let h: Harness;
 beforeAll(async () => {
@@ -95,15 +96,22 @@ describe("the services on Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_MASTER)", ()
 });
 
 describe("the services on a Cluster (REDIS_CLUSTER_NODES)", () => {
-  it("map-storage and event-ingest start on it and answer /readyz", async () => {
+  it("map-storage and event-ingest start on it and answer /readyz; event-ingest throttles wrong tokens with its counters in the Cluster", async () => {
     const cluster = await startRedisCluster();
     let services = new Map<string, ServiceProcess>();
     try {
-      services = await startServices({ REDIS_CLUSTER_NODES: cluster.seeds }, ["event-ingest", "map-storage"]);
+      services = await startServices({ REDIS_CLUSTER_NODES: cluster.seeds, AUTH_FAILURES_MAX: "2" }, ["event-ingest", "map-storage"]);
       for (const [name, service] of services) {
         expect([name, loggedTopology(service)]).toEqual([name, `cluster seeded by ${cluster.seeds}`]);
         expect([name, (await fetch(`${service.url}/readyz`)).status]).toEqual([name, 200]);
       }
+      const post = async (token: string) =>
+        (await fetch(`${services.get("event-ingest")!.url}/v1/events`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: '{"events":[]}' })).status;
+      expect([await post("wrong-token-1"), await post("wrong-token-2"), await post(INGEST_TOKEN)]).toEqual([401, 401, 429]);
+      // The counter is one key on the primary of its slot (a script over keys of two slots would be refused there).
+      const key = `${h.processEnv().REDIS_KEY_PREFIX}:auth-failures:ingest-token:127.0.0.1`;
+      const owner = await cluster.primaryForKey(key);
+      expect(await redisCommand(owner.port, ["GET", key])).toBe("2");
     } finally {
       await stopServices(services);
       await cluster.stop();
