@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { deleteKeysUnder, testKeyPrefix } from "@vw/testing";
+import { deleteKeysUnder, redisReady, testKeyPrefix } from "@vw/testing";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
 import type { Express } from "express";
-import { createRedisConnection, type RedisClient } from "@vw/queues/redis-connection";
+import { createRedisConnection } from "@vw/queues/redis-connection";
 import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
 import { conformance } from "./conformance.js";
 import { loadConfig } from "../src/config.js";
@@ -81,7 +81,7 @@ export async function startMapStorage(
   // The service's own connection for the topology of `env` (REDIS_URL of the run by default):
   // a producer's, which refuses commands until it is ready, so the harness waits for that.
   const redis = createRedisConnection(config.redis, "producer");
-  await connected(redis);
+  await redisReady(redis);
   const s3 = createS3Client(config.s3);
   let store!: CountingStore;
   const { app } = composeMapStorage(
@@ -105,25 +105,6 @@ export async function startMapStorage(
       s3.destroy();
     },
   };
-}
-
-/** Resolves once `redis` is ready; rejects with its error if it cannot connect within 10 s. */
-async function connected(redis: RedisClient): Promise<void> {
-  if (redis.status === "ready") return;
-  let lastError: Error | undefined;
-  const onError = (err: Error) => (lastError = err);
-  redis.on("error", onError);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`Redis not ready within 10 s: ${lastError?.message ?? "no error reported"}`)), 10_000);
-      redis.once("ready", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  } finally {
-    redis.off("error", onError);
-  }
 }
 
 export const testPrisma = () => createPrismaClient(process.env.DATABASE_URL!);
