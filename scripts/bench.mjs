@@ -4,8 +4,9 @@
  * with the `development` export condition so workspace packages load from src) against private,
  * throwaway infrastructure: an s3rver on a random port with its own bucket, a fresh migrated database
  * `vw_bench_<random>` (created through TEST_PG_ADMIN_URL, default
- * postgresql://postgres@127.0.0.1:5432/postgres), and REDIS_URL (default redis://127.0.0.1:6379/0).
- * The benchmark gets DATABASE_URL, REDIS_URL, the S3_* variables and LOG_LEVEL (default `warn`);
+ * postgresql://postgres@127.0.0.1:5432/postgres), and REDIS_URL (default redis://127.0.0.1:6379/0),
+ * or the Sentinel or Cluster given by REDIS_SENTINELS or REDIS_CLUSTER_NODES (passed on as they are).
+ * The benchmark gets DATABASE_URL, the Redis topology, the S3_* variables and LOG_LEVEL (default `warn`);
  * extra arguments are passed to it. Everything is stopped and dropped afterwards, also on Ctrl+C.
  * A benchmark listed in EXTRA_DATABASES also gets more migrated databases, one per name, as
  * `DATABASE_URL_<NAME>` (for example `history` compares an empty history with a 10M one, side by
@@ -85,7 +86,10 @@ if (process.env.BENCH_NODE && process.env.BENCH_NODE !== "machine") {
 const EXTRA_DATABASES = { history: ["empty"], backlog: ["twin"] };
 
 const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
-const redisUrl = process.env.REDIS_URL || DEFAULT_REDIS_URL;
+/** A Sentinel or Cluster topology given in the environment: then REDIS_URL is neither defaulted nor checked (two topologies would stop every service). */
+const otherTopology = ["REDIS_SENTINELS", "REDIS_CLUSTER_NODES"].find((name) => process.env[name]);
+const redisUrl = otherTopology ? null : process.env.REDIS_URL || DEFAULT_REDIS_URL;
+const redisLabel = otherTopology ? `${otherTopology}=${process.env[otherTopology]}` : redisUrl;
 const suffix = randomSuffix();
 const dbName = `vw_bench_${suffix}`;
 let s3 = null;
@@ -112,7 +116,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 }
 
 try {
-  await assertReachable(redisUrl, "Redis (REDIS_URL)", 6379);
+  if (redisUrl) await assertReachable(redisUrl, "Redis (REDIS_URL)", 6379);
   const { databaseUrl } = await ensureDatabase(adminUrl, dbName);
   dbCreated = true;
   await migrate(databaseUrl);
@@ -125,9 +129,9 @@ try {
     extraEnv[`DATABASE_URL_${extra.toUpperCase()}`] = extraUrl;
   }
   s3 = await startS3rver({ bucket: `vw-bench-${suffix}` });
-  log(`database ${dbName}, s3rver ${s3.endpoint} bucket ${s3.bucket}, redis ${redisUrl}`);
+  log(`database ${dbName}, s3rver ${s3.endpoint} bucket ${s3.bucket}, redis ${redisLabel}`);
 
-  const env = childEnv(process.env, { DATABASE_URL: databaseUrl, ...extraEnv, REDIS_URL: redisUrl, ...s3.env });
+  const env = childEnv(process.env, { DATABASE_URL: databaseUrl, ...extraEnv, ...(redisUrl ? { REDIS_URL: redisUrl } : {}), ...s3.env });
   env.LOG_LEVEL ||= "warn";
   const node = await benchNode();
   // What the benchmark starts with `node` (or process.execPath) is then that Node too.

@@ -18,8 +18,8 @@
  * A floor comes first: the same pairs through a bare node:http forwarder (bare-forwarder.mjs),
  * which does nothing but forward; what the hook adds beyond it is the service's own work.
  * The client is node:http with a keep-alive agent (as light as a client gets, so its own cost
- * does not hide the service's). Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides
- * them). BENCH_NODE_ARGS adds node flags to the service; BENCH_PROFILE_DIR CPU-profiles it.
+ * does not hide the service's). Expects DATABASE_URL and a Redis topology, REDIS_URL by default
+ * (scripts/bench.mjs provides them). BENCH_NODE_ARGS adds node flags to the service; BENCH_PROFILE_DIR CPU-profiles it.
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -30,6 +30,7 @@ import { createPrismaClient } from "@vw/db";
 import { spawnService } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
 import { GoalTally } from "./lib/goals.js";
+import { benchRedisEnv } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
 /** The helper processes' scripts (receiver, forwarder). */
@@ -40,7 +41,6 @@ const RECEIVER_DELAY_MS = Number(process.env.BENCH_RECEIVER_DELAY_MS ?? 2);
 const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 
 const databaseUrl = process.env.DATABASE_URL!;
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
 
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   let forwarder: { origin: string; stop: () => void } | undefined;
   const ingest = await spawnService(serviceDir("event-ingest"), {
     DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
+    ...benchRedisEnv(),
     REDIS_KEY_PREFIX: `vwbench-${randomBytes(4).toString("hex")}`,
     INGEST_TOKEN,
     SECRETS_ENCRYPTION_KEY: secretsKey,

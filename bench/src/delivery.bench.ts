@@ -54,6 +54,7 @@ import {
   type ThreadShares,
 } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
+import { standaloneRedisUrl } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
 const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
@@ -75,7 +76,7 @@ const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 
 const databaseUrl = process.env.DATABASE_URL!;
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const redisUrl = standaloneRedisUrl("delivery");
 const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);

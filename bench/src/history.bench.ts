@@ -22,6 +22,7 @@ import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
 import { deleteKeysUnder, postBurst, receiverReached, resetReceiver, startReceiver } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
+import { benchRedisEnv, benchRedisTopology } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
 const ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 10_000_000);
@@ -37,7 +38,7 @@ const DAY_MS = 86_400_000;
 
 const databaseUrl = process.env.DATABASE_URL!;
 const emptyDatabaseUrl = process.env.DATABASE_URL_EMPTY!;
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const redis = benchRedisTopology();
 const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
@@ -96,7 +97,7 @@ interface Stack {
 
 async function startStack(dbUrl: string, receiverOrigin: string, prefix: string, processes: ServiceProcess[]): Promise<Stack> {
   const prisma = createPrismaClient(dbUrl);
-  const commonEnv = { DATABASE_URL: dbUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" };
+  const commonEnv = { DATABASE_URL: dbUrl, ...benchRedisEnv(), REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" };
   const ingest = await spawnService(serviceDir("event-ingest"), { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey });
   processes.push(ingest);
   processes.push(
@@ -270,7 +271,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of processes) await p.kill9();
     receiver.stop();
-    await deleteKeysUnder(redisUrl, keyPrefix);
+    await deleteKeysUnder(redis, keyPrefix);
     await pool.end();
     for (const prisma of prismas) await prisma.$disconnect();
   }

@@ -3,15 +3,16 @@
  * same object on the same S3 server, the 304 revalidation rate, and PATCH throughput on one hot
  * file vs spread over 50 files; then map authors' uploads (see {@link uploadBench}). Baselines are
  * measured in the same run; ratios are what to compare across machines. Expects DATABASE_URL,
- * REDIS_URL and S3_* in the environment (scripts/bench.mjs).
+ * a Redis topology (REDIS_URL, or REDIS_SENTINELS or REDIS_CLUSTER_NODES: map-storage's keys are
+ * single keys) and S3_* in the environment (scripts/bench.mjs).
  */
 import { Agent, request } from "node:http";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { createPrismaClient, generateApiKey } from "@vw/db";
 import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
 import { spawnService } from "@vw/testing";
 import { GoalTally } from "./lib/goals.js";
+import { benchRedisEnv, benchRedisTopology, deleteKeysUnder } from "./lib/redis-target.js";
 import { benchS3 } from "./lib/s3-client.js";
 import { serviceDir } from "./lib/services.js";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -89,7 +90,7 @@ const fmt = (r: Run) => `${r.perSecond.toFixed(0).padStart(7)} /s   p50 ${r.p50.
 async function main() {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("DATABASE_URL is not set: run it as `pnpm bench map-storage` (scripts/bench.mjs provides it)");
-  const redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379";
+  const redis = benchRedisTopology();
   const prisma = createPrismaClient(databaseUrl);
   const suffix = randomBytes(3).toString("hex");
   const org = await prisma.organization.create({ data: { slug: `bench-${suffix}`, name: "Bench" } });
@@ -98,7 +99,7 @@ async function main() {
   await prisma.apiKey.create({ data: { worldId: world.id, tokenHash: key.tokenHash, tokenPrefix: key.tokenPrefix, name: "bench" } });
   const prefix = `bench:ms:${suffix}:`;
   // MAX_UPLOAD_BYTES raised: the memory goal streams a zip larger than the default 500 MiB.
-  const svc = await spawnService(serviceDir("map-storage"), { REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn", MAX_UPLOAD_BYTES: String(4096 * MiB) });
+  const svc = await spawnService(serviceDir("map-storage"), { ...benchRedisEnv(), REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn", MAX_UPLOAD_BYTES: String(4096 * MiB) });
   const base = `${svc.url}/${org.slug}/${world.slug}`;
   const auth = { authorization: `Bearer ${key.token}` };
 
@@ -164,10 +165,7 @@ async function main() {
     process.stdout.write(`\n${goals.summary()}\n`);
   } finally {
     await svc.stop();
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    await redis.quit();
+    await deleteKeysUnder(redis, prefix);
     await prisma.organization.delete({ where: { id: org.id } });
     await prisma.$disconnect();
     agent.destroy();

@@ -11,7 +11,7 @@
  *    (written to the directory in the ingest transaction) paired with `recording.completed` (names
  *    nobody, so the directory is not touched): the cost the directory adds to event intake.
  *
- * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
+ * Expects DATABASE_URL and a Redis topology, REDIS_URL by default (scripts/bench.mjs provides them).
  */
 import http from "node:http";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -20,6 +20,7 @@ import { MemberDirectory, createPgPool, pgRunner, type MemberEvent } from "@vw/d
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 import { GoalTally } from "./lib/goals.js";
+import { benchRedisEnv } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
@@ -32,7 +33,6 @@ const INGEST_TOKEN = `bench-ingest-${randomBytes(12).toString("hex")}`;
 const PURPOSES = ["newsletter", "events", "feedback_survey", "third_party"] as const;
 
 const databaseUrl = process.env.DATABASE_URL!;
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const log = (line: string) => console.log(line);
 const goals = new GoalTally();
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -82,7 +82,7 @@ const processes: ServiceProcess[] = [];
 const pool = createPgPool(databaseUrl, { max: 4 });
 try {
   const prefix = `vw-bench-members-${randomBytes(3).toString("hex")}`;
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, SECRETS_ENCRYPTION_KEY: generateSecretBoxKey(), LOG_LEVEL: "warn" };
+  const env = { DATABASE_URL: databaseUrl, ...benchRedisEnv(), REDIS_KEY_PREFIX: prefix, SECRETS_ENCRYPTION_KEY: generateSecretBoxKey(), LOG_LEVEL: "warn" };
   const [admin, ingest] = await Promise.all([
     spawnService(serviceDir("admin-api"), { ...env, ADMIN_TOKEN }),
     spawnService(serviceDir("event-ingest"), { ...env, INGEST_TOKEN }),

@@ -69,6 +69,8 @@ const SECRET_SAMPLES: Record<string, string> = {
   S3_SECRET_ACCESS_KEY: "sample-secret",
   SMTP_URL: "smtps://user:pw@smtp.example.com:465",
   ANALYTICS_PSEUDONYM_KEY: "a".repeat(32),
+  REDIS_PASSWORD: "sample-redis-password",
+  REDIS_SENTINEL_PASSWORD: "sample-sentinel-password",
 };
 
 const context = (overlay: string): RuleContext => ({
@@ -83,9 +85,13 @@ const context = (overlay: string): RuleContext => ({
   externalSecretSamples: SECRET_SAMPLES,
 });
 
+/** The production overlay with a Redis topology component enabled (infra/test/overlays: an operator's copy). */
+const TOPOLOGY_OVERLAYS = { "production-sentinel": "redis-sentinel", "production-cluster": "redis-cluster" } as const;
+
 const rendered: Record<string, K8sObject[]> = {};
 beforeAll(() => {
   for (const overlay of ["dev", "production"]) rendered[overlay] = renderKustomization(join(K8S, "overlays", overlay));
+  for (const overlay of Object.keys(TOPOLOGY_OVERLAYS)) rendered[overlay] = renderKustomization(join(ROOT, "infra", "test", "overlays", overlay));
 });
 
 describe.each(["dev", "production"])("overlay %s", (overlay) => {
@@ -148,6 +154,36 @@ describe("overlay production", () => {
   });
 });
 
+describe.each(Object.entries(TOPOLOGY_OVERLAYS))("overlay %s (production with components/%s)", (overlay) => {
+  const envNames = (o: K8sObject): string[] => o.spec.template.spec.containers[0].env.map((e: { name: string }) => e.name);
+
+  it("renders, and every object passes the schema and the rules (each service's config reader accepts its Redis variables)", async () => {
+    expect(await checkManifests(rendered[overlay]!, context("production"))).toEqual([]);
+  });
+
+  it("gives every service the topology's variables in place of REDIS_URL, settings from the ConfigMap and passwords from vw-secrets", () => {
+    const expected = overlay === "production-sentinel" ? ["REDIS_SENTINELS", "REDIS_SENTINEL_MASTER", "REDIS_SENTINEL_PASSWORD"] : ["REDIS_CLUSTER_NODES"];
+    const deployments = rendered[overlay]!.filter((o) => o.kind === "Deployment");
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual([...SERVICES].sort());
+    for (const d of deployments) {
+      const names = envNames(d);
+      expect([ref(d), names.filter((n) => n === "REDIS_URL")]).toEqual([ref(d), []]);
+      expect([ref(d), names]).toEqual([ref(d), expect.arrayContaining([...expected, "REDIS_PASSWORD", "REDIS_TLS"])]);
+      const env = d.spec.template.spec.containers[0].env as { name: string; valueFrom: { secretKeyRef?: { name: string }; configMapKeyRef?: { name: string } } }[];
+      for (const e of env.filter((x) => /PASSWORD/.test(x.name))) expect([e.name, e.valueFrom.secretKeyRef?.name]).toEqual([e.name, "vw-secrets"]);
+      for (const e of env.filter((x) => /^REDIS_(SENTINELS|SENTINEL_MASTER|CLUSTER_NODES|TLS)$/.test(x.name))) expect([e.name, e.valueFrom.configMapKeyRef?.name]).toEqual([e.name, expect.stringMatching(/^vw-settings-/)]);
+    }
+  });
+
+  it("lets the worker reach its Redis nodes (and the sentinels) in the private ranges", () => {
+    const policy = rendered[overlay]!.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === "delivery-worker-dependencies")!;
+    const privatePorts = policy.spec.egress
+      .filter((rule: { to: { ipBlock?: { cidr: string } }[] }) => rule.to.some((t) => t.ipBlock?.cidr === "10.0.0.0/8"))
+      .flatMap((rule: { ports: { port: number }[] }) => rule.ports.map((p) => p.port));
+    expect(privatePorts).toEqual(expect.arrayContaining(overlay === "production-sentinel" ? [6379, 26379] : [6379]));
+  });
+});
+
 describe("the checker", () => {
   // Each rule can fail: a manifest broken on purpose is reported naming the object and the rule.
   const broken = (mutate: (objects: K8sObject[]) => void): Promise<string[]> => {
@@ -171,6 +207,17 @@ describe("the checker", () => {
     ["private ranges opened on 443", (o: K8sObject[]) => (o.find((x) => x.metadata.name === "delivery-worker-webhooks")!.spec.egress[0].to[0].ipBlock.except = []), "NetworkPolicy/delivery-worker-webhooks: worker egress: 0.0.0.0/0 on 443 does not except 10.0.0.0/8"],
     ["a field of the wrong type", (o: K8sObject[]) => (app(o, "map-storage").ports[0].containerPort = "3001"), "Deployment/map-storage: schema"],
     ["an install hook", (o: K8sObject[]) => (deployment(o, "admin-api").metadata.annotations = { "helm.sh/hook": "pre-install" }), "Deployment/admin-api: no install hooks"],
+    [
+      "two Redis topologies at once",
+      (o: K8sObject[]) => app(o, "delivery-worker").env.push({ name: "REDIS_CLUSTER_NODES", value: "redis-0:6379" }),
+      "Deployment/delivery-worker: config reader accepts the env: REDIS_URL and REDIS_CLUSTER_NODES are both set",
+    ],
+    [
+      "Sentinel without its master name",
+      (o: K8sObject[]) => (app(o, "map-storage").env = [...app(o, "map-storage").env.filter((e: { name: string }) => e.name !== "REDIS_URL"), { name: "REDIS_SENTINELS", value: "s-0:26379" }]),
+      "Deployment/map-storage: config reader accepts the env: REDIS_SENTINEL_MASTER is required with REDIS_SENTINELS",
+    ],
+    ["a Redis variable no service reads", (o: K8sObject[]) => app(o, "event-ingest").env.push({ name: "REDIS_SENTINEL_NAME", value: "mymaster" }), "Deployment/event-ingest: env known to the config reader: REDIS_SENTINEL_NAME"],
   ])("reports %s", async (_what, mutate, expected) => {
     const violations = await broken(mutate);
     expect(violations.some((m) => m.includes(expected))).toBe(true);

@@ -49,20 +49,8 @@ export async function receiverReached(origin: string, expected: number): Promise
   return receiverStats(origin);
 }
 
-/** Deletes every key under `prefix` on the shared Redis (a benchmark's own keys, at its end). */
-export async function deleteKeysUnder(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    let cursor = "0";
-    do {
-      const [nextCursor, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-      cursor = nextCursor;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== "0");
-  } finally {
-    await redis.quit();
-  }
-}
+/** Deletes every key under `prefix` (a benchmark's own keys, at its end), on any topology. */
+export { deleteKeysUnder } from "./redis-target.js";
 
 /**
  * A Redis of the benchmark's own on a free port (no persistence), so `INFO commandstats` counts

@@ -21,7 +21,7 @@
  * its in-flight record holds events: a push adds it, and only a claim or a release that finds both
  * empty removes it.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 
 /** Default ANALYTICS_BUFFER_MAX: ten full batches wait per endpoint at most. */
 export const DEFAULT_ANALYTICS_BUFFER_MAX = 1000;
@@ -64,7 +64,7 @@ return over`;
  * Appends `events` (JSON texts) to the endpoint's buffer, keeping the newest `max`; resolves with
  * how many events were trimmed away (also added to the endpoint's dropped counter).
  */
-export async function pushAnalyticsEvents(redis: Redis, keyPrefix: string, endpointId: string, events: readonly string[], max: number): Promise<number> {
+export async function pushAnalyticsEvents(redis: RedisClient, keyPrefix: string, endpointId: string, events: readonly string[], max: number): Promise<number> {
   const keys = analyticsKeys(keyPrefix);
   let trimmed = 0;
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
@@ -127,7 +127,7 @@ export interface WorldPushResult {
  * pass the limit.
  */
 export async function pushWorldAnalyticsEvents(
-  redis: Redis,
+  redis: RedisClient,
   keyPrefix: string,
   endpointIds: readonly string[],
   events: readonly string[],
@@ -205,7 +205,7 @@ export interface AnalyticsClaim {
  * deliveryId; otherwise up to `count` events move from the buffer into the in-flight record under
  * `deliveryId`. An endpoint with nothing at all is unregistered.
  */
-export async function claimAnalyticsBatch(redis: Redis, keyPrefix: string, endpointId: string, count: number, deliveryId: string): Promise<AnalyticsClaim> {
+export async function claimAnalyticsBatch(redis: RedisClient, keyPrefix: string, endpointId: string, count: number, deliveryId: string): Promise<AnalyticsClaim> {
   const keys = analyticsKeys(keyPrefix);
   const [id, eventsJson, n, dropped, heldOver] = (await redis.eval(
     CLAIM_SCRIPT,
@@ -226,7 +226,7 @@ export async function claimAnalyticsBatch(redis: Redis, keyPrefix: string, endpo
  * its job queued (a record since replaced by another claim is left alone), and unregisters the
  * endpoint when nothing is left. Resolves with the events still buffered.
  */
-export async function releaseAnalyticsBatch(redis: Redis, keyPrefix: string, endpointId: string, deliveryId: string): Promise<number> {
+export async function releaseAnalyticsBatch(redis: RedisClient, keyPrefix: string, endpointId: string, deliveryId: string): Promise<number> {
   const keys = analyticsKeys(keyPrefix);
   const left = await redis.eval(RELEASE_SCRIPT, 3, keys.buffer(endpointId), keys.pending, keys.inflight(endpointId), endpointId, deliveryId);
   return Number(left);
@@ -246,13 +246,13 @@ return {n, dropped}`;
  * (deleted, disabled, unsubscribed) and unregisters it; resolves with the events discarded and the
  * dropped counter collected, so both are counted.
  */
-export async function discardAnalyticsBuffer(redis: Redis, keyPrefix: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
+export async function discardAnalyticsBuffer(redis: RedisClient, keyPrefix: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
   const keys = analyticsKeys(keyPrefix);
   const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 4, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.inflight(endpointId), endpointId)) as [number, number];
   return { discarded: Number(discarded), dropped: Number(dropped) };
 }
 
 /** Endpoint ids whose buffer or in-flight batch may hold events. */
-export function pendingAnalyticsEndpoints(redis: Redis, keyPrefix: string): Promise<string[]> {
+export function pendingAnalyticsEndpoints(redis: RedisClient, keyPrefix: string): Promise<string[]> {
   return redis.smembers(analyticsKeys(keyPrefix).pending);
 }

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 import { deliverJobId } from "./producer.js";
 
 /**
@@ -22,13 +22,13 @@ export function indexMarkerKey(queue: Queue): string {
 export type IndexState = "indexed" | "rebuilding" | "missing";
 
 /** Reads the queue's index marker. */
-export async function indexState(redis: Redis, queue: Queue): Promise<IndexState> {
+export async function indexState(redis: RedisClient, queue: Queue): Promise<IndexState> {
   const value = await redis.get(indexMarkerKey(queue));
   return value === null ? "missing" : value.startsWith("rebuilding") ? "rebuilding" : "indexed";
 }
 
 /** Marks a rebuild as started (the marker exists from now on, so its disappearance is seen). */
-export async function markRebuilding(redis: Redis, queue: Queue): Promise<string> {
+export async function markRebuilding(redis: RedisClient, queue: Queue): Promise<string> {
   const epoch = `rebuilding:${randomUUID()}`;
   await redis.set(indexMarkerKey(queue), epoch);
   return epoch;
@@ -38,7 +38,7 @@ export async function markRebuilding(redis: Redis, queue: Queue): Promise<string
  * Marks the rebuild `epoch` complete. False when the marker is no longer that epoch's: the data was
  * lost again during the rebuild (the marker went with it), so the rebuild must start over.
  */
-export async function markIndexed(redis: Redis, queue: Queue, epoch: string): Promise<boolean> {
+export async function markIndexed(redis: RedisClient, queue: Queue, epoch: string): Promise<boolean> {
   const done = await redis.eval(
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0",
     1,
@@ -69,7 +69,7 @@ return out`;
  * failed set; such a job is removed here, so the run can be queued again under its id). One round
  * trip for the batch, plus one per failed job.
  */
-export async function runsWithoutJob(redis: Redis, queue: Queue, runs: readonly { deliveryId: string; run: number }[]): Promise<boolean[]> {
+export async function runsWithoutJob(redis: RedisClient, queue: Queue, runs: readonly { deliveryId: string; run: number }[]): Promise<boolean[]> {
   if (runs.length === 0) return [];
   const ids = runs.map((r) => deliverJobId(r));
   const states = (await redis.eval(JOBS_STATE_LUA, ids.length + 1, queue.toKey("failed"), ...ids.map((id) => queue.toKey(id)), ...ids)) as number[];
@@ -89,7 +89,7 @@ export class RedisLease {
   private readonly token = randomUUID();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly key: string,
     private readonly ttlMs: number,
   ) {}

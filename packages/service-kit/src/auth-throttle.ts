@@ -24,7 +24,11 @@ import { LRUCache } from "lru-cache";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
-/** The Redis commands the throttle needs (an ioredis client). */
+/**
+ * The Redis commands the throttle needs: the service's connection of `createRedisConnection`
+ * (@vw/queues), a Redis (standalone or behind Sentinel) or a Cluster, which routes each script by
+ * its one key.
+ */
 export interface ThrottleRedis {
   eval(script: string, numkeys: number, ...args: string[]): Promise<unknown>;
 }

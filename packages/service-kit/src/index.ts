@@ -3,6 +3,7 @@
  * responses, health routes and graceful shutdown. No business logic lives here.
  */
 export * from "./config.js";
+export * from "./redis-topology.js";
 export * from "./errors.js";
 export * from "./http.js";
 export * from "./logger.js";

@@ -2,8 +2,9 @@
  * @vw/testing — test and benchmark helpers (devDependency only): a customer-like webhook receiver
  * that verifies with the `standardwebhooks` library, an SMTP sink (plain-text mails; the
  * subject and the text part are read without a MIME library, which is enough for our own mails),
- * service processes, per-run Redis key prefixes, the routes an express app registers, the
- * OpenAPI conformance recorder of the integration suites, and private stores for fault tests and
+ * service processes, per-run Redis key prefixes (and their clean-up on a Redis or on every primary
+ * of a Cluster), the routes an express app registers, the OpenAPI conformance recorder of the
+ * integration suites, and private stores for fault tests and
  * benchmarks: a `redis-server`, a PostgreSQL 15, a Redis Cluster and a Sentinel group of their own
  * on free loopback ports, every process of which is stopped by pid (also when a test fails).
  */
@@ -12,6 +13,7 @@ export * from "./smtp-sink.js";
 export * from "./processes.js";
 export * from "./prometheus.js";
 export * from "./redis-keys.js";
+export * from "./redis-client.js";
 export * from "./registered-routes.js";
 export * from "./openapi-conformance.js";
 export * from "./fuzz.js";

@@ -35,6 +35,8 @@ export interface PrivateRedisCluster {
   readonly seeds: string;
   /** The nodes serving slots now, as the live nodes see them. */
   primaries(): Promise<RedisNodeAddress[]>;
+  /** The primary serving `key`'s slot now (`{tag}` keys: the tag's), to kill the one a queue lives on. */
+  primaryForKey(key: string): Promise<RedisNodeAddress>;
   /** SIGKILLs (or sends `signal` to) the node on `node.port`; resolves once it has exited. */
   kill(node: RedisNodeAddress, signal?: NodeJS.Signals): Promise<void>;
   /**
@@ -66,6 +68,14 @@ function parseClusterNodes(text: unknown): ClusterNode[] {
       const port = Number(/:(\d+)/.exec(address)?.[1] ?? NaN);
       return { id, port, flags: flags.split(","), masterId, slots };
     });
+}
+
+/** Whether a `CLUSTER NODES` slot field (`5461-10922`, `42`; `[...]` migrations never match) holds `slot`. */
+function inRange(range: string, slot: number): boolean {
+  const m = /^(\d+)(?:-(\d+))?$/.exec(range);
+  if (!m) return false;
+  const low = Number(m[1]);
+  return slot >= low && slot <= Number(m[2] ?? low);
 }
 
 const isServingPrimary = (n: ClusterNode): boolean => n.flags.includes("master") && !n.flags.some((f) => f.startsWith("fail")) && n.slots.length > 0;
@@ -137,6 +147,14 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
       const [first] = live();
       if (!first) return [];
       return (await viewOf(first)).filter(isServingPrimary).map((n) => ({ host: "127.0.0.1", port: n.port }));
+    },
+    primaryForKey: async (key) => {
+      const [first] = live();
+      if (!first) throw new Error("no live node in the cluster");
+      const slot = Number(await redisCommand(first.port, ["CLUSTER", "KEYSLOT", key]));
+      const owner = (await viewOf(first)).filter(isServingPrimary).find((n) => n.slots.some((range) => inRange(range, slot)));
+      if (!owner) throw new Error(`no serving primary holds slot ${slot} of ${key}`);
+      return { host: "127.0.0.1", port: owner.port };
     },
     kill: async (node, signal = "SIGKILL") => {
       const server = serverOf(node);

@@ -11,3 +11,4 @@ export function testKeyPrefix(label = ""): string {
   const run = process.env["VW_TEST_RUN"] ?? "norun";
   return `vwtest-${run}-${label}${randomBytes(4).toString("hex")}`;
 }
+

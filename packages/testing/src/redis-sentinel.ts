@@ -37,8 +37,15 @@ export interface PrivateSentinelGroup {
   /** SIGKILLs the current primary and resolves with its address once it has exited. */
   killPrimary(): Promise<RedisNodeAddress>;
   /**
-   * Resolves with the new primary once every sentinel names a node other than `from` and that
-   * node says it is a master.
+   * SIGSTOPs the current primary: its connections stay open and unanswered, as in a network
+   * partition. `stop()` ends it like the others.
+   */
+  freezePrimary(): Promise<RedisNodeAddress>;
+  /** SIGKILLs the `index`th sentinel (0-2): a sentinel restarting or lost, the data nodes untouched. */
+  killSentinel(index: number): Promise<void>;
+  /**
+   * Resolves with the new primary once every live sentinel names a node other than `from` and
+   * that node says it is a master.
    */
   waitForFailover(from: RedisNodeAddress, options?: { timeoutMs?: number }): Promise<RedisNodeAddress>;
   /** Kills every process of the group and removes their directories. Safe to call twice. */
@@ -117,6 +124,12 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
     }
     throw new Error(`no live sentinel names a primary for ${masterName}`);
   };
+  const currentPrimary = async (): Promise<PrivateRedis> => {
+    const port = await primaryPort();
+    const server = data.find((s) => s.port === port);
+    if (!server) throw new Error(`the sentinels name 127.0.0.1:${port}, which is not a node of this group`);
+    return server;
+  };
   return {
     sentinels: sentinels.map((s) => `127.0.0.1:${s.port}`).join(","),
     sentinelNodes: sentinels.map(addressOf),
@@ -124,11 +137,19 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
     dataNodes: data.map(addressOf),
     primary: async () => ({ host: "127.0.0.1", port: await primaryPort() }),
     killPrimary: async () => {
-      const port = await primaryPort();
-      const server = data.find((s) => s.port === port);
-      if (!server) throw new Error(`the sentinels name 127.0.0.1:${port}, which is not a node of this group`);
+      const server = await currentPrimary();
       await server.kill("SIGKILL");
       return addressOf(server);
+    },
+    freezePrimary: async () => {
+      const server = await currentPrimary();
+      await server.kill("SIGSTOP");
+      return addressOf(server);
+    },
+    killSentinel: async (index) => {
+      const sentinel = sentinels[index];
+      if (!sentinel) throw new Error(`no sentinel ${index}: the group has ${sentinels.length}`);
+      await sentinel.kill("SIGKILL");
     },
     waitForFailover: async (from, { timeoutMs = 30_000 } = {}) =>
       waitFor(

@@ -14,6 +14,11 @@ describe("startRedisCluster", () => {
       expect(ownRedisChildren()).toHaveLength(6);
       const primaries = await cluster.primaries();
       expect(primaries).toHaveLength(3);
+      // primaryForKey names the node that owns a key's slot: it takes the write, the others redirect.
+      const owner = await cluster.primaryForKey("{t}:k");
+      expect(await redisCommand(owner.port, ["SET", "{t}:k", "v"])).toBe("OK");
+      const other = primaries.find((p) => p.port !== owner.port)!;
+      await expect(redisCommand(other.port, ["SET", "{t}:k", "v"])).rejects.toThrow(/^MOVED \d+ 127\.0\.0\.1:\d+$/);
       const [victim] = primaries;
       await cluster.kill(victim!);
       const promoted = await cluster.waitForPromotion(victim!);

@@ -23,6 +23,20 @@ function problemsOf(env: Record<string, string | undefined>): string[] {
 }
 
 describe("loadConfig", () => {
+  it("reads a Sentinel or Cluster topology instead of REDIS_URL, and refuses two at once", () => {
+    expect(loadConfig({ ...valid, REDIS_SENTINELS: "s0:26379,s1:26379", REDIS_SENTINEL_MASTER: "vw", REDIS_PASSWORD: "pw" }).redis).toEqual({
+      kind: "sentinel",
+      sentinels: [{ host: "s0", port: 26379 }, { host: "s1", port: 26379 }],
+      masterName: "vw",
+      password: "pw",
+      sentinelPassword: null,
+      tls: false,
+    });
+    expect(loadConfig({ ...valid, REDIS_CLUSTER_NODES: "c0:6379", REDIS_TLS: "true" }).redis).toEqual({ kind: "cluster", nodes: [{ host: "c0", port: 6379 }], password: null, tls: true });
+    const [problem] = problemsOf({ ...valid, REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "c0:6379" });
+    expect(problem).toMatch(/^REDIS_URL and REDIS_CLUSTER_NODES are both set/);
+  });
+
   it("applies the documented defaults", () => {
     const config = loadConfig(valid);
     expect(config).toEqual({
@@ -36,7 +50,7 @@ describe("loadConfig", () => {
       playUrl: "https://play.localhost",
       endpointUrlPolicy: "public-https",
       secretsEncryptionKey: KEY_A,
-      redisUrl: "redis://127.0.0.1:6379",
+      redis: { kind: "standalone", url: "redis://127.0.0.1:6379", password: null, tls: false },
       redisKeyPrefix: "vw",
       deliveryTimeoutMs: 15_000,
       publicAdminUrl: "http://localhost:3003",
@@ -78,7 +92,7 @@ describe("loadConfig", () => {
       endpointUrlPolicy: "any",
       secretsEncryptionKey: `${KEY_B},${KEY_A}`,
       // The database number stays in the URL; ioredis selects it.
-      redisUrl: "redis://redis.internal:6380/3",
+      redis: { kind: "standalone", url: "redis://redis.internal:6380/3" },
       redisKeyPrefix: "vw-staging",
       deliveryTimeoutMs: 2500,
     });
@@ -86,7 +100,7 @@ describe("loadConfig", () => {
 
   it("refuses a REDIS_URL that is not redis(s), a DELIVERY_TIMEOUT_MS that is not a positive integer, a malformed REDIS_KEY_PREFIX", () => {
     expect(problemsOf({ ...valid, REDIS_URL: "http://127.0.0.1:6379" })).toEqual(['REDIS_URL must use redis: or rediss:, got "http:"']);
-    expect(loadConfig({ ...valid, REDIS_URL: "rediss://cache.example.com:6380/0" }).redisUrl).toBe("rediss://cache.example.com:6380/0");
+    expect(loadConfig({ ...valid, REDIS_URL: "rediss://cache.example.com:6380/0" }).redis).toEqual({ kind: "standalone", url: "rediss://cache.example.com:6380/0", password: null, tls: true });
     for (const value of ["0", "-5", "1.5", "soon"]) {
       const problems = problemsOf({ ...valid, DELIVERY_TIMEOUT_MS: value });
       expect(problems).toHaveLength(1);

@@ -4,6 +4,7 @@ import {
   readCommon,
   readPlayUrl,
   readRedisKeyPrefix,
+  readRedisTopology,
   readTrustProxy,
   redactCredentials,
   weakTokenProblem,
@@ -61,8 +62,11 @@ export function loadConfig(env: Env) {
        * keys; the first seals, all open (rotation).
        */
       secretsEncryptionKey,
-      /** Redis of the delivery queue; a database number in the path is honoured (`redis://host:6379/3`). */
-      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /**
+       * Redis of the delivery queue: REDIS_URL (a database number in the path is honoured), or
+       * REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES.
+       */
+      redis: readRedisTopology(r),
       /** Prefix of every Redis key; must be the delivery worker's, or replays land in a queue nobody reads. */
       redisKeyPrefix,
       /**

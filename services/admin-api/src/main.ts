@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
@@ -14,7 +14,7 @@ const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
-const redis = createRedisConnection(config.redisUrl, "producer");
+const redis = createRedisConnection(config.redis, "producer");
 const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
 // Connection errors (the queues re-emit their connection's) are one line per outage, not per retry.
 watchRedisConnection(redis, logger);
@@ -61,6 +61,7 @@ logger.info(
     publicMapStorageUrl: config.publicMapStorageUrl,
     playUrl: config.playUrl,
     endpointUrlPolicy: config.endpointUrlPolicy,
+    redis: describeRedisTopology(config.redis),
     redisKeyPrefix: config.redisKeyPrefix,
     publicAdminUrl: config.publicAdminUrl,
     dashboardFrameAncestors: config.dashboardFrameAncestors,

@@ -15,7 +15,7 @@
  * no longer receive analytics.
  */
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
 import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
@@ -32,7 +32,7 @@ export const DEFAULT_ANALYTICS_BATCH_MAX = ANALYTICS_BATCH_MAX_EVENTS;
 
 /** What a flush is given. */
 export interface AnalyticsFlushDeps {
-  redis: Redis;
+  redis: RedisClient;
   prisma: PrismaClient;
   /** The deliveries queue the batch jobs go to. */
   deliveries: Queue;

@@ -6,7 +6,7 @@
  */
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import { DeliveryLog, LogPartitions, pgRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
@@ -31,8 +31,8 @@ export interface DeliveryWorkerOptions {
   prisma: PrismaClient;
   /** `createPgPool(DATABASE_URL)`: the per-attempt reads and writes of {@link DeliveryStore}. */
   pool: PgPool;
-  /** A worker-role connection (`createRedisConnection(url, "worker")`); BullMQ duplicates it for blocking reads. */
-  connection: Redis;
+  /** A worker-role connection (`createRedisConnection(config.redis, "worker")`); BullMQ duplicates it for blocking reads. */
+  connection: RedisClient;
   keyPrefix: string;
   logger: Logger;
   secretBox: SecretBox;

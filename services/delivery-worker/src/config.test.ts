@@ -21,8 +21,14 @@ describe("delivery-worker config", () => {
 
   it("honours a Redis database number and a short retry schedule", () => {
     const config = loadConfig({ ...base, REDIS_URL: "redis://cache:6379/3", RETRY_DELAYS: "100ms,1s" });
-    expect(config.redisUrl).toBe("redis://cache:6379/3");
+    expect(config.redis).toEqual({ kind: "standalone", url: "redis://cache:6379/3", password: null, tls: false });
     expect(config.retryDelays).toEqual([100, 1000]);
+  });
+
+  it("reads a Sentinel or Cluster topology, and refuses two at once naming both", () => {
+    expect(loadConfig({ ...base, REDIS_SENTINELS: "s0:26379", REDIS_SENTINEL_MASTER: "vw" }).redis).toMatchObject({ kind: "sentinel", masterName: "vw" });
+    expect(loadConfig({ ...base, REDIS_CLUSTER_NODES: "c0:6379,c1:6379" }).redis).toMatchObject({ kind: "cluster", nodes: [{ host: "c0", port: 6379 }, { host: "c1", port: 6379 }] });
+    expect(() => loadConfig({ ...base, REDIS_SENTINELS: "s0:26379", REDIS_SENTINEL_MASTER: "vw", REDIS_CLUSTER_NODES: "c0:6379" })).toThrow(/REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set/);
   });
 
   it("names every bad variable, never echoing the encryption key", () => {

@@ -1,4 +1,4 @@
-import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, type Env } from "@vw/service-kit";
+import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
 import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
   DEFAULT_ENDPOINT_URL_POLICY,
@@ -44,7 +44,8 @@ export function loadConfig(env: Env) {
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
-      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** REDIS_URL, or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (see readRedisTopology). */
+      redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`). */
       redisKeyPrefix: readRedisKeyPrefix(r, "vw"),
       /** Same keys as admin-api: the worker opens endpoint secrets to sign with them. */

@@ -13,7 +13,7 @@
  * Redis's data, the reconciler queues it again from its row.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import {
   INFRA_BACKOFF_TYPE,
   JOB_NAMES,
@@ -36,7 +36,7 @@ export const PLATFORM_RETRY_MAX_MS = 5000;
 
 /** Options of {@link createDeliveriesWorker}. */
 export interface DeliveriesWorkerOptions {
-  connection: Redis;
+  connection: RedisClient;
   keyPrefix: string;
   concurrency: number;
   jobLockMs: number;

@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
-import { closeServer, createLogger, dependencyStatus, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
 import { startDeliveryWorker } from "./compose.js";
@@ -25,7 +25,7 @@ const pool = createPgPool(config.databaseUrl, {
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
 });
 pool.on("connect", () => dependencyStatus(logger, "postgresql").up());
-const redis = createRedisConnection(config.redisUrl, "worker");
+const redis = createRedisConnection(config.redis, "worker");
 // Without it ioredis prints each reconnect attempt's stack trace to stderr; now one line per outage.
 watchRedisConnection(redis, logger);
 const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
@@ -60,6 +60,7 @@ const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), 
 logger.info(
   {
     port: config.port,
+    redis: describeRedisTopology(config.redis),
     concurrency: config.deliveryConcurrency,
     endpointConcurrency: config.endpointConcurrency,
     retryDelays: config.retryDelays,

@@ -4,7 +4,7 @@
  * scheduler keeps a single one, so replicas never run it twice for the same slot.
  */
 import { Queue, UnrecoverableError, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import type { PgPool } from "@vw/db";
 import { JOB_NAMES, QUEUE_NAMES, assertPayload, bullPrefix, validateRetentionJob } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
@@ -21,7 +21,7 @@ export async function scheduleRetention(queue: Queue, everyMs: number): Promise<
 
 /** Starts the maintenance worker. */
 export function createMaintenanceWorker(options: {
-  connection: Redis;
+  connection: RedisClient;
   keyPrefix: string;
   pool: PgPool;
   retentionDays: number;

@@ -1,6 +1,6 @@
 /** The BullMQ worker of the notifications queue: endpoint-disabled mails, retried on SMTP failures. */
 import { UnrecoverableError, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import {
   INFRA_BACKOFF_TYPE,
   JOB_NAMES,
@@ -17,7 +17,7 @@ import type { WorkerMetrics } from "./metrics.js";
 
 /** Starts the notifications worker. */
 export function createNotificationsWorker(options: {
-  connection: Redis;
+  connection: RedisClient;
   keyPrefix: string;
   mailer: EndpointDisabledMailer;
   metrics: WorkerMetrics;

@@ -16,7 +16,7 @@
  * goes on from there at the next one, so its cost stays bounded whatever the backlog.
  */
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import type { DeliveryLog, ScheduleCursor, ScheduledDelivery } from "@vw/db";
 import { RedisLease, enqueueDeliveries, indexState, markIndexed, markRebuilding, runsWithoutJob, type DeliverJobRequest } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
@@ -27,7 +27,7 @@ export interface ReconcilerOptions {
   /** Reads the schedule of record (`pendingDue`). */
   log: Pick<DeliveryLog, "pendingDue">;
   queue: Queue;
-  redis: Redis;
+  redis: RedisClient;
   /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
   leaseKey: string;
   /** RECONCILE_INTERVAL_MS: how often the due deliveries are swept. */

@@ -4,7 +4,7 @@
  * its cursor); when the last attempt fails, the recovery is marked `failed` with the reason.
  */
 import { UnrecoverableError, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import { DeliveryRecoveries } from "@vw/db";
 import {
   INFRA_BACKOFF_TYPE,
@@ -20,7 +20,7 @@ import { redisClientErrorListener } from "@vw/service-kit";
 import { runRecovery, type RecoverDeps } from "./recover.js";
 
 /** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
-export function createRecoveriesWorker(options: { connection: Redis; keyPrefix: string; deps: RecoverDeps }): Worker {
+export function createRecoveriesWorker(options: { connection: RedisClient; keyPrefix: string; deps: RecoverDeps }): Worker {
   const { deps } = options;
   const worker = new Worker(
     QUEUE_NAMES.recoveries,

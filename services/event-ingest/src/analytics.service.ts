@@ -12,7 +12,7 @@
  * "world-buffer-full"}` (one per event and endpoint, like the worker's per-endpoint drops) and
  * logged, and the request is still answered 202: analytics are best effort.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import type { PrismaClient } from "@vw/db";
 import { DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, pushWorldAnalyticsEvents } from "@vw/queues";
 import { AppError, Counter, METRICS_PREFIX, type Logger, type Registry } from "@vw/service-kit";
@@ -58,7 +58,7 @@ export class AnalyticsIntake {
 
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly logger: Logger,
     private readonly options: AnalyticsIntakeOptions,
   ) {

@@ -1,6 +1,6 @@
 import { Router, type Express } from "express";
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 import { MemberDirectory, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
@@ -38,7 +38,7 @@ export interface IngestAppDeps {
   /** The event intake's pool (`POST /v1/events`: its statements run as named prepared statements). */
   pool: PgPool;
   /** The producer connection (fails fast); `/readyz` pings it. */
-  redis: Redis;
+  redis: RedisClient;
   /** The deliveries queue (`QUEUE_NAMES.deliveries`) opened on `redis`. */
   queue: Queue;
   logger: Logger;

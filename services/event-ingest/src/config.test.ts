@@ -27,7 +27,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       logFormat: "json",
       databaseUrl: valid.DATABASE_URL,
-      redisUrl: "redis://127.0.0.1:6379",
+      redis: { kind: "standalone", url: "redis://127.0.0.1:6379", password: null, tls: false },
       redisKeyPrefix: "vw",
       ingestToken: valid.INGEST_TOKEN,
       playUrl: "https://play.localhost",
@@ -71,13 +71,19 @@ describe("loadConfig", () => {
     expect(config).toMatchObject({
       port: 8080,
       logLevel: "debug",
-      redisUrl: "redis://:pw@redis.internal:6380/3",
+      redis: { kind: "standalone", url: "redis://:pw@redis.internal:6380/3" },
       redisKeyPrefix: "vw:staging:",
       playUrl: "https://play.example.com",
       maxEventsPerRequest: 50,
       authHookTimeoutMs: 750,
       endpointUrlPolicy: "any",
     });
+  });
+
+  it("reads a Sentinel or Cluster topology instead of REDIS_URL, and refuses two at once naming both", () => {
+    expect(loadConfig({ ...valid, REDIS_SENTINELS: "s0:26379", REDIS_SENTINEL_MASTER: "vw", REDIS_SENTINEL_PASSWORD: "spw" }).redis).toMatchObject({ kind: "sentinel", sentinelPassword: "spw" });
+    expect(loadConfig({ ...valid, REDIS_CLUSTER_NODES: "c0:6379" }).redis).toMatchObject({ kind: "cluster" });
+    expect(problemsOf({ ...valid, REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "s0:26379", REDIS_SENTINEL_MASTER: "vw" })[0]).toMatch(/^REDIS_URL and REDIS_SENTINELS are both set/);
   });
 
   it("names a missing DATABASE_URL, INGEST_TOKEN and SECRETS_ENCRYPTION_KEY", () => {

@@ -1,5 +1,5 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
-import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
+import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
@@ -37,8 +37,8 @@ export function loadConfig(env: Env) {
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
-      /** `redis://host:6379/3` selects database 3 (ioredis reads the number from the path). */
-      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** REDIS_URL (`redis://host:6379/3` selects database 3), or Sentinel, or Cluster: see readRedisTopology. */
+      redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`, trailing colons dropped); the worker's must match. */
       redisKeyPrefix,
       /** Bearer token of every `/v1` request. */

@@ -7,6 +7,7 @@ import {
   createLogger,
   createServiceMetrics,
   dependencyStatus,
+  describeRedisTopology,
   listen,
   loadConfigOrExit,
   logProcessWarnings,
@@ -29,7 +30,7 @@ const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
-const redis = createRedisConnection(config.redisUrl, "producer");
+const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
 // failure as a 503, and the log gets one line when Redis goes and one when it is back.
 watchRedisConnection(redis, logger);
@@ -102,7 +103,7 @@ const app = createIngestApp({
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(
-  { port: config.port, playUrl: config.playUrl, redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
+  { port: config.port, playUrl: config.playUrl, redis: describeRedisTopology(config.redis), redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
   "event-ingest listening",
 );
 

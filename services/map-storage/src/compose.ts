@@ -1,7 +1,7 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import { PrismaApiKeyLookup, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
 import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
 import { createMapStorageApp } from "./app.js";
 import { FilesService } from "./files/files.service.js";
@@ -18,7 +18,7 @@ const MAX_UPLOAD_FILES = 20_000;
 
 export interface MapStorageClients {
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisClient;
   s3: S3Client;
   logger: Logger;
 }

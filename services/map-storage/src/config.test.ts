@@ -15,8 +15,11 @@ describe("map-storage config", () => {
     expect(Object.isFrozen(c) && Object.isFrozen(c.s3)).toBe(true);
   });
 
-  it("keeps a Redis database number", () => {
-    expect(loadConfig({ ...base, REDIS_URL: "redis://cache:6379/3" }).redisUrl).toBe("redis://cache:6379/3");
+  it("keeps a Redis database number, and reads Sentinel or Cluster instead", () => {
+    expect(loadConfig({ ...base, REDIS_URL: "redis://cache:6379/3" }).redis).toEqual({ kind: "standalone", url: "redis://cache:6379/3", password: null, tls: false });
+    expect(loadConfig({ ...base, REDIS_SENTINELS: "s0:26379", REDIS_SENTINEL_MASTER: "vw" }).redis).toMatchObject({ kind: "sentinel", masterName: "vw" });
+    expect(loadConfig({ ...base, REDIS_CLUSTER_NODES: "c0:6379" }).redis).toMatchObject({ kind: "cluster" });
+    expect(() => loadConfig({ ...base, REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "c0:6379" })).toThrow(/REDIS_URL and REDIS_CLUSTER_NODES are both set/);
   });
 
   it("names every bad variable at once", () => {

@@ -1,5 +1,5 @@
 import { tmpdir } from "node:os";
-import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
+import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX } from "./files/active-content.js";
 
 /** map-storage configuration; the only reader of the environment. */
@@ -13,7 +13,8 @@ export function loadConfig(env: Env) {
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
-      redisUrl: r.url("REDIS_URL", "redis://127.0.0.1:6379", ["redis:", "rediss:"]),
+      /** REDIS_URL, or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (see readRedisTopology). */
+      redis: readRedisTopology(r),
       /** Prefix of every Redis key this service writes (locks, version markers). */
       redisKeyPrefix: readRedisKeyPrefix(r, "vw:map-storage:"),
       s3: {

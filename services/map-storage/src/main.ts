@@ -1,6 +1,6 @@
 import { createPrismaClient } from "@vw/db";
-import { closeServer, createLogger, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
-import { Redis } from "ioredis";
+import { createRedisConnection } from "@vw/queues/redis-connection";
+import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
 import { createS3Client } from "./storage/s3-object-store.js";
@@ -11,14 +11,14 @@ const logger = createLogger("map-storage", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
 const prisma = createPrismaClient(config.databaseUrl);
-// Requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
-const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+// A producer connection: requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
+const redis = createRedisConnection(config.redis, "producer");
 watchRedisConnection(redis, logger);
 const s3 = createS3Client(config.s3);
 
 const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
 const server = await listen(app, config.port, config.host, logger);
-logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl }, "map-storage listening");
+logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl, redis: describeRedisTopology(config.redis) }, "map-storage listening");
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },

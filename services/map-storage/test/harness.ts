@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { testKeyPrefix } from "@vw/testing";
+import { deleteKeysUnder, redisReady, testKeyPrefix } from "@vw/testing";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
 import type { Express } from "express";
-import { Redis } from "ioredis";
+import { createRedisConnection } from "@vw/queues/redis-connection";
 import { composeMapStorage, type MapStorageOverrides } from "../src/compose.js";
 import { conformance } from "./conformance.js";
 import { loadConfig } from "../src/config.js";
@@ -78,7 +78,10 @@ export async function startMapStorage(
   // Tests send bad keys on purpose: throttling has its own test with its own AUTH_FAILURES_MAX.
   const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", AUTH_FAILURES_MAX: "10000", ...env, REDIS_KEY_PREFIX: redisPrefix });
   const prisma = createPrismaClient(config.databaseUrl);
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+  // The service's own connection for the topology of `env` (REDIS_URL of the run by default):
+  // a producer's, which refuses commands until it is ready, so the harness waits for that.
+  const redis = createRedisConnection(config.redis, "producer");
+  await redisReady(redis);
   const s3 = createS3Client(config.s3);
   let store!: CountingStore;
   const { app } = composeMapStorage(
@@ -96,8 +99,7 @@ export async function startMapStorage(
     redisPrefix,
     async close() {
       await closeServer(server);
-      const keys = await redis.keys(`${redisPrefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
+      await deleteKeysUnder(redis, redisPrefix);
       await redis.quit();
       await prisma.$disconnect();
       s3.destroy();

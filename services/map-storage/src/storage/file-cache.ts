@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues/redis-connection";
 import { LRUCache } from "lru-cache";
 
 /** Version marker values besides an ETag. */
@@ -39,7 +39,7 @@ export class FileCache {
   private readonly memory: LRUCache<string, CachedFile>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly options: FileCacheOptions,
   ) {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues/redis-connection";
 import { AppError } from "@vw/service-kit";
 
 // Deletes the lock only if it still holds our token, so a holder whose lease ran out never frees
@@ -36,7 +36,7 @@ export class FileLocks {
   private readonly local = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly options: LockOptions,
   ) {}

@@ -1,0 +1,120 @@
+/**
+ * The four services started as deployed, configured for a private Sentinel group or a private
+ * Redis Cluster instead of REDIS_URL (packages/testing's stores, never the machine's Redis): each
+ * one reads the topology, says so in its start-up log, and answers /readyz. On Sentinel an event
+ * POSTed to event-ingest reaches its receiver through the delivery worker. On a Cluster, BullMQ's
+ * scripts over the queues' keys (admin-api's /readyz counts a queue's jobs; the worker runs them
+ * all) need those keys to share a hash tag, which is the queue key layout's business: here,
+ * map-storage and event-ingest, whose readiness pings Redis, and event-ingest's throttle of wrong
+ * tokens, whose counters are single keys.
+ */
+import { randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { EVENT_SAMPLES } from "@vw/contracts";
+import { redisCommand, spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type ServiceProcess } from "@vw/testing";
+import { startHarness, type Harness } from "./harness.js";
+
+const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const INGEST_TOKEN = "topology-ingest-token-7d2a9f4c1e8b3065";
+const ADMIN_TOKEN = "topology-admin-token-3b8e1c6f9a2d4057";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ inProcessWorker: false });
+}, 60_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+/**
+ * Starts the four services on `redisEnv` (REDIS_URL blanked: the test run's own would otherwise
+ * be a second topology) and resolves once each answers /readyz.
+ */
+async function startServices(redisEnv: Record<string, string>, which: readonly string[]): Promise<Map<string, ServiceProcess>> {
+  const env = (extra: Record<string, string> = {}) => h.processEnv({ ...redisEnv, REDIS_URL: "", LOG_LEVEL: "info", ...extra });
+  const envs: Record<string, Record<string, string>> = {
+    "event-ingest": env({ INGEST_TOKEN, PLAY_URL: "https://play.example.test" }),
+    "delivery-worker": env(),
+    "admin-api": env({ ADMIN_TOKEN }),
+    "map-storage": env({ REDIS_KEY_PREFIX: `${h.processEnv().REDIS_KEY_PREFIX}:ms:` }),
+  };
+  const started = await Promise.allSettled(which.map((name) => spawnService(join(servicesDir, name), envs[name]!)));
+  const services = new Map<string, ServiceProcess>();
+  started.forEach((s, i) => s.status === "fulfilled" && services.set(which[i]!, s.value));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
+    await stopServices(services);
+    throw failed.reason;
+  }
+  return services;
+}
+
+async function stopServices(services: Map<string, ServiceProcess>): Promise<void> {
+  await Promise.all([...services.values()].map((s) => s.stop()));
+}
+
+/** The `redis` field of a service's start-up log line. */
+function loggedTopology(service: ServiceProcess): string | undefined {
+  for (const line of service.stdout().split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as { redis?: string };
+    if (entry.redis !== undefined) return entry.redis;
+  }
+  return undefined;
+}
+
+describe("the services on Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_MASTER)", () => {
+  it("all four start on it, and an accepted event reaches its receiver through the worker", async () => {
+    const group = await startSentinelGroup();
+    const receiver = await startWebhookReceiver({ answer: 200 });
+    let services = new Map<string, ServiceProcess>();
+    try {
+      services = await startServices({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_MASTER: group.masterName }, ["event-ingest", "delivery-worker", "admin-api", "map-storage"]);
+      for (const [name, service] of services) expect([name, loggedTopology(service)]).toEqual([name, `sentinel master "${group.masterName}" via ${group.sentinels}`]);
+
+      const world = await h.createWorld();
+      const endpoint = await h.createEndpoint(world.id, { url: receiver.url, subscriptions: ["visitor"] });
+      receiver.setSecret(endpoint.secret);
+      const event = { id: randomUUID(), world: `${world.organizationSlug}/${world.slug}`, type: "visitor.registered", timestamp: "2026-11-22T10:00:00.000Z", data: EVENT_SAMPLES["visitor.registered"] };
+      const res = await fetch(`${services.get("event-ingest")!.url}/v1/events`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ events: [event] }),
+      });
+      expect(res.status).toBe(202);
+      await receiver.waitFor(1);
+      expect(receiver.received[0]!.verifyError).toBeNull();
+      expect(JSON.parse(receiver.received[0]!.body.toString("utf8"))).toMatchObject({ type: "visitor.registered" });
+    } finally {
+      await stopServices(services);
+      await receiver.close();
+      await group.stop();
+    }
+  }, 120_000);
+});
+
+describe("the services on a Cluster (REDIS_CLUSTER_NODES)", () => {
+  it("map-storage and event-ingest start on it and answer /readyz; event-ingest throttles wrong tokens with its counters in the Cluster", async () => {
+    const cluster = await startRedisCluster();
+    let services = new Map<string, ServiceProcess>();
+    try {
+      services = await startServices({ REDIS_CLUSTER_NODES: cluster.seeds, AUTH_FAILURES_MAX: "2" }, ["event-ingest", "map-storage"]);
+      for (const [name, service] of services) {
+        expect([name, loggedTopology(service)]).toEqual([name, `cluster seeded by ${cluster.seeds}`]);
+        expect([name, (await fetch(`${service.url}/readyz`)).status]).toEqual([name, 200]);
+      }
+      const post = async (token: string) =>
+        (await fetch(`${services.get("event-ingest")!.url}/v1/events`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: '{"events":[]}' })).status;
+      expect([await post("wrong-token-1"), await post("wrong-token-2"), await post(INGEST_TOKEN)]).toEqual([401, 401, 429]);
+      // The counter is one key on the primary of its slot (a script over keys of two slots would be refused there).
+      const key = `${h.processEnv().REDIS_KEY_PREFIX}:auth-failures:ingest-token:127.0.0.1`;
+      const owner = await cluster.primaryForKey(key);
+      expect(await redisCommand(owner.port, ["GET", key])).toBe("2");
+    } finally {
+      await stopServices(services);
+      await cluster.stop();
+    }
+  }, 120_000);
+});
