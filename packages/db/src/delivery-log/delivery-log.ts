@@ -226,7 +226,16 @@ export class DeliveryLog {
     if (deliveryIds.length === 0) return [];
     const times = deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null);
     const statement = times.every((t) => t !== null) ? sql.REQUEUE_TIMED : sql.REQUEUE;
-    const rows = await this.db.query<{ id: string; run: number; prev_status: string; prev_next: Date | null; prev_updated: Date; updated_at: Date }>(statement, [
+    const rows = await this.db.query<{
+      id: string;
+      run: number;
+      prev_status: string;
+      prev_next: Date | null;
+      prev_updated: Date;
+      prev_run: number;
+      prev_run_attempts: number;
+      updated_at: Date;
+    }>(statement, [
       endpointId,
       [...deliveryIds],
       times,
@@ -236,7 +245,13 @@ export class DeliveryLog {
       deliveryId: row.id,
       endpointId,
       run: row.run,
-      previous: { status: row.prev_status as LogDeliveryStatus, nextAttemptAt: row.prev_next === null ? null : new Date(row.prev_next), updatedAt: new Date(row.prev_updated) },
+      previous: {
+        status: row.prev_status as LogDeliveryStatus,
+        nextAttemptAt: row.prev_next === null ? null : new Date(row.prev_next),
+        updatedAt: new Date(row.prev_updated),
+        run: row.prev_run,
+        runAttempts: row.prev_run_attempts,
+      },
       requeuedAt: new Date(row.updated_at),
     }));
   }
@@ -268,6 +283,8 @@ export class DeliveryLog {
       list.map((r) => r.previous.status),
       list.map((r) => (r.previous.nextAttemptAt === null ? null : r.previous.nextAttemptAt.toISOString())),
       list.map((r) => r.previous.updatedAt.toISOString()),
+      list.map((r) => r.previous.run),
+      list.map((r) => r.previous.runAttempts),
     ]);
   }
 }

@@ -256,7 +256,7 @@ export const SKIP_PENDING_OF_ENDPOINT: Statement = {
 export const REQUEUE: Statement = {
   name: "dl-requeue",
   text: `WITH target AS (
-    SELECT d.id, d.created_at, d.status, d.next_attempt_at, d.updated_at
+    SELECT d.id, d.created_at, d.status, d.next_attempt_at, d.updated_at, d.run, d.run_attempts
     FROM unnest($2::uuid[], $3::timestamptz[]) AS k(id, at)
     JOIN webhook_deliveries d ON d.id = k.id AND (k.at IS NULL OR d.created_at = k.at)
     JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled
@@ -267,7 +267,8 @@ export const REQUEUE: Statement = {
   SET status = 'pending', next_attempt_at = clock_timestamp(), run = d.run + 1, run_attempts = 0, updated_at = clock_timestamp()
   FROM target
   WHERE d.id = target.id AND d.created_at = target.created_at
-  RETURNING d.id, d.run, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated, d.updated_at`,
+  RETURNING d.id, d.run, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated,
+            target.run AS prev_run, target.run_attempts AS prev_run_attempts, d.updated_at`,
 };
 
 /**
@@ -284,12 +285,12 @@ export const REQUEUE_TIMED: Statement = {
   ),
 };
 
-/** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$6 the previous status, next attempt, updated at. */
+/** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$8 the previous status, next attempt, updated at, run, run's attempts. */
 export const RESTORE: Statement = {
   name: "dl-restore",
-  text: `UPDATE webhook_deliveries d SET status = p.status, next_attempt_at = p.next_attempt_at, updated_at = p.updated_at
-    FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-         AS p(id, at, requeued_at, status, next_attempt_at, updated_at)
+  text: `UPDATE webhook_deliveries d SET status = p.status, next_attempt_at = p.next_attempt_at, updated_at = p.updated_at, run = p.run, run_attempts = p.run_attempts
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::int[])
+         AS p(id, at, requeued_at, status, next_attempt_at, updated_at, run, run_attempts)
     WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at) AND d.status = 'pending' AND d.updated_at = p.requeued_at`,
 };
 

@@ -123,7 +123,7 @@ export interface RequeuedDelivery {
   /** The run it was put back for (its job's identity). */
   run: number;
   /** Its state before, so a caller that cannot queue it can put it back ({@link DeliveryLog.restore}). */
-  previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date };
+  previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date; run: number; runAttempts: number };
   requeuedAt: Date;
 }
 

@@ -82,7 +82,7 @@ describe("partition pruning of the worker's statements", () => {
     const ids = [newDeliveryId(today)];
     const rels = await planned(sql.REQUEUE_TIMED.text, [randomUUID(), ids, [today.toISOString()], "failed"]);
     expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
-    const restore = await planned(sql.RESTORE_TIMED.text, [ids, [today.toISOString()], [today.toISOString()], ["failed"], [null], [today.toISOString()]]);
+    const restore = await planned(sql.RESTORE_TIMED.text, [ids, [today.toISOString()], [today.toISOString()], ["failed"], [null], [today.toISOString()], [0], [0]]);
     expect(partitionsOf(restore, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
   });
 });
