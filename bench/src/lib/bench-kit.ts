@@ -257,10 +257,14 @@ export async function metricValue(service: { url: string }, name: string): Promi
   return (await metricValues(service, [name]))[0] as number;
 }
 
-/** The values of several unlabelled metrics, read from one scrape of a service's `/metrics` (0 if absent). */
+/**
+ * The values of several metrics, read from one scrape of a service's `/metrics` (0 if absent): a
+ * name alone, or with its labels as the exposition writes them (`vw_x_total{reason="sweep"}`).
+ */
 export async function metricValues(service: { url: string }, names: readonly string[]): Promise<number[]> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
-  return names.map((name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0));
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return names.map((name) => Number(new RegExp(`^${literal(name)} (\\S+)$`, "m").exec(text)?.[1] ?? 0));
 }
 
 /** Where a thread's time went so far: seconds on a core, seconds ready to run but waiting for one. */

@@ -36,7 +36,7 @@ export interface ReconcilerOptions {
   checkIntervalMs?: number;
   /** Most rows one sweep visits (default 100,000); the next sweep goes on from there. */
   sweepMaxRows?: number;
-  /** Rows per page (default 500). */
+  /** Rows per page (default 1000). */
   pageSize?: number;
   logger: Logger;
   metrics?: WorkerMetrics;
@@ -73,7 +73,7 @@ export class Reconciler {
   constructor(private readonly options: ReconcilerOptions) {
     this.checkIntervalMs = options.checkIntervalMs ?? 1000;
     this.sweepMaxRows = options.sweepMaxRows ?? 100_000;
-    this.pageSize = options.pageSize ?? 500;
+    this.pageSize = options.pageSize ?? 1000;
     this.now = options.now ?? Date.now;
     // Three checks' worth: a holder that misses two renewals in a row has lost it.
     this.lease = new RedisLease(options.redis, options.leaseKey, this.checkIntervalMs * 3);
@@ -178,6 +178,7 @@ export class Reconciler {
     let visited = 0;
     let queued = 0;
     let renewedAt = this.now();
+    let next: Promise<ScheduledDelivery[]> | null = null;
     while (!this.stopped && visited < maxRows) {
       if (this.now() - renewedAt >= this.checkIntervalMs) {
         // A long walk keeps its lease; one that lost it (a pause longer than the lease) stops, and
@@ -186,20 +187,28 @@ export class Reconciler {
         this.active = await this.lease.hold();
         if (!this.active) break;
       }
-      const page = await this.options.log.pendingDue(dueByDate, cursor, this.pageSize);
+      const page = await (next ?? this.options.log.pendingDue(dueByDate, cursor, this.pageSize));
+      next = null;
       if (page.length === 0) {
         cursor = null;
         break;
       }
       visited += page.length;
-      queued += await this.queueMissing(page);
       const last = page[page.length - 1] as ScheduledDelivery;
       cursor = { nextAttemptAt: last.nextAttemptAt, deliveryId: last.deliveryId };
-      if (page.length < this.pageSize) {
-        cursor = null;
+      const more = page.length === this.pageSize && visited < maxRows;
+      // The next page is read from PostgreSQL while this one is queued in Redis.
+      if (more) {
+        next = this.options.log.pendingDue(dueByDate, cursor, this.pageSize);
+        next.catch(() => undefined);
+      }
+      queued += await this.queueMissing(page);
+      if (!more) {
+        if (page.length < this.pageSize) cursor = null;
         break;
       }
     }
+    await next?.catch(() => undefined);
     if (Number.isFinite(maxRows)) this.sweepCursor = cursor;
     return { visited, queued };
   }
