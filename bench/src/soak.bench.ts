@@ -22,10 +22,9 @@ import { Redis } from "ioredis";
 import { createPrismaClient } from "@vw/db";
 import { RUNTIME_NODE_FLAGS, spawnService, startPostgres, startRedis, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
-import { migrate } from "../../scripts/lib/local-infra.mjs";
 import { openLoop, postBurst, receiverReached, receiverStats, resetReceiver, startReceiver } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
-import { serviceDir } from "./lib/services.js";
+import { migrateDatabase, serviceDir } from "./lib/services.js";
 
 const MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 30);
 const WARMUP_MINUTES = Number(process.env.BENCH_SOAK_WARMUP_MINUTES ?? Math.min(5, Math.floor(MINUTES / 3)));
@@ -77,7 +76,7 @@ async function main(): Promise<void> {
   const receiver = await startReceiver();
   const processes: ServiceProcess[] = [];
   const databaseUrl = await postgres.createDatabase("soak");
-  await migrate(databaseUrl);
+  await migrateDatabase(databaseUrl);
   const prisma = createPrismaClient(databaseUrl, { max: 2 });
   const stats = new Redis(redis.url);
   try {

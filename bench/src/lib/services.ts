@@ -16,3 +16,19 @@ export type ServiceName = "map-storage" | "event-ingest" | "admin-api" | "delive
 export function serviceDir(name: ServiceName): string {
   return join(ROOT, "services", name);
 }
+
+/**
+ * Applies the migrations to a database of the benchmark's own (a private PostgreSQL) the way an
+ * operator does: `pnpm db:migrate` with its DATABASE_URL.
+ */
+export async function migrateDatabase(databaseUrl: string): Promise<void> {
+  const { spawn } = await import("node:child_process");
+  const output: Buffer[] = [];
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn("pnpm", ["db:migrate"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (c: Buffer) => output.push(c));
+    child.stderr.on("data", (c: Buffer) => output.push(c));
+    child.on("close", resolve);
+  });
+  if (code !== 0) throw new Error(`pnpm db:migrate failed (exit ${code}):\n${Buffer.concat(output).toString("utf8").slice(-3000)}`);
+}
