@@ -49,6 +49,8 @@ export interface FaultStackOptions {
   retryDelays?: string;
   /** Extra environment of both services. */
   env?: Record<string, string>;
+  /** Runs admin-api and map-storage too (against the same stores), so a fault reaches every service. */
+  httpServices?: boolean;
 }
 
 /** What one producer run posted, and what was accepted. */
@@ -66,6 +68,10 @@ export interface FaultStack {
   prisma: PrismaClient;
   ingest: ServiceProcess;
   worker: ServiceProcess;
+  /** admin-api and map-storage, when started (`httpServices`). */
+  httpServices: ServiceProcess[];
+  /** Every service process running now. */
+  services(): ServiceProcess[];
   endpoints: FaultEndpoint[];
   /** `<org>/<world>` of the events. */
   worldRef: string;
@@ -133,8 +139,20 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
   };
   const spawnOf = (service: "ingest" | "worker") => spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), env, { readyTimeoutMs: 60_000 });
   const processes = { ingest: await spawnOf("ingest"), worker: await spawnOf("worker") };
+  const httpServices: ServiceProcess[] = [];
+  if (options.httpServices) {
+    // The S3 server of the test run (S3_* from the jest global setup) serves map-storage.
+    const adminToken = randomBytes(24).toString("base64url");
+    const mapStorage = await spawnService(join(servicesDir, "map-storage"), { ...env, ADMIN_TOKEN: adminToken }, { readyTimeoutMs: 60_000 });
+    httpServices.push(mapStorage);
+    httpServices.push(
+      await spawnService(join(servicesDir, "admin-api"), (port) => ({ ...env, ADMIN_TOKEN: adminToken, PUBLIC_ADMIN_URL: `http://127.0.0.1:${port}`, MAP_STORAGE_INTERNAL_URL: mapStorage.url }), {
+        readyTimeoutMs: 60_000,
+      }),
+    );
+  }
   /** Every process this stack started, to check logs and liveness (killed ones included). */
-  const started: ServiceProcess[] = [processes.ingest, processes.worker];
+  const started: ServiceProcess[] = [processes.ingest, processes.worker, ...httpServices];
   const killed = new Set<ServiceProcess>();
   let extraSoFar = 0;
 
@@ -148,6 +166,8 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     get worker() {
       return processes.worker;
     },
+    httpServices,
+    services: () => [processes.ingest, processes.worker, ...httpServices],
     endpoints,
     worldRef: `${organization.slug}/${world.slug}`,
     async restart(service) {
@@ -245,7 +265,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
           if (status >= 200 && status < 300) delivered.add(deliveryId);
         });
       }
-      for (const service of [processes.ingest, processes.worker]) {
+      for (const service of stack.services()) {
         expect({ url: service.url, exitCode: service.child.exitCode, signal: service.child.signalCode }).toEqual({ url: service.url, exitCode: null, signal: null });
       }
       for (const service of started) assertJsonLogs(service, killed.has(service));
@@ -263,7 +283,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
       }
     },
     async close() {
-      await Promise.all([processes.ingest.stop(), processes.worker.stop()]);
+      await Promise.all(stack.services().map((p) => p.stop()));
       await prisma.$disconnect();
       await Promise.all(endpoints.map((e) => e.receiver.close()));
       await redis.stop();

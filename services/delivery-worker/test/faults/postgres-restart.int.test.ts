@@ -9,7 +9,7 @@ import { FAULT_TEST_TIMEOUT_MS, report, startFaultStack, type FaultStack } from 
 
 let stack: FaultStack;
 beforeAll(async () => {
-  stack = await startFaultStack({ receivers: [200, 200] });
+  stack = await startFaultStack({ receivers: [200, 200], httpServices: true });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -21,7 +21,7 @@ it("PostgreSQL stopped immediately and restarted under load: nothing lost, nothi
 
   await stack.postgres.stopImmediate();
   // Within 5 s, both services say the database is what is missing.
-  for (const service of [stack.ingest, stack.worker]) {
+  for (const service of stack.services()) {
     await eventually(`${service.url}/readyz answers 503 naming the database`, async () => {
       const r = await stack.readiness(service);
       return r.status === 503 && r.failing.includes("database");

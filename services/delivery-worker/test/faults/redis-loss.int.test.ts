@@ -25,7 +25,7 @@ const retried = new Set<string>();
 beforeAll(async () => {
   // One receiver answers at once; the other makes every delivery wait 3 s in Redis for a retry.
   // Every first attempt failing would disable that endpoint after 50 in a row (as it should): not this test's subject.
-  stack = await startFaultStack({ appendonly: true, receivers: [200, failsFirstAttempt(retried)], retryDelays: "3s", env: { DISABLE_AFTER_FAILURES: "1000000" } });
+  stack = await startFaultStack({ appendonly: true, receivers: [200, failsFirstAttempt(retried)], retryDelays: "3s", env: { DISABLE_AFTER_FAILURES: "1000000" }, httpServices: true });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -41,7 +41,7 @@ it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async 
   const producer = stack.produce();
   await flowing();
   await stack.redis.kill("SIGKILL");
-  for (const service of [stack.ingest, stack.worker]) {
+  for (const service of stack.services()) {
     await eventually(`${service.url}/readyz answers 503 naming Redis`, async () => {
       const r = await stack.readiness(service);
       return r.status === 503 && r.failing.includes("redis");
