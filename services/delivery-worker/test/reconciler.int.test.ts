@@ -100,6 +100,22 @@ describe("the sweep", () => {
     expect(await rowOf(deliveryId)).toMatchObject({ status: "delivered", attemptCount: 1 });
   });
 
+  it("sends a Replay whose process died before queueing it, under its new run, once", async () => {
+    const world = await h.createWorld();
+    const probe = await receiver(200);
+    const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+    const deliveryId = await h.seedDelivery(endpoint);
+    expect(await h.completion(deliveryId)).toBe("delivered");
+    // Replay's first half (the row back to pending as run 1), and no job: the process died there.
+    const [replay] = await log().requeue(endpoint.id, [deliveryId]);
+    await eventually("the replayed run was sent", () => probe.received.length === 2);
+    expect(await h.completion(deliverJobId({ deliveryId, run: replay!.run }))).toBe("delivered");
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId }, orderBy: { attemptNumber: "asc" } });
+    expect(attempts.map((a) => a.trigger)).toEqual(["initial", "replay"]);
+    expect(probe.received.map((r) => r.headers["webhook-id"])).toEqual([deliveryId, deliveryId]);
+    expect(probe.received[1]!.body.equals(probe.received[0]!.body)).toBe(true);
+  });
+
   it("leaves alone a run that has a job, and replaces a run whose job failed", async () => {
     const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
     try {
