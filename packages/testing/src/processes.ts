@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { trackPid, untrackPid } from "./owned-processes.js";
 
 /** The kernel's range for ports it hands out itself (listen on 0, outgoing connections). */
 function ephemeralRange(): [number, number] {
@@ -134,6 +135,12 @@ async function spawnOnce(
     env: { ...process.env, NODE_OPTIONS: "", LOG_LEVEL: "warn", ...(typeof env === "function" ? env(port) : env), PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // Killed with this process if it ends first (a benchmark stopped by a signal, a jest worker ended).
+  const pid = child.pid;
+  if (pid !== undefined) {
+    trackPid(pid);
+    child.once("exit", () => untrackPid(pid));
+  }
   let stderr = "";
   let stdout = "";
   child.stderr!.on("data", (chunk) => (stderr += chunk));
