@@ -15,7 +15,9 @@ let customWorld: TestWorld;
 const ep: Record<string, string> = {};
 
 beforeAll(async () => {
-  api = await startIngest();
+  // What is stored is checked here, not how fast Redis takes it: a batch of 6,000 jobs on a loaded
+  // 2-core machine can take longer than the 5 s bound that turns a stalled Redis into a 503.
+  api = await startIngest({ enqueueTimeoutMs: 60_000 });
   world = await api.createWorld();
   otherWorld = await api.createWorld();
   customWorld = await api.createWorld({ customDomain: `${api.keyPrefix}.worlds.example.test` });
