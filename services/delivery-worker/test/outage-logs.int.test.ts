@@ -59,7 +59,7 @@ function lines(): Array<Record<string, unknown>> {
 }
 
 /** {@link eventually}, with the worker's latest output added to the failure. */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+async function eventuallyWithOutput(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
   await eventually(what, check).catch((err: Error) => {
     throw new Error(`${err.message}; stdout: ${worker.stdout().slice(-2000)} stderr: ${worker.stderr().slice(-2000)}`);
   });
@@ -70,12 +70,12 @@ const outageLines = (dependency: string) => lines().filter((l) => l.dependency =
 describe("delivery-worker logs during an outage", () => {
   it("logs a Redis outage once when it starts and once when it ends, as JSON, and keeps running", async () => {
     redisProxy.cut();
-    await until("the outage line was logged", () => outageLines("redis").length > 0);
+    await eventuallyWithOutput("the outage line was logged", () => outageLines("redis").length > 0);
     // Several reconnect attempts (each reset by the proxy) while it is down...
-    await until("five reconnects were refused", () => redisProxy.refused >= 5);
+    await eventuallyWithOutput("five reconnects were refused", () => redisProxy.refused >= 5);
     redisProxy.restore();
-    await until("the recovery line was logged", () => outageLines("redis").some((l) => l.msg === "redis reachable again"));
-    await until("/readyz answers 200 again", async () => (await fetch(`${worker.url}/readyz`)).status === 200);
+    await eventuallyWithOutput("the recovery line was logged", () => outageLines("redis").some((l) => l.msg === "redis reachable again"));
+    await eventuallyWithOutput("/readyz answers 200 again", async () => (await fetch(`${worker.url}/readyz`)).status === 200);
 
     // ...and still exactly one line each way.
     const redis = outageLines("redis");
@@ -91,15 +91,15 @@ describe("delivery-worker logs during an outage", () => {
 
   it("logs a PostgreSQL outage once each way (seen by readiness checks), as JSON, and keeps running", async () => {
     pgProxy.cut();
-    await until("/readyz answers 503", async () => (await fetch(`${worker.url}/readyz`)).status === 503);
+    await eventuallyWithOutput("/readyz answers 503", async () => (await fetch(`${worker.url}/readyz`)).status === 503);
     // Each readiness check tries a new connection, which the proxy resets.
-    await until("three reconnects were refused", async () => {
+    await eventuallyWithOutput("three reconnects were refused", async () => {
       await fetch(`${worker.url}/readyz`);
       return pgProxy.refused >= 3;
     });
     pgProxy.restore();
-    await until("/readyz answers 200 again", async () => (await fetch(`${worker.url}/readyz`)).status === 200);
-    await until("the recovery line was logged", () => outageLines("postgresql").some((l) => l.msg === "postgresql reachable again"));
+    await eventuallyWithOutput("/readyz answers 200 again", async () => (await fetch(`${worker.url}/readyz`)).status === 200);
+    await eventuallyWithOutput("the recovery line was logged", () => outageLines("postgresql").some((l) => l.msg === "postgresql reachable again"));
     expect(outageLines("postgresql").map((l) => [l.level, l.msg])).toEqual([
       [50, "postgresql unreachable"],
       [30, "postgresql reachable again"],
