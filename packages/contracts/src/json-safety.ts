@@ -11,7 +11,7 @@
  *
  * Both checks are iterative: they are safe on any input, however deep.
  */
-import type { FieldError } from "./validation.js";
+import type { FieldError } from "./field-error.js";
 
 /**
  * Deepest nesting of objects and arrays accepted anywhere (the document itself is level 1).

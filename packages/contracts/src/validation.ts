@@ -1,15 +1,11 @@
 import Ajv2020Import from "ajv/dist/2020.js";
 import type { Ajv2020, AnySchema, ErrorObject } from "ajv/dist/2020.js";
 import addFormatsImport from "ajv-formats";
+import type { FieldError } from "./field-error.js";
 import { checkJsonValue } from "./json-safety.js";
 
 export type { Ajv2020, ErrorObject } from "ajv/dist/2020.js";
-
-/** One invalid member of a validated document: a JSON pointer (RFC 6901) into it and what is wrong there. */
-export interface FieldError {
-  pointer: string;
-  detail: string;
-}
+export type { FieldError } from "./field-error.js";
 
 /** Outcome of a validator: the typed value, or every problem found (never just the first). */
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };

@@ -18,7 +18,7 @@ import { describe, expect, it } from "@jest/globals";
 import { Queue, Worker } from "bullmq";
 import type { Cluster } from "ioredis";
 import type { RedisTopology } from "@vw/service-kit";
-import { startRedisCluster, startSentinelGroup, waitFor } from "@vw/testing";
+import { eventually, startRedisCluster, startSentinelGroup } from "@vw/testing";
 import { createRedisConnection, type RedisClient } from "./redis-connection.js";
 
 /** packages/queues, where tsx and the workspace packages resolve from (for a script run as a process). */
@@ -87,16 +87,15 @@ async function startRun(topology: RedisTopology): Promise<Run> {
 async function survivesFailover(topology: RedisTopology, killPrimary: () => Promise<void>, promoted: () => Promise<unknown>): Promise<void> {
   const run = await startRun(topology);
   try {
-    await waitFor(async () => run.processed.size >= 100, { timeoutMs: 15_000, what: "the worker to process 100 jobs before the failover" });
+    await eventually("the worker processed 100 jobs before the failover", () => run.processed.size >= 100, { timeoutMs: 15_000 });
     const killedAt = Date.now();
     await killPrimary();
     await promoted();
     // Jobs added from now on exist only on the promoted primary: one of them processed proves the
     // worker's (blocking) connections found it.
     const firstAfter = run.next();
-    await waitFor(async () => [...run.processed].some((i) => i >= firstAfter), {
+    await eventually(`the same worker processed a job added after the promotion, within ${RECOVERY_MS} ms of the kill`, () => [...run.processed].some((i) => i >= firstAfter), {
       timeoutMs: Math.max(1, killedAt + RECOVERY_MS - Date.now()),
-      what: `the same worker to process a job added after the promotion, within ${RECOVERY_MS} ms of the kill`,
     }).catch((err: Error) => {
       const state = `jobs added ${run.next()} (first after the promotion: ${firstAfter}), processed ${run.processed.size}, adds refused ${run.refused()}, worker errors: ${run.workerErrors.map((e) => e.message).join("; ")}`;
       throw new Error(`${err.message}; ${state}`);
@@ -179,14 +178,19 @@ const topology = ${JSON.stringify({ kind: "sentinel", sentinels: group.sentinelN
 const connection = createRedisConnection(topology, "worker");
 const copy = connection.duplicate(); // BullMQ's blocking connections are copies
 const reconnecting = [0, 0];
+let bothRetried = () => {};
+const retried = new Promise((resolve) => (bothRetried = resolve));
 [connection, copy].forEach((c, i) => {
   c.on("error", () => undefined); // as watchRedisConnection does
-  c.on("sentinelReconnecting", () => (reconnecting[i] += 1));
+  c.on("sentinelReconnecting", () => {
+    reconnecting[i] += 1;
+    if (reconnecting.every((n) => n >= 2)) bothRetried();
+  });
 });
 await Promise.all([connection.ping(), copy.ping()]);
 process.stdout.write("ready\\n");
 // A second "reconnecting" follows a failed attempt on the lost sentinel: when ioredis would print.
-while (!reconnecting.every((n) => n >= 2)) await new Promise((r) => setTimeout(r, 50));
+await retried;
 process.stdout.write(String(await connection.ping()) + "\\n");
 connection.disconnect();
 copy.disconnect();
@@ -199,8 +203,14 @@ process.exit(0);
       child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
       child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-      await waitFor(async () => out.includes("ready") || child.exitCode !== null, { timeoutMs: 20_000, what: "the script's connections to be ready" });
+      await eventually("the script's connections are ready", () => out.includes("ready") || child.exitCode !== null, { timeoutMs: 20_000 });
       await group.killSentinel(0);
+      await eventually("the script saw both connections retry the lost sentinel and exited", () => child.exitCode !== null || child.signalCode !== null, {
+        timeoutMs: 30_000,
+      }).catch((e: Error) => {
+        child.kill("SIGKILL");
+        throw new Error(`${e.message}; stdout: ${JSON.stringify(out)}, stderr: ${JSON.stringify(err)}`);
+      });
       expect(await exited).toBe(0);
       expect(out).toBe("ready\nPONG\n");
       expect(err).toBe("");

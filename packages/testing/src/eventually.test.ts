@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { eventually, EventuallyTimeoutError } from "./eventually.js";
+import { eventually, EventuallyTimeoutError, GiveUp } from "./eventually.js";
 
 describe("eventually", () => {
   it("resolves with the first truthy value of the check", async () => {
@@ -19,6 +19,20 @@ describe("eventually", () => {
       { intervalMs: 1 },
     );
     expect(value).toBe("ok");
+  });
+
+  it("stops at once when the check gives up", async () => {
+    let calls = 0;
+    const failure = eventually(
+      "a server that has exited to answer",
+      () => {
+        calls += 1;
+        throw new GiveUp("the server exited with 1");
+      },
+      { timeoutMs: 10_000, intervalMs: 1 },
+    );
+    await expect(failure).rejects.toThrow(GiveUp);
+    expect(calls).toBe(1);
   });
 
   it("fails naming what never happened and what the last check said", async () => {

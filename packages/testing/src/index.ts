@@ -25,4 +25,4 @@ export * from "./redis-server.js";
 export * from "./postgres-server.js";
 export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
-export { isAlive, waitFor, GiveUp } from "./owned-processes.js";
+export { isAlive } from "./owned-processes.js";

@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import { eventually } from "./eventually.js";
 
 interface Owned {
   /** The signal that ends the process at once (SIGKILL; SIGQUIT for a postmaster, whose children follow it). */
@@ -104,38 +105,7 @@ export function childExited(child: ChildProcess): Promise<void> {
 
 /** Resolves once no process has `pid` any more (for processes that are not our children). */
 export async function pidExited(pid: number, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => !isAlive(pid), { timeoutMs, intervalMs: 20, what: `process ${pid} to exit` });
-}
-
-/** Thrown by a {@link waitFor} probe to stop waiting at once (the awaited thing can no longer happen). */
-export class GiveUp extends Error {}
-
-/**
- * Polls `probe` until it returns a value other than `undefined`, `null` or `false`, and resolves
- * with it. A probe that throws counts as "not yet" (a server still starting refuses connections),
- * except with a {@link GiveUp}, which is rethrown; when the deadline passes, the error names
- * `what` and the probe's last error.
- */
-export async function waitFor<T>(
-  probe: () => Promise<T | undefined | null | false>,
-  options: { timeoutMs: number; what: string; intervalMs?: number },
-): Promise<T> {
-  const deadline = Date.now() + options.timeoutMs;
-  let lastError = "";
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== null && value !== false) return value;
-      lastError = "";
-    } catch (err) {
-      if (err instanceof GiveUp) throw err;
-      lastError = (err as Error).message;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}${lastError === "" ? "" : ` (last error: ${lastError})`}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
-  }
+  await eventually(`process ${pid} exited`, () => !isAlive(pid), { timeoutMs, intervalMs: 20 });
 }
 
 /** The last `max` characters a stream wrote, for error messages. */

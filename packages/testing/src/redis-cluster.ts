@@ -4,7 +4,8 @@
  * created with `redis-cli --cluster create`. Tests SIGKILL a primary and wait for its replica's
  * promotion, as a managed cluster fails over.
  */
-import { run, waitFor } from "./owned-processes.js";
+import { eventually } from "./eventually.js";
+import { run } from "./owned-processes.js";
 import { freePort } from "./processes.js";
 import { startRedis, type PrivateRedis } from "./redis-server.js";
 import { infoFields, redisCommand } from "./resp-command.js";
@@ -112,7 +113,8 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     await run("redis-cli", ["--cluster", "create", ...ports.map(([p]) => `127.0.0.1:${p}`), "--cluster-replicas", String(replicasPerPrimary), "--cluster-yes"], {
       timeoutMs: readyTimeoutMs,
     });
-    await waitFor(
+    await eventually(
+      `the ${total}-node cluster is ok on every node, each replica linked to its primary`,
       async () => {
         for (const s of servers) {
           const info = infoFields(await redisCommand(s.port, ["CLUSTER", "INFO"]));
@@ -122,7 +124,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         }
         return true;
       },
-      { timeoutMs: readyTimeoutMs, what: `the ${total}-node cluster to be ok on every node, each replica linked to its primary` },
+      { timeoutMs: readyTimeoutMs },
     );
   } catch (err) {
     await stopAll();
@@ -169,7 +171,8 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     waitForPromotion: async (killed, { timeoutMs = 30_000 } = {}) => {
       const before = killedPrimaries.get(killed.port);
       if (!before) throw new Error(`127.0.0.1:${killed.port} was not a serving primary killed with kill()`);
-      return waitFor(
+      return eventually(
+        `a replica of 127.0.0.1:${killed.port} is promoted and every live node says cluster_state:ok`,
         async () => {
           let promoted: number | undefined;
           for (const server of live()) {
@@ -182,7 +185,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
           }
           return promoted === undefined ? false : { host: "127.0.0.1", port: promoted };
         },
-        { timeoutMs, what: `a replica of 127.0.0.1:${killed.port} to be promoted and every live node to say cluster_state:ok` },
+        { timeoutMs },
       );
     },
     stop: stopAll,

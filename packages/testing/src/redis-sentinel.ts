@@ -7,7 +7,8 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { removeDir, trackDir, waitFor } from "./owned-processes.js";
+import { eventually } from "./eventually.js";
+import { removeDir, trackDir } from "./owned-processes.js";
 import { freePort } from "./processes.js";
 import type { RedisNodeAddress } from "./redis-cluster.js";
 import { startRedis, type PrivateRedis } from "./redis-server.js";
@@ -97,7 +98,8 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
     for (const s of started) if (s.status === "fulfilled") sentinels.push(s.value);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
     if (failed) throw failed.reason;
-    await waitFor(
+    await eventually(
+      `the sentinel group of ${masterName} is ready: every sentinel names the primary and knows the replica and two other sentinels`,
       async () => {
         for (const s of sentinels) {
           const master = await redisCommand(s.port, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterName]);
@@ -109,7 +111,7 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
         const replication = infoFields(await redisCommand(data[1]!.port, ["INFO", "replication"]));
         return replication.get("master_link_status") === "up";
       },
-      { timeoutMs: readyTimeoutMs, what: `the sentinel group of ${masterName}: every sentinel naming the primary and knowing the replica and two other sentinels` },
+      { timeoutMs: readyTimeoutMs },
     );
   } catch (err) {
     await stopAll();
@@ -152,7 +154,8 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
       await sentinel.kill("SIGKILL");
     },
     waitForFailover: async (from, { timeoutMs = 30_000 } = {}) =>
-      waitFor(
+      eventually(
+        `the sentinels promote a replica of 127.0.0.1:${from.port} (${masterName})`,
         async () => {
           let named: number | undefined;
           for (const s of sentinels.filter((x) => x.alive)) {
@@ -165,7 +168,7 @@ export async function startSentinelGroup(options: StartSentinelGroupOptions = {}
           const role = infoFields(await redisCommand(named, ["INFO", "replication"])).get("role");
           return role === "master" ? { host: "127.0.0.1", port: named } : false;
         },
-        { timeoutMs, what: `the sentinels to promote a replica of 127.0.0.1:${from.port} (${masterName})` },
+        { timeoutMs },
       ),
     stop: stopAll,
   };

@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isAlive, waitFor } from "./owned-processes.js";
+import { eventually } from "./eventually.js";
+import { isAlive } from "./owned-processes.js";
 import { startRedis, type PrivateRedis } from "./redis-server.js";
 import { redisCommand } from "./resp-command.js";
 import { ownRedisChildren } from "./store-test-kit.js";
@@ -94,7 +95,7 @@ describe("processes left running when the test process ends", () => {
       await new Promise((resolve) => child.once("exit", resolve));
       const started = JSON.parse(out.trim().split("\n")[0] ?? "null") as { pid: number; dir: string } | null;
       expect(started).not.toBeNull();
-      await waitFor(async () => !isAlive(started!.pid), { timeoutMs: 5000, what: `redis-server ${started!.pid} to be killed (child stderr: ${err})` });
+      await eventually(`redis-server ${started!.pid} was killed (child stderr: ${err})`, () => !isAlive(started!.pid), { timeoutMs: 5000 });
       expect(existsSync(started!.dir)).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { childExited, GiveUp, removeDir, tail, trackDir, trackPid, untrackPid, waitFor } from "./owned-processes.js";
+import { eventually, GiveUp } from "./eventually.js";
+import { childExited, removeDir, tail, trackDir, trackPid, untrackPid } from "./owned-processes.js";
 import { freePort } from "./processes.js";
 import { redisCommand } from "./resp-command.js";
 
@@ -128,14 +129,15 @@ async function spawnRedis(args: readonly string[], port: number, readyTimeoutMs:
   trackPid(pid);
   void childExited(child).then(() => untrackPid(pid));
   try {
-    await waitFor(
+    await eventually(
+      `redis-server on port ${port} answers PING`,
       async () => {
         if (child.exitCode !== null || child.signalCode !== null) {
           throw new GiveUp(`redis-server on port ${port} exited with ${child.exitCode ?? child.signalCode}: ${errors()}${output()}`);
         }
         return (await redisCommand(port, ["PING"])) === "PONG";
       },
-      { timeoutMs: readyTimeoutMs, what: `redis-server on port ${port} to answer PING`, intervalMs: 50 },
+      { timeoutMs: readyTimeoutMs },
     );
   } catch (err) {
     child.kill("SIGKILL");

@@ -11,7 +11,7 @@ let receiver: Receiver;
 let answer = 204;
 
 beforeAll(async () => {
-  receiver = await startReceiver((req, res) => {
+  receiver = await startReceiver((_req, res) => {
     res.statusCode = answer;
     res.end("ok");
   });

@@ -6,7 +6,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { eventually, spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -66,20 +66,20 @@ it("kill -9 with deliveries in flight: every delivery is received at least once 
   expect(receivedAtKill.size).toBeLessThan(ids.length);
 
   await spawnWorker();
-  const everyId = async (): Promise<void> => {
-    for (;;) {
+  await eventually(
+    `the receiver got each of the ${ids.length} deliveries`,
+    () => {
       const seen = new Set(probe.received.map((r) => String(r.headers["webhook-id"])));
-      if (ids.every((id) => seen.has(id))) return;
-      await probe.waitFor(probe.received.length + 1, 30_000);
-    }
-  };
-  await everyId();
+      return ids.every((id) => seen.has(id));
+    },
+    { timeoutMs: 45_000 },
+  );
   expect(probe.received.every((r) => r.verifyError === null)).toBe(true);
 
   // And the log agrees once the last writes land: every delivery ends delivered.
-  for (;;) {
-    const pending = await h.prisma.webhookDelivery.count({ where: { id: { in: ids }, status: { not: "delivered" } } });
-    if (pending === 0) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await eventually(
+    "every delivery is delivered in the log",
+    async () => (await h.prisma.webhookDelivery.count({ where: { id: { in: ids }, status: { not: "delivered" } } })) === 0,
+    { timeoutMs: 15_000 },
+  );
 }, 90_000);

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createPgPool, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LOG_TABLES, LogPartitions, newDeliveryId, pgRunner, utcDay, type AttemptResult, type PgPool } from "@vw/db";
+import { eventually, GiveUp } from "@vw/testing";
 import { runRetention } from "../src/retention.js";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -89,6 +90,7 @@ describe("retention", () => {
     // Writers keep going while the expired day is detached and dropped.
     let stop = false;
     const written: string[] = [];
+    let writerFailure: unknown;
     const writer = (async () => {
       while (!stop) {
         const ids = Array.from({ length: 10 }, () => newDeliveryId());
@@ -96,22 +98,32 @@ describe("retention", () => {
         await log.recordAttempts(ids.map((id) => attemptOf(id, endpoint.id, deliveryCreatedAt(id), new Date())));
         written.push(...ids);
       }
-    })();
-    while (written.length < 20) await new Promise((resolve) => setImmediate(resolve));
+    })().catch((err: unknown) => {
+      writerFailure = err;
+    });
+    const wrote = (count: number) =>
+      eventually(
+        `the writer stored ${count} deliveries`,
+        () => {
+          if (writerFailure !== undefined) throw new GiveUp(`the writer failed: ${String(writerFailure)}`);
+          return written.length >= count;
+        },
+        { intervalMs: 5 },
+      );
+    await wrote(20);
     const oldDay = utcDay(oldAt).replace(/-/g, "");
     // The database is shared: another test file's worker may be running its own retention (a
     // century kept) at this very moment. It holds the lock and this run then does nothing, as a
     // second replica's would; ask again until this one has run.
     const retention = { retentionDays: 90, partitionsAheadDays: 7, now };
-    let result = await runRetention(pool, retention);
-    for (let tries = 1; tries < 100 && !result.dropped.some((d) => d.partition.endsWith(`_p${oldDay}`)); tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      result = await runRetention(pool, retention);
-    }
-    const writtenBefore = written.length;
-    while (written.length < writtenBefore + 20) await new Promise((resolve) => setImmediate(resolve));
+    const result = await eventually(`this test's retention run dropped the partitions of ${oldDay}`, async () => {
+      const run = await runRetention(pool, retention);
+      return run.dropped.some((d) => d.partition.endsWith(`_p${oldDay}`)) && run;
+    });
+    await wrote(written.length + 20);
     stop = true;
     await writer;
+    expect(writerFailure).toBeUndefined();
 
     expect(result.dropped.map((d) => d.partition)).toEqual(expect.arrayContaining(LOG_TABLES.map((t) => `${t}_p${oldDay}`)));
     expect(await history.find(endpoint.id, seeded.old)).toBeNull();

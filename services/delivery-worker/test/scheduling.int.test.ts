@@ -11,7 +11,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { eventually, spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { countingReceiver, startHarness, type Harness } from "./harness.js";
 
 const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -25,13 +25,16 @@ async function receiverCounting(delayMs: number): Promise<{ receiver: WebhookRec
   return { receiver, maxInFlight: () => count.most };
 }
 
-/** Waits until the receiver has seen every id (event-driven: each new request wakes it). */
+/** Waits until the receiver has seen every id. */
 async function receivedAll(receiver: WebhookReceiver, ids: readonly string[]): Promise<void> {
-  for (;;) {
-    const seen = new Set(receiver.received.map((r) => String(r.headers["webhook-id"])));
-    if (ids.every((id) => seen.has(id))) return;
-    await receiver.waitFor(receiver.received.length + 1, 60_000);
-  }
+  await eventually(
+    `the receiver got each of the ${ids.length} deliveries`,
+    () => {
+      const seen = new Set(receiver.received.map((r) => String(r.headers["webhook-id"])));
+      return ids.every((id) => seen.has(id));
+    },
+    { timeoutMs: 60_000 },
+  );
 }
 
 /** Attempts this worker process made, read from its own `/metrics`. */
@@ -137,11 +140,10 @@ describe("two worker processes", () => {
     expect(twice).toBeLessThanOrEqual(2);
     expect([...counts.values()].every((n) => n <= 2)).toBe(true);
     expect(receiver.received.every((r) => r.verifyError === null)).toBe(true);
-    for (;;) {
-      const left = await h.prisma.webhookDelivery.count({ where: { id: { in: ids }, status: { not: "delivered" } } });
-      if (left === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      "every delivery is delivered in the log",
+      async () => (await h.prisma.webhookDelivery.count({ where: { id: { in: ids }, status: { not: "delivered" } } })) === 0,
+    );
     expect((await second.stop()) ?? 0).toBe(0);
   }, 120_000);
 });
@@ -164,11 +166,12 @@ describe("429 and 503", () => {
     const before = receiver.received.length;
     const id = await h.seedDelivery(endpoint);
     await receiver.waitFor(before + 1, 20_000);
-    for (;;) {
-      const logged = await h.prisma.deliveryAttempt.count({ where: { deliveryId: id } });
-      if (logged === 1 && (await h.worker.scheduler.inUse(endpoint.id)) === 0) return id;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(
+      `the attempt of ${id} is logged and its slot released`,
+      async () => (await h.prisma.deliveryAttempt.count({ where: { deliveryId: id } })) === 1 && (await h.worker.scheduler.inUse(endpoint.id)) === 0,
+      { intervalMs: 20 },
+    );
+    return id;
   }
 
   it("halve the endpoint's window; other answers widen it; the failed delivery keeps its retry schedule", async () => {
@@ -230,7 +233,7 @@ describe("parked jobs", () => {
     await scheduler.acquire(endpoint.id, "holder-2", "t");
     const first = await h.seedDelivery(endpoint);
     const parkedSet = `${scheduler.base}ep:${endpoint.id}:parked`;
-    while ((await h.redis.zcard(parkedSet)) === 0) await new Promise((r) => setTimeout(r, 20));
+    await eventually("the worker parked the first job", async () => (await h.redis.zcard(parkedSet)) > 0, { intervalMs: 20 });
     expect(await h.deliveries.getJobState(first)).toBe("delayed");
     // The producer parks new jobs of the endpoint behind it: added delayed, and promoted later for
     // their first run.
@@ -248,9 +251,7 @@ describe("parked jobs", () => {
     expect(receiver.received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...all].sort());
     // Each job took its reservation as its slot and gave the slot back (the releases follow the
     // completions by a moment): nothing is left waiting for its lease to expire.
-    const deadline = Date.now() + 2000;
-    while ((await scheduler.inUse(endpoint.id)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(await scheduler.inUse(endpoint.id)).toBe(0);
+    await eventually("every slot of the endpoint is given back", async () => (await scheduler.inUse(endpoint.id)) === 0, { timeoutMs: 5000, intervalMs: 20 });
     expect(await h.redis.zcard(parkedSet)).toBe(0);
     // The worker's park recorded its intent first and dropped it with the park.
     expect(await h.redis.zcard(`${scheduler.base}parking`)).toBe(0);

@@ -5,7 +5,6 @@
  */
 import { memberUuidProblem, type MemberEvent } from "@vw/db";
 import type { ConsentChangedData, FieldError, VisitorRegisteredData } from "@vw/contracts";
-import type { IntakeEvent } from "./events.schema.js";
 
 /** Types whose data updates the member directory. */
 const MEMBER_EVENT_TYPES: ReadonlySet<string> = new Set(["visitor.registered", "consent.changed"]);
@@ -29,8 +28,16 @@ export function memberDataProblems(type: string, data: Record<string, unknown>):
   return errors;
 }
 
+/** What {@link toMemberEvent} reads of an accepted event (an `IntakeEvent` of events.schema.ts). */
+export interface AcceptedEvent {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
 /** The directory's view of an accepted event of world `worldId`, or null when it names no person. */
-export function toMemberEvent(event: IntakeEvent, worldId: string): MemberEvent | null {
+export function toMemberEvent(event: AcceptedEvent, worldId: string): MemberEvent | null {
   const base = { worldId, eventId: event.id, timestamp: event.timestamp };
   if (event.type === "visitor.registered") {
     const data = event.data as unknown as VisitorRegisteredData;

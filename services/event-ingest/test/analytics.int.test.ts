@@ -14,7 +14,7 @@ import { PSEUDONYM_LENGTH, pseudonymKey } from "../src/analytics-privacy.js";
 import { AnalyticsIntake } from "../src/analytics.service.js";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
-import { PLAY_URL, startIngest, type IngestHarness, type TestWorld } from "./harness.js";
+import { PLAY_URL, startIngest, type IngestHarness } from "./harness.js";
 
 const BUFFER_MAX = 50;
 const ROOM = "https://play.example.test/@/acme/lobby/office.wam";

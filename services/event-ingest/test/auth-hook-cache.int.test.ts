@@ -5,7 +5,7 @@
  * gone the cache steps aside until it is back.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { generateSecret } from "@vw/webhook-core";
 import { PLAY_URL, startHookHarness, type HookHarness } from "./auth-hook-harness.js";
 
@@ -24,16 +24,11 @@ async function receiver(): Promise<WebhookReceiver> {
   return r;
 }
 
-/** Waits until `predicate` holds (a notification or a reconnect is asynchronous); fails after 10 s. */
-async function until(what: string, predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i += 1) await new Promise((r) => setTimeout(r, 10));
-  if (!predicate()) throw new Error(`still waiting for: ${what}`);
-}
-
 /** Runs `change` and waits for the invalidation it causes (the cache drops the world's entry). */
 async function changeAndWait(world: string, change: () => Promise<unknown>): Promise<void> {
   await change();
-  await until(`the change notification for ${world}`, () => !h.cache!.has(world));
+  // A notification is asynchronous.
+  await eventually(`the change notification for ${world} dropped its cache entry`, () => !h.cache!.has(world), { timeoutMs: 10_000 });
 }
 
 const sentTokens = (r: WebhookReceiver, i: number): unknown => JSON.parse(r.received[i]!.body.toString("utf8")).data.accessTokens;
@@ -61,7 +56,7 @@ async function callsUntilHit(world: string, expected: string[]): Promise<number>
 
 beforeAll(async () => {
   h = await startHookHarness({ timeoutMs: 1000, cache: true });
-  await until("the listener", () => h.cache!.isActive);
+  await eventually("the listener is active", () => h.cache!.isActive, { timeoutMs: 10_000 });
 });
 
 afterEach(async () => {
@@ -136,7 +131,7 @@ describe("auth hook world-settings cache", () => {
     const pid = h.listener!.backendPid;
     expect(pid).not.toBeNull();
     await h.prisma.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
-    await until("the listener to notice", () => !h.cache!.isActive);
+    await eventually("the listener noticed its connection was lost", () => !h.cache!.isActive, { timeoutMs: 10_000 });
 
     // Down: every call reads the database, so a change is seen at once, with nothing to wait for.
     const hits = h.cache!.hits;
@@ -148,7 +143,7 @@ describe("auth hook world-settings cache", () => {
     // Still down (the harness's listener waits 3 s before reconnecting), so the above ran uncached.
     expect(h.cache!.isActive).toBe(false);
 
-    await until("the listener to reconnect", () => h.cache!.isActive && h.listener!.backendPid !== pid);
+    await eventually("the listener reconnected", () => h.cache!.isActive && h.listener!.backendPid !== pid, { timeoutMs: 10_000 });
     expect(await callsUntilHit(world.ref, [id])).toBeLessThan(MAX_CALLS);
     // One line when it went, one when it came back (not one per retry), both structured.
     const outage = h.logs.filter((l) => /^postgresql (unreachable|reachable again)$/.test(String(l.msg)));

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { MemberDirectory, prismaRunner, type MemberEvent, type SqlRunner } from "@vw/db";
-import { parsePrometheusText, sampleSum } from "@vw/testing";
+import { eventually, parsePrometheusText, sampleSum } from "@vw/testing";
 import { parseIntakeRequest } from "../src/events.schema.js";
 import { IngestService } from "../src/ingest.service.js";
 import { PLAY_URL, startIngest, type IngestHarness, type TestWorld } from "./harness.js";
@@ -56,12 +56,14 @@ async function holdIntakeLock(producerId: string): Promise<{ release: () => Prom
   await client.query("SELECT pg_advisory_lock(hashtextextended($1::text || ':' || $2, 0))", [world.id, producerId]);
   return {
     async waiting() {
-      for (let i = 0; i < 500; i += 1) {
-        const { rows } = await api.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-        if ((rows[0]?.n ?? 0) > 0) return;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error("the first intake never waited for the held lock");
+      await eventually(
+        "the first intake waits for the held lock",
+        async () => {
+          const { rows } = await api.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+          return (rows[0]?.n ?? 0) > 0;
+        },
+        { timeoutMs: 5000, intervalMs: 10 },
+      );
     },
     async release() {
       try {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
+import { eventually } from "@vw/testing";
 import { createTestWorld, rand, sampleWam, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
 
 let prisma: PrismaClient;
@@ -42,12 +43,8 @@ describe("API keys on map-storage", () => {
   it("accepts the world's key and records its last use", async () => {
     expect((await put(w.token)).status).toBe(201);
     const key = await prisma.apiKey.findUniqueOrThrow({ where: { id: w.keyId } });
-    // touch() is fire-and-forget; poll the row rather than sleep a fixed time.
-    let lastUsedAt = key.lastUsedAt;
-    for (let i = 0; i < 50 && !lastUsedAt; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      lastUsedAt = (await prisma.apiKey.findUniqueOrThrow({ where: { id: w.keyId } })).lastUsedAt;
-    }
+    // touch() is fire-and-forget: the row is updated a moment later.
+    const lastUsedAt = key.lastUsedAt ?? (await eventually("the key's last use is recorded", async () => (await prisma.apiKey.findUniqueOrThrow({ where: { id: w.keyId } })).lastUsedAt, { timeoutMs: 5000, intervalMs: 20 }));
     expect(lastUsedAt).toBeInstanceOf(Date);
   });
 

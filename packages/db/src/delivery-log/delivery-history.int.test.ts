@@ -4,6 +4,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { eventually } from "@vw/testing";
 import pg from "pg";
 import { createPrismaClient, type PrismaClient } from "../index.js";
 import { DeliveryHistory } from "./delivery-history.js";
@@ -330,21 +331,31 @@ describe("DeliveryLog.intake and create", () => {
   it("makes a concurrent intake of the same event wait from its first statement to the commit, then find it known", async () => {
     const fixture = await endpointFixture();
     const log = new DeliveryLog(pgRunner(pool));
-    const event = { fixture, producerId: `race-${randomUUID()}`, type: "visitor.registered" };
-    let second: Promise<{ fresh: unknown[]; created: unknown[] }> | undefined;
-    let secondDone = false;
-    const first = await intakeOf(log, [event], async () => {
-      // The first statement has run (worlds read, keys locked); the event is not inserted yet.
-      second = intakeOf(log, [event]).finally(() => {
-        secondDone = true;
+    // The second intake runs on connections of its own, named, so the test can see them wait.
+    const secondName = `intake-race-${randomUUID()}`;
+    const secondPool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, application_name: secondName });
+    try {
+      const event = { fixture, producerId: `race-${randomUUID()}`, type: "visitor.registered" };
+      let second: Promise<{ fresh: unknown[]; created: unknown[] }> | undefined;
+      let secondDone = false;
+      const first = await intakeOf(log, [event], async () => {
+        // The first statement has run (worlds read, keys locked); the event is not inserted yet.
+        second = intakeOf(new DeliveryLog(pgRunner(secondPool)), [event]).finally(() => {
+          secondDone = true;
+        });
+        await eventually("the second intake waits on a lock the first holds", async () => {
+          const waiting = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [secondName]);
+          return waiting.rows[0]!.n > 0;
+        });
+        expect(secondDone).toBe(false);
       });
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(secondDone).toBe(false);
-    });
-    const after = await second!;
-    expect({ first: [first.fresh.length, first.created.length], second: [after.fresh.length, after.created.length] }).toEqual({ first: [1, 1], second: [0, 0] });
-    const rows = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE world_id = $1 AND producer_id = $2", [fixture.worldId, event.producerId]);
-    expect(rows.rows[0]!.n).toBe(1);
+      const after = await second!;
+      expect({ first: [first.fresh.length, first.created.length], second: [after.fresh.length, after.created.length] }).toEqual({ first: [1, 1], second: [0, 0] });
+      const rows = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE world_id = $1 AND producer_id = $2", [fixture.worldId, event.producerId]);
+      expect(rows.rows[0]!.n).toBe(1);
+    } finally {
+      await secondPool.end();
+    }
   });
 
   it("reads the named worlds that exist with their endpoints of the subscriptions, plans generically, and stores nothing of an intake whose apply step fails", async () => {
