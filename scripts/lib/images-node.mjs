@@ -41,6 +41,7 @@ function versionOf(path) {
  * Resolves with `{ path, version, installed }`: the images' Node (see the file comment), or this
  * process' Node with `reason` set when that one cannot be had (no package for this platform, the
  * registry unreachable): the caller says so rather than failing. `major` defaults to the images'.
+ * @param {{ log?: (message: string) => void, major?: number }} [options]
  */
 export async function imagesNode({ log = () => undefined, major = imagesNodeMajor() } = {}) {
   const own = { path: process.execPath, version: process.version, installed: false };
