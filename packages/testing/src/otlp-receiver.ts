@@ -77,13 +77,21 @@ export interface OtlpReceiver {
   readonly spans: ReceivedSpan[];
   /** Export requests received, by protocol. */
   readonly requests: { "http/json": number; "http/protobuf": number };
+  /** Bytes of the export requests received (as sent, before decompression). */
+  readonly bytes: { total: number };
   /** Requests that could not be decoded (answered 400). */
   readonly rejected: string[];
   close(): Promise<void>;
 }
 
-/** Starts a receiver on a free loopback port. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/**
+ * Starts a receiver on a free loopback port. With `decode: false` it only counts requests and
+ * bytes and answers (a sink for benchmarks, where decoding every span would take the CPU being
+ * measured).
+ */
+export async function startOtlpReceiver(options: { decode?: boolean } = {}): Promise<OtlpReceiver> {
+  const decode = options.decode ?? true;
+  const bytes = { total: 0 };
   const spans: ReceivedSpan[] = [];
   const requests = { "http/json": 0, "http/protobuf": 0 };
   const rejected: string[] = [];
@@ -93,15 +101,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(404).end();
         return;
       }
-      const body = await readBody(req);
+      const body = await readBody(req, bytes);
       const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim();
       try {
         if (type === "application/json") {
-          spans.push(...fromJson(JSON.parse(body.toString("utf8")) as JsonRequest));
+          if (decode) spans.push(...fromJson(JSON.parse(body.toString("utf8")) as JsonRequest));
           requests["http/json"] += 1;
           res.writeHead(200, { "content-type": "application/json" }).end("{}");
         } else if (type === "application/x-protobuf") {
-          spans.push(...fromProtobuf(body));
+          if (decode) spans.push(...fromProtobuf(body));
           requests["http/protobuf"] += 1;
           res.writeHead(200, { "content-type": "application/x-protobuf" }).end(Buffer.alloc(0));
         } else {
@@ -120,6 +128,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${port}`,
     spans,
     requests,
+    bytes,
     rejected,
     close: () =>
       new Promise<void>((resolve) => {
@@ -129,10 +138,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
+async function readBody(req: IncomingMessage, bytes: { total: number }): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const raw = Buffer.concat(chunks);
+  bytes.total += raw.length;
   return req.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw;
 }
 
