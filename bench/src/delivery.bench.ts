@@ -24,6 +24,8 @@
  * ceiling's client, which runs in this process: the benchmark starts itself again with them when
  * it was started without (the ceiling would otherwise be measured on a slower runtime than the
  * worker it is compared with).
+ * With BENCH_TRACING=1 it measures OpenTelemetry's cost instead: the same bursts through a pair
+ * of services with tracing off and a pair exporting every span (lib/tracing-cost.ts).
  * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
  */
 import { spawnSync } from "node:child_process";
@@ -54,6 +56,7 @@ import {
   type ThreadShares,
 } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
+import { tracingCost } from "./lib/tracing-cost.js";
 import { standaloneRedisUrl } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
@@ -414,4 +417,30 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.env.BENCH_TRACING === "1") {
+  // Tracing's cost instead (lib/tracing-cost.ts): the same bursts with OpenTelemetry off and on.
+  const prisma = createPrismaClient(databaseUrl);
+  try {
+    await tracingCost({
+      prisma,
+      databaseUrl,
+      redisUrl,
+      keyPrefix,
+      secretsKey,
+      box,
+      ingestToken: INGEST_TOKEN,
+      concurrency: CONCURRENCY,
+      deliveries: DELIVERIES,
+      endpoints: ENDPOINTS,
+      batch: BATCH,
+      posters: POSTERS,
+      rounds: ROUNDS,
+      log,
+    });
+  } finally {
+    await deleteKeysUnder(redisUrl, keyPrefix);
+    await prisma.$disconnect();
+  }
+} else {
+  await main();
+}

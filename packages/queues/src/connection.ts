@@ -3,6 +3,7 @@
  * connection policy of each role, on every Redis topology).
  */
 import { Queue, type DefaultJobOptions } from "bullmq";
+import { queueTelemetryOption } from "@vw/service-kit";
 import type { RedisClient } from "./redis-connection.js";
 
 export * from "./redis-connection.js";
@@ -21,7 +22,10 @@ export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
 };
 
-/** Opens a queue handle on an existing connection. */
+/**
+ * Opens a queue handle on an existing connection. With tracing on, a job added carries the trace
+ * context of its adder (BullMQ's `telemetry` option), and its worker's span continues that trace.
+ */
 export function openQueue(name: string, connection: RedisClient, keyPrefix: string): Queue {
-  return new Queue(name, { connection, prefix: bullPrefix(keyPrefix), defaultJobOptions: DEFAULT_JOB_OPTIONS });
+  return new Queue(name, { connection, prefix: bullPrefix(keyPrefix), defaultJobOptions: DEFAULT_JOB_OPTIONS, ...queueTelemetryOption() });
 }

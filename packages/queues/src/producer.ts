@@ -41,8 +41,12 @@ export function runOfJobId(jobId: string): number | undefined {
   return Number.isSafeInteger(run) && run > 0 && run < 1_000_000 ? run : undefined;
 }
 
-/** A delivery run to queue; `delayMs` for one not due yet (the reconciler's rebuild of a retry). */
-export type DeliverJobRequest = DeliverJobData & { delayMs?: number };
+/**
+ * A delivery run to queue; `delayMs` for one not due yet (the reconciler's rebuild of a retry);
+ * `traceMetadata` (service-kit's `traceMetadata()`) for a job added on behalf of another trace
+ * than the adder's (an intake batch holds several requests' jobs). Neither is part of the payload.
+ */
+export type DeliverJobRequest = DeliverJobData & { delayMs?: number; traceMetadata?: string | undefined };
 
 /**
  * Adds `deliver.v1` jobs in few round trips. Initial runs have the deliveryId as job id, so adding
@@ -56,16 +60,20 @@ export type DeliverJobRequest = DeliverJobData & { delayMs?: number };
  */
 export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobRequest[]): Promise<void> {
   if (jobs.length === 0) return;
-  const payloads = jobs.map(({ delayMs, ...data }) => ({ payload: assertPayload(JOB_NAMES.deliver, validateDeliverJob, data), delayMs: delayMs ?? 0 }));
+  const payloads = jobs.map(({ delayMs, traceMetadata, ...data }) => ({
+    payload: assertPayload(JOB_NAMES.deliver, validateDeliverJob, data),
+    delayMs: delayMs ?? 0,
+    trace: traceMetadata === undefined ? {} : { telemetry: { metadata: traceMetadata } },
+  }));
   const scheduler = await schedulerOf(queue);
   const now = payloads.filter((p) => p.delayMs <= 0).map((p) => p.payload.endpointId);
   const congested = await scheduler.congested([...new Set(now)]);
   const parked = new Map<string, string[]>();
-  const bulk = payloads.map(({ payload, delayMs }) => {
+  const bulk = payloads.map(({ payload, delayMs, trace }) => {
     const jobId = deliverJobId(payload);
     if (delayMs > 0) {
       // Not due yet: it waits in the delayed set like a retry, and asks for a slot when it runs.
-      return { name: JOB_NAMES.deliver, data: payload, opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, delay: delayMs } };
+      return { name: JOB_NAMES.deliver, data: payload, opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, delay: delayMs, ...trace } };
     }
     const park = congested.has(payload.endpointId);
     if (park) {
@@ -76,7 +84,7 @@ export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobR
     return {
       name: JOB_NAMES.deliver,
       data: payload,
-      opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}) },
+      opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}), ...trace },
     };
   });
   await scheduler.parkAfter(parked, () => queue.addBulk(bulk));

@@ -4,6 +4,7 @@
  */
 
 import { isIP } from "node:net";
+import { readTracing, type TracingConfig } from "./tracing.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -147,6 +148,8 @@ export interface CommonConfig {
   logLevel: string;
   /** LOG_FORMAT: `json` (default, one JSON object a line) or `pretty` (coloured lines for a terminal, development). */
   logFormat: LogFormat;
+  /** The `OTEL_*` variables: OpenTelemetry traces, off unless an endpoint is set (tracing.ts). */
+  tracing: TracingConfig;
 }
 
 /** A host name (letters, digits, `-`, dot-separated labels); IP literals are checked by isIP. */
@@ -160,6 +163,7 @@ export function readCommon(r: EnvReader, defaultPort: number): CommonConfig {
     host,
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     logFormat: r.oneOf("LOG_FORMAT", LOG_FORMATS, "json"),
+    tracing: readTracing(r),
   };
 }
 

@@ -8,6 +8,7 @@ import { dependencyStatus, describeError, isDependencyUnavailable } from "./depe
 import { answerNodeHttpErrors } from "./node-http-errors.js";
 import { requestTextGuard } from "./request-guard.js";
 import { noteRequestOutcome, requestLogger } from "./request-log.js";
+import { traceRequests } from "./tracing.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -167,6 +168,8 @@ export function createApp(logger?: Logger, options: { requestContext?: boolean; 
   app.set("trust proxy", Array.isArray(trustProxy) ? [...trustProxy] : trustProxy);
   app.set("etag", false);
   app.set("query parser", "simple");
+  // First: the request's span (when tracing is on) encloses everything below, the request log included.
+  app.use(traceRequests());
   if (logger) {
     app.use(requestLogger(logger, { context: options.requestContext ?? true }));
     app.use(requestTextGuard);

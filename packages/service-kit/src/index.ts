@@ -21,3 +21,4 @@ export * from "./request-guard.js";
 export * from "./request-log.js";
 export * from "./dependency-status.js";
 export * from "./openapi-route.js";
+export * from "./tracing.js";

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { pino, type Logger } from "pino";
 import pinoPretty from "pino-pretty";
 import type { LogFormat } from "./config.js";
+import { traceLogFields } from "./tracing.js";
 
 export type { Logger };
 
@@ -32,7 +33,7 @@ export function currentRequestId(): string | undefined {
 /**
  * The service logger: JSON lines by default (`format` `json`), or coloured single lines for a
  * terminal (`pretty`, LOG_FORMAT=pretty, for development). Every line logged while a request is
- * answered carries its `requestId`. Header and secret-bearing fields are redacted so a token never
+ * answered carries its `requestId`, and every line logged inside a span its `trace_id` and `span_id`. Header and secret-bearing fields are redacted so a token never
  * reaches the logs, whatever a caller passes in. Lines go to stdout unless `destination` is given.
  */
 export function createLogger(service: string, level: string, format: LogFormat = "json", destination: NodeJS.WritableStream = process.stdout): Logger {
@@ -42,7 +43,9 @@ export function createLogger(service: string, level: string, format: LogFormat =
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin: () => {
       const requestId = currentRequestId();
-      return requestId === undefined ? {} : { requestId };
+      // trace_id and span_id of the active span when tracing is on (tracing.ts), else nothing.
+      const ids = traceLogFields();
+      return requestId === undefined ? ids : { requestId, ...ids };
     },
     redact: {
       paths: [

@@ -5,7 +5,7 @@
  * service processes, per-run Redis key prefixes (and their clean-up on a Redis or on every primary
  * of a Cluster), the routes an express app registers, the OpenAPI conformance recorder of the
  * integration suites, and private stores for fault tests and
- * benchmarks: a `redis-server`, a PostgreSQL 15, a Redis Cluster and a Sentinel group of their own
+ * benchmarks (and an OTLP/HTTP trace receiver): a `redis-server`, a PostgreSQL 15, a Redis Cluster and a Sentinel group of their own
  * on free loopback ports, every process of which is stopped by pid (also when a test fails).
  */
 export * from "./receiver.js";
@@ -26,3 +26,4 @@ export * from "./postgres-server.js";
 export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
 export { isAlive } from "./owned-processes.js";
+export * from "./otlp-receiver.js";

@@ -44,6 +44,7 @@ describe("loadConfig", () => {
       host: "0.0.0.0",
       logLevel: "info",
       logFormat: "json",
+      tracing: { endpoint: null, protocol: "http/protobuf", serviceName: null, sampler: "parentbased_always_on", samplerRatio: 1 },
       databaseUrl: valid.DATABASE_URL,
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",

@@ -8,7 +8,7 @@ import {
   type LoggedAttempt,
   type PrismaClient,
 } from "@vw/db";
-import { AppError, notFound, withTimeout } from "@vw/service-kit";
+import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Queue } from "bullmq";
@@ -92,7 +92,11 @@ export class DeliveriesService {
    * previous status back and the caller a 503. Should a timed-out add still land once Redis is
    * back, its run sends the delivery only if it is pending by then (at least once, never lost).
    */
-  async replay(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
+  replay(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
+    return withSpan("delivery replay", { "webhook.endpoint_id": endpointId, "webhook.delivery_id": deliveryId }, () => this.replayUntraced(organizationSlug, worldSlug, endpointId, deliveryId));
+  }
+
+  private async replayUntraced(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
     if (!isUuid(deliveryId)) throw deliveryNotFound(endpoint.id, deliveryId);
     const before = await this.history.find(endpoint.id, deliveryId);

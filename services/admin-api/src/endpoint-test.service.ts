@@ -1,5 +1,5 @@
 import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
-import { badRequest, type Logger } from "@vw/service-kit";
+import { badRequest, traceAttempt, withSpan, type Logger } from "@vw/service-kit";
 import {
   EVENT_SAMPLES,
   sampleFor,
@@ -55,7 +55,11 @@ export class EndpointTestService {
    * Sends the sample of `request.subscription` (400 pointing at `/subscription` when the endpoint
    * does not have it), or a `ping` with `data: {}` when none is named.
    */
-  async send(organizationSlug: string, worldSlug: string, endpointId: string, request: TestDeliveryRequest): Promise<TestDeliveryResource> {
+  send(organizationSlug: string, worldSlug: string, endpointId: string, request: TestDeliveryRequest): Promise<TestDeliveryResource> {
+    return withSpan("endpoint test", { "webhook.endpoint_id": endpointId }, () => this.sendUntraced(organizationSlug, worldSlug, endpointId, request));
+  }
+
+  private async sendUntraced(organizationSlug: string, worldSlug: string, endpointId: string, request: TestDeliveryRequest): Promise<TestDeliveryResource> {
     const { world, endpoint } = await this.endpoints.findWithWorld(organizationSlug, worldSlug, endpointId);
     const subscriptions = endpoint.subscriptions as WebhookSubscription[];
     if (request.subscription !== undefined && !subscriptions.includes(request.subscription)) {
@@ -68,7 +72,9 @@ export class EndpointTestService {
     const deliveryId = newDeliveryId();
     const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
-    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
+    const sent = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "test" }, () =>
+      sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now }),
+    );
     const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the answer and the history say only "not a public address" or "could not connect".

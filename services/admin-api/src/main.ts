@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
-import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
 import { createAdminApp } from "./app.js";
@@ -12,6 +12,8 @@ const config = loadConfigOrExit("admin-api", () => loadConfig(process.env));
 const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
+// OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
+const tracing = await startTracing(config.tracing, "admin-api", logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redis, "producer");
@@ -76,5 +78,6 @@ registerShutdown(logger, [
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
+  { name: "tracing", run: () => tracing.shutdown() },
   { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), membersPool.end()])) },
 ]);

@@ -1,5 +1,5 @@
 import { countDeliveriesInWindow, DeliveryRecoveries, type DeliveryRecovery, type PrismaClient } from "@vw/db";
-import { AppError, notFound, withTimeout } from "@vw/service-kit";
+import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { RecoverPreviewResource, RecoverRequest, RecoveryResource, RecoveryStatus } from "@vw/contracts";
 import { enqueueRecovery } from "@vw/queues";
 import type { Queue } from "bullmq";
@@ -34,7 +34,13 @@ export class RecoveriesService {
    * so deliveries failing later are not swept in by a job that runs late. A real recover of a
    * disabled endpoint is 409, like Replay (the dry run still counts, to preview before enabling).
    */
-  async recover(organizationSlug: string, worldSlug: string, endpointId: string, request: RecoverRequest): Promise<RecoverPreviewResource | RecoveryResource> {
+  recover(organizationSlug: string, worldSlug: string, endpointId: string, request: RecoverRequest): Promise<RecoverPreviewResource | RecoveryResource> {
+    return withSpan("endpoint recover", { "webhook.endpoint_id": endpointId, "webhook.recover.dry_run": request.dryRun === true }, () =>
+      this.recoverUntraced(organizationSlug, worldSlug, endpointId, request),
+    );
+  }
+
+  private async recoverUntraced(organizationSlug: string, worldSlug: string, endpointId: string, request: RecoverRequest): Promise<RecoverPreviewResource | RecoveryResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
     const window = { since: new Date(request.since), until: request.until === undefined ? this.options.now() : new Date(request.until) };
     if (window.until.getTime() <= window.since.getTime()) {

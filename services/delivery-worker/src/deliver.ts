@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { EndpointScheduler, WindowSignal } from "@vw/queues";
+import { traceAttempt } from "@vw/service-kit";
 import { nextDelay, sendAttempt, toAttemptRecord, type AttemptErrorKind, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
@@ -154,15 +155,17 @@ async function attempt(data: DeliveryRun, run: JobRun, deps: DeliverDeps, attemp
 
     const attemptsInRun = delivery.runAttempts;
     const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : delivery.run > 0 ? "replay" : "initial";
-    const sent = await sendAttempt({
-      url: delivery.url,
-      deliveryId: delivery.deliveryId,
-      body: delivery.body,
-      secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed),
-      agents: deps.agents,
-      timeoutMs: deps.timeoutMs,
-      now: deps.now,
-    });
+    const sent = await traceAttempt(delivery.url, { deliveryId: delivery.deliveryId, endpointId: delivery.endpointId, trigger }, () =>
+      sendAttempt({
+        url: delivery.url,
+        deliveryId: delivery.deliveryId,
+        body: delivery.body,
+        secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed),
+        agents: deps.agents,
+        timeoutMs: deps.timeoutMs,
+        now: deps.now,
+      }),
+    );
     attemptDone();
     const errorKind = sent.outcome.error?.kind;
     const hidden = sent.outcome.error;

@@ -26,7 +26,7 @@ import {
   validateDeliverJob,
   validateLegacyDeliverJob,
 } from "@vw/queues";
-import { isDependencyUnavailable, redisClientErrorListener, type Logger } from "@vw/service-kit";
+import { isDependencyUnavailable, redisClientErrorListener, type Logger, queueTelemetryOption } from "@vw/service-kit";
 import { deliver, type DeliverDeps, type DeliveryRun } from "./deliver.js";
 
 /** A run that failed for the platform's reason waits this long, doubling per run of the job, up to {@link PLATFORM_RETRY_MAX_MS}. */
@@ -99,6 +99,8 @@ export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker
   const worker = new Worker(QUEUE_NAMES.deliveries, (job, token) => processDeliverJob(job, token, options.deps, options.onDependencyDown), {
     connection: options.connection,
     prefix: bullPrefix(options.keyPrefix),
+    // With tracing on, each job's run is a span continuing the trace of whoever added it.
+    ...queueTelemetryOption(),
     concurrency: options.concurrency,
     // A worker killed mid-delivery, or cut from Redis, leaves its jobs stalled; they go back to the
     // wait list and are sent again (at least once). No number of kills or outages may fail a

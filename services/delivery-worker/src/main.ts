@@ -1,6 +1,6 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
-import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
 import { startDeliveryWorker } from "./compose.js";
@@ -11,6 +11,8 @@ const config = loadConfigOrExit("delivery-worker", () => loadConfig(process.env)
 const logger = createLogger("delivery-worker", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
+// OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
+const tracing = await startTracing(config.tracing, "delivery-worker", logger);
 if (config.endpointUrlPolicy === "any") {
   logger.warn({ endpointUrlPolicy: "any" }, "ENDPOINT_URL_POLICY=any: deliveries may go to loopback and private addresses. Development and tests only.");
 }
@@ -79,6 +81,7 @@ registerShutdown(
     { name: "http", run: () => closeServer(server) },
     { name: "smtp", run: async () => mail?.close() },
     { name: "redis", run: () => redis.quit() },
+    { name: "tracing", run: () => tracing.shutdown() },
     { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), pool.end()])) },
   ],
   30_000,

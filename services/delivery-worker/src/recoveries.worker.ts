@@ -16,7 +16,7 @@ import {
   infraBackoffDelay,
   validateRecoverJob,
 } from "@vw/queues";
-import { redisClientErrorListener } from "@vw/service-kit";
+import { redisClientErrorListener, queueTelemetryOption } from "@vw/service-kit";
 import { runRecovery, type RecoverDeps } from "./recover.js";
 
 /** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
@@ -38,6 +38,8 @@ export function createRecoveriesWorker(options: { connection: RedisClient; keyPr
     {
       connection: options.connection,
       prefix: bullPrefix(options.keyPrefix),
+      // With tracing on, each job's run is a span continuing the trace of whoever added it.
+      ...queueTelemetryOption(),
       concurrency: 2,
       settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
     },

@@ -28,7 +28,7 @@
 import { performance } from "node:perf_hooks";
 import { DeliveryLog, newDeliveryId, pgRunner, type PgPool } from "@vw/db";
 import type { Logger } from "@vw/service-kit";
-import { AppError } from "@vw/service-kit";
+import { AppError, traceAttempt, withSpan } from "@vw/service-kit";
 import {
   buildEnvelope,
   buildLegacyAuthBody,
@@ -164,7 +164,11 @@ export class AuthHookService {
    * Calls the world's `auth` endpoints one after another within the budget and answers; those not
    * reached are called afterwards (see the file comment). 404 for an unknown world.
    */
-  async run(request: AuthHookRequest): Promise<AuthHookResponse> {
+  run(request: AuthHookRequest): Promise<AuthHookResponse> {
+    return withSpan("auth hook", { "world.ref": request.world }, () => this.runUntraced(request));
+  }
+
+  private async runUntraced(request: AuthHookRequest): Promise<AuthHookResponse> {
     const clock = this.options.monotonic ?? (() => performance.now());
     const deadline = clock() + this.options.timeoutMs;
     const target = await this.findTarget(request);
@@ -229,7 +233,9 @@ export class AuthHookService {
     // node:http rather than got: the same contract (webhook-core runs one test suite against
     // both) for less CPU per endpoint on the member's path (got merges a full options object per
     // request; docs/decisions/0006-http-transports-for-deliveries.md).
-    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
+    const sent = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "hook" }, () =>
+      sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect }),
+    );
     const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the history says only "not a public address" or "could not connect".

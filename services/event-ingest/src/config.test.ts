@@ -26,6 +26,7 @@ describe("loadConfig", () => {
       host: "0.0.0.0",
       logLevel: "info",
       logFormat: "json",
+      tracing: { endpoint: null, protocol: "http/protobuf", serviceName: null, sampler: "parentbased_always_on", samplerRatio: 1 },
       databaseUrl: valid.DATABASE_URL,
       redis: { kind: "standalone", url: "redis://127.0.0.1:6379", password: null, tls: false },
       redisKeyPrefix: "vw",

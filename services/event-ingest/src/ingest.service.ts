@@ -18,8 +18,8 @@
 import type { Queue } from "bullmq";
 import { DeliveryLog, newDeliveryId, newEventRowId, pgRunner, type IntakeEvent as LogEvent, type IntakeWorld, type MemberDirectory, type NewDelivery, type PgPool } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
-import { enqueueDeliveries, type DeliverJobData } from "@vw/queues";
-import { AppError, Coalescer, isDependencyUnavailable } from "@vw/service-kit";
+import { enqueueDeliveries, type DeliverJobData, type DeliverJobRequest } from "@vw/queues";
+import { AppError, Coalescer, isDependencyUnavailable, traceMetadata, withSpan } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { IntakeEvent, IntakeRequest } from "./events.schema.js";
 import { toMemberEvent } from "./member-events.js";
@@ -81,6 +81,8 @@ export class IngestService {
   private readonly playUrl: string;
   private readonly log: DeliveryLog;
   private readonly intakes: Coalescer<IntakeRequest, BatchedOutcome>;
+  /** The trace context of each request while it is being stored (tracing on only). */
+  private readonly traces = new WeakMap<IntakeRequest, string>();
 
   constructor(
     pool: PgPool,
@@ -106,11 +108,18 @@ export class IngestService {
    * deliveries are written by the DeliveryLog in one transaction, with those of the requests that
    * arrived meanwhile.
    */
-  async ingest(request: IntakeRequest): Promise<IngestResult> {
-    const outcome = await this.intakes.submit(request);
-    if (!outcome.ok) throw outcome.error;
-    if (outcome.enqueued) await outcome.enqueued;
-    return outcome.result;
+  ingest(request: IntakeRequest): Promise<IngestResult> {
+    return withSpan("event intake", { "events.count": request.events.length }, async (span) => {
+      // The batch adds this request's jobs with other requests' ones: each job carries its own
+      // request's trace, so its delivery continues this span (tracing on only).
+      const trace = traceMetadata();
+      if (trace !== undefined) this.traces.set(request, trace);
+      const outcome = await this.intakes.submit(request);
+      if (!outcome.ok) throw outcome.error;
+      if (outcome.enqueued) await outcome.enqueued;
+      span.setAttributes({ "events.accepted": outcome.result.accepted, "events.duplicates": outcome.result.duplicates, "webhook.deliveries": outcome.result.deliveries });
+      return outcome.result;
+    });
   }
 
   /** One batch: stored in one transaction, then its jobs added (not awaited here: see the constructor). */
@@ -135,7 +144,7 @@ export class IngestService {
   }
 
   /** Starts adding a stored batch's jobs; the requests that made jobs wait for it, the others not. */
-  private enqueueAfter(stored: { outcomes: RequestOutcome[]; jobs: DeliverJobData[] }): BatchedOutcome[] {
+  private enqueueAfter(stored: { outcomes: RequestOutcome[]; jobs: DeliverJobRequest[] }): BatchedOutcome[] {
     const enqueued = stored.jobs.length === 0 ? null : this.enqueue(stored.jobs);
     // Awaited by the requests with jobs; this handler only keeps a batch without any from
     // reporting the rejection as unhandled.
@@ -144,7 +153,7 @@ export class IngestService {
   }
 
   /** The batch's transaction: each request's outcome, and the jobs of all of them. */
-  private async store(requests: readonly IntakeRequest[]): Promise<{ outcomes: RequestOutcome[]; jobs: DeliverJobData[] }> {
+  private async store(requests: readonly IntakeRequest[]): Promise<{ outcomes: RequestOutcome[]; jobs: DeliverJobRequest[] }> {
     const failed = new Map<number, unknown>();
     const stored = new Map<string, StoredEvent>();
     const intake = await this.log.intake(
@@ -195,8 +204,15 @@ export class IngestService {
       const jobs = deliveries > 0 || (duplicates > 0 && intake.unattempted.length > 0);
       return { ok: true, result: { accepted: accepted[index] as number, duplicates, deliveries }, jobs };
     });
-    const jobs: DeliverJobData[] = [
-      ...intake.created.map((d): DeliverJobData => ({ deliveryId: d.id, endpointId: d.endpointId, run: 0 })),
+    const jobs: DeliverJobRequest[] = [
+      ...intake.created.map(
+        (d): DeliverJobRequest => ({
+          deliveryId: d.id,
+          endpointId: d.endpointId,
+          run: 0,
+          traceMetadata: d.event ? this.traces.get(requests[requestOf(d.event.rowId)] as IntakeRequest) : undefined,
+        }),
+      ),
       ...intake.unattempted.map((d): DeliverJobData => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run })),
     ];
     return { outcomes, jobs };
@@ -227,7 +243,7 @@ export class IngestService {
   }
 
   /** Adds the jobs in one round trip; a Redis that does not answer in time is a 503 like one that refuses. */
-  private async enqueue(jobs: readonly DeliverJobData[]): Promise<void> {
+  private async enqueue(jobs: readonly DeliverJobRequest[]): Promise<void> {
     if (jobs.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {

@@ -14,6 +14,7 @@ import {
   redisClientErrorListener,
   registerShutdown,
   watchRedisConnection,
+  startTracing,
 } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { pseudonymKey } from "./analytics-privacy.js";
@@ -29,6 +30,8 @@ const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
 const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
+// OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
+const tracing = await startTracing(config.tracing, "event-ingest", logger);
 const prisma = createPrismaClient(config.databaseUrl);
 const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
@@ -114,5 +117,6 @@ registerShutdown(logger, [
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
   { name: "redis", run: () => redis.quit() },
+  { name: "tracing", run: () => tracing.shutdown() },
   { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), intakePool.end(), hookPool.end(), hookCacheListener.stop()])) },
 ]);

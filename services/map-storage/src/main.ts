@@ -1,6 +1,6 @@
 import { createPrismaClient } from "@vw/db";
 import { createRedisConnection } from "@vw/queues/redis-connection";
-import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection } from "@vw/service-kit";
+import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
 import { createS3Client } from "./storage/s3-object-store.js";
@@ -10,6 +10,8 @@ const config = loadConfigOrExit("map-storage", () => loadConfig(process.env));
 const logger = createLogger("map-storage", config.logLevel, config.logFormat);
 // Before any client is built: Node's plain-text warnings would break the JSON log stream.
 logProcessWarnings(logger);
+// OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
+const tracing = await startTracing(config.tracing, "map-storage", logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
 const redis = createRedisConnection(config.redis, "producer");
@@ -25,4 +27,5 @@ registerShutdown(logger, [
   { name: "redis", run: () => redis.quit() },
   { name: "database", run: () => prisma.$disconnect() },
   { name: "s3", run: async () => s3.destroy() },
+  { name: "tracing", run: () => tracing.shutdown() },
 ]);

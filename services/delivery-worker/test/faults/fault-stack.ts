@@ -49,6 +49,8 @@ export interface FaultStackOptions {
   retryDelays?: string;
   /** Extra environment of both services. */
   env?: Record<string, string>;
+  /** Extra environment of one service (on top of `env`). */
+  serviceEnv?: Partial<Record<"ingest" | "worker", Record<string, string>>>;
   /** Runs admin-api and map-storage too (against the same stores), so a fault reaches every service. */
   httpServices?: boolean;
 }
@@ -75,6 +77,8 @@ export interface FaultStack {
   endpoints: FaultEndpoint[];
   /** `<org>/<world>` of the events. */
   worldRef: string;
+  /** INGEST_TOKEN of the stack's event-ingest. */
+  ingestToken: string;
   /** Starts (again) the process after a kill, with the same environment. */
   restart(service: "ingest" | "worker"): Promise<ServiceProcess>;
   /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
@@ -137,7 +141,8 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     LOG_FORMAT: "json",
     ...options.env,
   };
-  const spawnOf = (service: "ingest" | "worker") => spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), env, { readyTimeoutMs: 60_000 });
+  const spawnOf = (service: "ingest" | "worker") =>
+    spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), { ...env, ...options.serviceEnv?.[service] }, { readyTimeoutMs: 60_000 });
   const processes = { ingest: await spawnOf("ingest"), worker: await spawnOf("worker") };
   const httpServices: ServiceProcess[] = [];
   if (options.httpServices) {
@@ -170,6 +175,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     services: () => [processes.ingest, processes.worker, ...httpServices],
     endpoints,
     worldRef: `${organization.slug}/${world.slug}`,
+    ingestToken,
     async restart(service) {
       const old = processes[service];
       if (old.child.exitCode === null && old.child.signalCode === null) throw new Error(`${service} still runs: kill it first`);

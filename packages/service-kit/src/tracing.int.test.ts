@@ -1,0 +1,91 @@
+/**
+ * The tracing helpers with the SDK on, exporting to an in-process OTLP/HTTP receiver: the request
+ * middleware (continuing a caller's traceparent, named after the route), `withSpan` (what Test,
+ * Replay, recover, the auth hook and the intake use), `traceAttempt`, the log mixin, and BullMQ's
+ * propagation metadata.
+ */
+import { randomBytes } from "node:crypto";
+import { PassThrough } from "node:stream";
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { eventually, startOtlpReceiver, type OtlpReceiver } from "@vw/testing";
+import { createApp, listen, closeServer } from "./http.js";
+import { createLogger } from "./logger.js";
+import { queueTelemetryOption, startTracing, traceAttempt, traceMetadata, withSpan, type Tracing } from "./tracing.js";
+
+let receiver: OtlpReceiver;
+let tracing: Tracing;
+const logLines: string[] = [];
+const logStream = new PassThrough();
+logStream.on("data", (chunk: Buffer) => logLines.push(...chunk.toString("utf8").split("\n").filter((l) => l !== "")));
+const logger = createLogger("kit-test", "info", "json", logStream);
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  tracing = await startTracing(
+    { endpoint: `${receiver.url}/v1/traces`, protocol: "http/json", serviceName: "kit-under-test", sampler: "always_on", samplerRatio: 1 },
+    "kit",
+    logger,
+  );
+});
+
+afterAll(async () => {
+  await tracing?.shutdown();
+  await receiver?.close();
+});
+
+it("a request continues the caller's trace; spans, attempt attributes and log lines hang together", async () => {
+  expect(tracing.enabled).toBe(true);
+  expect(queueTelemetryOption().telemetry).toBeDefined();
+  let metadata: string | undefined;
+  const app = createApp(logger);
+  app.post("/things/:id/test", async (_req, res) => {
+    const answer = await withSpan("endpoint test", { "webhook.endpoint_id": "e-1" }, async (span) => {
+      logger.info("inside the test span");
+      metadata = traceMetadata();
+      span.setAttributes({ extra: true });
+      return traceAttempt("https://hooks.example.test:8443/in?token=secret-token", { deliveryId: "d-1", endpointId: "e-1", trigger: "test" }, async () => ({
+        verdict: "retry",
+        outcome: { status: 503, durationMs: 12 },
+      }));
+    });
+    res.status(200).json({ verdict: answer.verdict });
+  });
+  const server = await listen(app, 0, "127.0.0.1");
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const traceId = randomBytes(16).toString("hex");
+  const callerSpanId = randomBytes(8).toString("hex");
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/things/42/test`, { method: "POST", headers: { traceparent: `00-${traceId}-${callerSpanId}-01` } });
+    expect(res.status).toBe(200);
+  } finally {
+    await closeServer(server);
+  }
+  await eventually("the three spans were exported", () => receiver.spans.filter((s) => s.traceId === traceId).length >= 3, { timeoutMs: 15_000 });
+  const spans = receiver.spans.filter((s) => s.traceId === traceId);
+  const server_ = spans.find((s) => s.kind === 2);
+  expect(server_).toMatchObject({ service: "kit-under-test", name: "POST /things/:id/test", parentSpanId: callerSpanId, protocol: "http/json" });
+  expect(server_?.attributes).toMatchObject({ "http.route": "/things/:id/test", "http.response.status_code": 200 });
+  const test = spans.find((s) => s.name === "endpoint test");
+  expect(test).toMatchObject({ parentSpanId: server_?.spanId, attributes: { "webhook.endpoint_id": "e-1", extra: true } });
+  const attempt = spans.find((s) => s.name === "webhook attempt");
+  expect(attempt).toMatchObject({ parentSpanId: test?.spanId, kind: 3, statusCode: 2 });
+  expect(attempt?.attributes).toEqual({
+    "http.request.method": "POST",
+    "server.address": "hooks.example.test",
+    "server.port": 8443,
+    "url.scheme": "https",
+    "webhook.delivery_id": "d-1",
+    "webhook.endpoint_id": "e-1",
+    "webhook.trigger": "test",
+    "webhook.verdict": "retry",
+    "webhook.duration_ms": 12,
+    "http.response.status_code": 503,
+  });
+  // The job metadata BullMQ stores carries this trace, and the log line the span it was written in.
+  expect(JSON.parse(metadata ?? "{}")).toMatchObject({ traceparent: `00-${traceId}-${test?.spanId}-01` });
+  const line = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "inside the test span");
+  expect(line).toMatchObject({ trace_id: traceId, span_id: test?.spanId });
+  // A URL's query (a customer's token) never reaches a span.
+  expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain("secret-token");
+});

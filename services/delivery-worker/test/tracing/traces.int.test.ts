@@ -1,0 +1,145 @@
+/**
+ * OpenTelemetry traces across the deployables, as an operator's collector receives them: an OTLP/HTTP
+ * receiver started here, event-ingest (exporting in `http/json`) and delivery-worker (in
+ * `http/protobuf`) as separate processes on private stores. One event, posted with a W3C
+ * `traceparent`, fans out to a receiver that answers 200, one that answers 500 then 200, and one
+ * that answers 410; the test follows its one trace from the intake to each receiver's answer.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { eventually, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "@vw/testing";
+import { FAULT_TEST_TIMEOUT_MS, startFaultStack, type FaultStack } from "../faults/fault-stack.js";
+
+let otlp: OtlpReceiver;
+let stack: FaultStack;
+let retriedCalls = 0;
+
+beforeAll(async () => {
+  otlp = await startOtlpReceiver();
+  const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: "parentbased_always_on", OTEL_BSP_SCHEDULE_DELAY: "200" };
+  stack = await startFaultStack({
+    receivers: [
+      200,
+      (_req, res) => {
+        retriedCalls += 1;
+        res.statusCode = retriedCalls === 1 ? 500 : 200;
+        res.end("ok");
+      },
+      410,
+    ],
+    retryDelays: "1s",
+    env: tracing,
+    serviceEnv: {
+      ingest: { OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_SERVICE_NAME: "ingest-under-test" },
+      worker: { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" },
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.close();
+  await otlp?.close();
+}, FAULT_TEST_TIMEOUT_MS);
+
+/** The spans of one trace received so far. */
+const traceSpans = (traceId: string): ReceivedSpan[] => otlp.spans.filter((s) => s.traceId === traceId);
+
+it(
+  "one trace from the intake to each receiver's answer: delivered, retried then delivered, gone (410); no trace header reaches a receiver",
+  async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const callerSpanId = randomBytes(8).toString("hex");
+    const eventId = randomUUID();
+    const res = await fetch(`${stack.ingest.url}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.ingestToken}`, "content-type": "application/json", traceparent: `00-${traceId}-${callerSpanId}-01` },
+      body: JSON.stringify({ id: eventId, world: stack.worldRef, type: "visitor.registered", timestamp: new Date().toISOString(), data: { uuid: eventId, name: "Ada", email: "ada@example.com", via: "sso" } }),
+    });
+    expect(res.status).toBe(202);
+    const [ok, retried, gone] = stack.endpoints as [FaultStack["endpoints"][number], FaultStack["endpoints"][number], FaultStack["endpoints"][number]];
+    await eventually("each receiver answered: 200; 500 then 200; 410", () => ok.answered.length === 1 && retried.answered.length === 2 && gone.answered.length === 1, { timeoutMs: 30_000 });
+
+    // Internal ids stay internal: no W3C or B3 header on any webhook request.
+    for (const e of stack.endpoints) {
+      for (const r of e.receiver.received) {
+        expect(Object.keys(r.headers).filter((h) => /^(traceparent|tracestate|baggage|b3|x-b3-.*)$/i.test(h))).toEqual([]);
+      }
+    }
+
+    const attemptsOf = (port: number) => traceSpans(traceId).filter((s) => s.name === "webhook attempt" && s.attributes["server.port"] === port);
+    await eventually(
+      "the worker exported the four attempts of the trace",
+      () => attemptsOf(ok.receiver.port).length === 1 && attemptsOf(retried.receiver.port).length === 2 && attemptsOf(gone.receiver.port).length === 1,
+      { timeoutMs: 30_000 },
+    );
+    const spans = traceSpans(traceId);
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const parentOf = (s: ReceivedSpan): ReceivedSpan => {
+      const parent = byId.get(s.parentSpanId);
+      if (parent === undefined) throw new Error(`the parent ${s.parentSpanId} of ${s.service}/${s.name} was not received`);
+      return parent;
+    };
+
+    // event-ingest: the request's server span continues the caller's traceparent; the intake span is its child.
+    const server = spans.find((s) => s.service === "ingest-under-test" && s.kind === 2);
+    expect(server).toMatchObject({ name: "POST /v1/events", parentSpanId: callerSpanId, protocol: "http/json" });
+    expect(server?.attributes).toMatchObject({ "http.route": "/v1/events", "http.response.status_code": 202, "http.request.method": "POST" });
+    const intake = spans.find((s) => s.name === "event intake");
+    expect(intake).toMatchObject({ service: "ingest-under-test", parentSpanId: server?.spanId });
+    expect(intake?.attributes).toMatchObject({ "events.count": 1, "events.accepted": 1, "webhook.deliveries": 3 });
+
+    // delivery-worker: every attempt is the child of its job run's span, which is the intake's child.
+    const expectations: [number, { status: number; verdict: string }[]][] = [
+      [ok.receiver.port, [{ status: 200, verdict: "delivered" }]],
+      [
+        retried.receiver.port,
+        [
+          { status: 500, verdict: "retry" },
+          { status: 200, verdict: "delivered" },
+        ],
+      ],
+      [gone.receiver.port, [{ status: 410, verdict: "gone" }]],
+    ];
+    for (const [port, answers] of expectations) {
+      const attempts = attemptsOf(port).sort((a, b) => (a.startNs < b.startNs ? -1 : 1));
+      expect(attempts.map((a) => ({ status: a.attributes["http.response.status_code"], verdict: a.attributes["webhook.verdict"] }))).toEqual(answers);
+      for (const attempt of attempts) {
+        expect(attempt).toMatchObject({ service: "delivery-worker", kind: 3, protocol: "http/protobuf" });
+        expect(attempt.attributes).toMatchObject({ "server.address": "127.0.0.1", "http.request.method": "POST", "url.scheme": "http" });
+        expect(typeof attempt.attributes["webhook.duration_ms"]).toBe("number");
+        expect(attempt.attributes["webhook.delivery_id"]).toEqual(expect.stringMatching(/^[0-9a-f-]{36}$/));
+        const job = parentOf(attempt);
+        expect(job).toMatchObject({ service: "delivery-worker", kind: 5, name: "process webhook-deliveries" });
+        expect(job.parentSpanId).toBe(intake?.spanId);
+        // The attempt lies within its job's run.
+        expect(attempt.startNs >= job.startNs && attempt.endNs <= job.endNs).toBe(true);
+      }
+      // A retry is a second run of the same job: two job spans, one attempt each.
+      expect(new Set(attempts.map((a) => a.parentSpanId)).size).toBe(attempts.length);
+    }
+
+    // PostgreSQL and Redis calls of both services are child spans in the same trace.
+    const dbSpans = (system: string, service: string) =>
+      spans.filter((s) => s.service === service && (s.attributes["db.system"] === system || s.attributes["db.system.name"] === system) && byId.has(s.parentSpanId));
+    expect(dbSpans("postgresql", "ingest-under-test").length).toBeGreaterThan(0);
+    expect(dbSpans("postgresql", "delivery-worker").length).toBeGreaterThan(0);
+    expect(dbSpans("redis", "ingest-under-test").length).toBeGreaterThan(0);
+    expect(dbSpans("redis", "delivery-worker").length).toBeGreaterThan(0);
+
+    // Both encodings arrived and were decoded.
+    expect(otlp.requests["http/json"]).toBeGreaterThan(0);
+    expect(otlp.requests["http/protobuf"]).toBeGreaterThan(0);
+    expect(otlp.rejected).toEqual([]);
+
+    // A log line written inside a span carries its trace_id and span_id (the 410's endpoint disable).
+    const lines = stack.worker
+      .stdout()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { trace_id?: string; span_id?: string });
+    const traced = lines.filter((l) => l.trace_id === traceId);
+    expect(traced.length).toBeGreaterThan(0);
+    for (const line of traced) expect(byId.has(line.span_id ?? "")).toBe(true);
+  },
+  FAULT_TEST_TIMEOUT_MS,
+);
