@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { DeliveryRecovery, PrismaClient } from "./generated/prisma/client.js";
-import type { WindowCursor } from "./delivery-requeue.js";
+import type { WindowCursor } from "./delivery-log/log-types.js";
 
 /** States of a recovery, in the order it goes through them (`failed` ends it early). */
 export type RecoveryState = "queued" | "running" | "done" | "failed";

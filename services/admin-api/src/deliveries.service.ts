@@ -1,12 +1,10 @@
-import {
+import type {
   DeliveryHistory,
   DeliveryLog,
-  prismaRunner,
-  type DeliveryFilter,
-  type DeliverySummary,
-  type EndpointStatsSummary,
-  type LoggedAttempt,
-  type PrismaClient,
+  DeliveryFilter,
+  DeliverySummary,
+  EndpointStatsSummary,
+  LoggedAttempt,
 } from "@vw/db";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
 import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
@@ -26,20 +24,14 @@ export interface DeliveryPageRequest extends PageRequest {
  * its DeliveryHistory, Replay through its requeue/restore.
  */
 export class DeliveriesService {
-  private readonly log: DeliveryLog;
-  private readonly history: DeliveryHistory;
-
   constructor(
-    prisma: PrismaClient,
+    private readonly log: DeliveryLog,
+    private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
     private readonly deliveryQueue: Queue,
     /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
     private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
-  ) {
-    const runner = prismaRunner(prisma);
-    this.log = new DeliveryLog(runner);
-    this.history = new DeliveryHistory(runner);
-  }
+  ) {}
 
   /**
    * Deliveries of the endpoint matching the filters, newest first (`created_at` desc, then id

@@ -1,4 +1,4 @@
-import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
+import { newDeliveryId, type DeliveryLog } from "@vw/db";
 import { badRequest, type Logger } from "@vw/service-kit";
 import {
   EVENT_SAMPLES,
@@ -46,7 +46,7 @@ export interface EndpointTestOptions {
  */
 export class EndpointTestService {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly log: DeliveryLog,
     private readonly endpoints: EndpointsService,
     private readonly options: EndpointTestOptions,
   ) {}
@@ -80,7 +80,7 @@ export class EndpointTestService {
       );
     }
 
-    await new DeliveryLog(prismaRunner(this.prisma)).recordFinished([
+    await this.log.recordFinished([
       { delivery: { id: deliveryId, endpointId: endpoint.id, worldId: world.id, type, body }, test: true, attempt, finishedAt: new Date() },
     ]);
 

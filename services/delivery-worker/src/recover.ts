@@ -1,20 +1,13 @@
 /**
  * Runs one recovery (`recover.v1`): the failed deliveries of an endpoint created in the
  * recovery's window, oldest first, batch by batch, each put back to `pending` and queued as a
- * `replay` run through the same path as Replay (`requeueDeliveries` of @vw/db, then
+ * `replay` run through the same path as Replay (`DeliveryLog.requeue` of @vw/db, then
  * `enqueueDeliveries`), so every one is sent again with its deliveryId and stored bytes. After
  * each batch the recovery records its progress and cursor: a job retried after a failure resumes
  * after the last batch queued instead of starting over.
  */
 import type { Queue } from "bullmq";
-import {
-  DeliveryRecoveries,
-  deliveriesInWindowPage,
-  recoveryCursor,
-  requeueDeliveries,
-  restoreDeliveries,
-  type PrismaClient,
-} from "@vw/db";
+import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type PrismaClient } from "@vw/db";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 
@@ -23,7 +16,11 @@ export const RECOVER_BATCH_SIZE = 200;
 
 /** What a recovery run needs. */
 export interface RecoverDeps {
+  /** The recoveries' rows. */
   prisma: PrismaClient;
+  /** The process's delivery log and history. */
+  log: DeliveryLog;
+  history: DeliveryHistory;
   /** The deliveries queue, where the replay runs are added. */
   deliveries: Queue;
   logger: Logger;
@@ -44,10 +41,10 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
   let cursor = recoveryCursor(recovery);
   let requeuedTotal = recovery.requeued;
   for (;;) {
-    const page = await deliveriesInWindowPage(deps.prisma, endpointId, "failed", window, cursor, deps.batchSize ?? RECOVER_BATCH_SIZE);
+    const page = await deps.history.pageInWindow(endpointId, "failed", window, cursor, deps.batchSize ?? RECOVER_BATCH_SIZE);
     const last = page.at(-1);
     if (last === undefined) break;
-    const requeued = await requeueDeliveries(deps.prisma, endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
+    const requeued = await deps.log.requeue(endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
     if (requeued.length === 0) {
       const endpoint = await deps.prisma.webhookEndpoint.findUnique({ where: { id: endpointId }, select: { enabled: true } });
       if (!endpoint) return { status: "gone" };
@@ -65,7 +62,7 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
       );
     } catch (err) {
       // Nothing of this batch was queued for sure: back to `failed`, so the retry takes it again.
-      await restoreDeliveries(deps.prisma, requeued).catch(() => undefined);
+      await deps.log.restore(requeued).catch(() => undefined);
       throw err;
     }
     cursor = last;

@@ -4,7 +4,7 @@
  * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
  * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
  */
-import type { LogDeliveryStatus, LoggedAttempt } from "./log-types.js";
+import type { CreationWindow, LogDeliveryStatus, LoggedAttempt, WindowCursor } from "./log-types.js";
 import type { SqlRunner } from "./sql-runner.js";
 import { uuidV7Time } from "./uuid-v7.js";
 
@@ -190,7 +190,7 @@ export class DeliveryHistory {
   }
 
   /** How many deliveries of the endpoint in `status` were created in [since, until) (recover's preview). */
-  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: { since: Date; until: Date }): Promise<number> {
+  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: CreationWindow): Promise<number> {
     const rows = await this.db.query<{ n: number }>(
       {
         name: "dh-count-window",
@@ -209,10 +209,10 @@ export class DeliveryHistory {
   async pageInWindow(
     endpointId: string,
     status: LogDeliveryStatus,
-    window: { since: Date; until: Date },
-    cursor: { createdAt: Date; id: string } | null,
+    window: CreationWindow,
+    cursor: WindowCursor | null,
     limit: number,
-  ): Promise<{ createdAt: Date; id: string }[]> {
+  ): Promise<WindowCursor[]> {
     const rows = await this.db.query<{ id: string; created_at: Date }>(
       {
         name: "dh-page-window",

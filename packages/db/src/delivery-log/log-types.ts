@@ -127,6 +127,18 @@ export interface RequeuedDelivery {
   requeuedAt: Date;
 }
 
+/** A window on the deliveries' creation time (recover's): `since` inclusive, `until` exclusive. */
+export interface CreationWindow {
+  since: Date;
+  until: Date;
+}
+
+/** Keyset position in a window walked oldest first. */
+export interface WindowCursor {
+  createdAt: Date;
+  id: string;
+}
+
 /** A pending delivery as the schedule of record holds it: enough to queue its job again. */
 export interface ScheduledDelivery {
   deliveryId: string;
