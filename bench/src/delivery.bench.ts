@@ -96,8 +96,8 @@ async function rawCeiling(origin: string, total: number): Promise<{ rate: number
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < total) {
         next += 1;
-        const sent = await sendAttempt({ url: `${origin}/ok/raw`, deliveryId: randomUUID(), body, secret, agents, timeoutMs: 15_000 });
-        if (sent.verdict !== "delivered") throw new Error(`raw POST failed: ${JSON.stringify(sent.outcome.error)}`);
+        const sent = await sendAttempt({ url: `${origin}/ok/raw`, deliveryId: randomUUID(), attemptNumber: 1, trigger: "initial", body, secret, agents, timeoutMs: 15_000 });
+        if (sent.verdict !== "delivered") throw new Error(`raw POST failed: ${sent.errorKind ?? sent.responseStatus}: ${sent.error}`);
       }
     }),
   );

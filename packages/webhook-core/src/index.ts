@@ -76,9 +76,7 @@ export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput,
 export {
   DEFAULT_USER_AGENT,
   sendAttempt,
-  toAttemptRecord,
   type AttemptRecord,
   type AttemptTrigger,
   type SendAttemptInput,
-  type SentAttempt,
 } from "./attempt.js";

@@ -4,8 +4,8 @@ import type {
   DeliveryFilter,
   DeliverySummary,
   EndpointStatsSummary,
-  LoggedAttempt,
 } from "@vw/db";
+import type { AttemptRecord } from "@vw/webhook-core";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
 import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
 import { enqueueDeliveries } from "@vw/queues";
@@ -147,7 +147,7 @@ export function toDeliverySummary(row: DeliverySummary): DeliverySummaryResource
 }
 
 /** One attempt as sent and answered; `requestBody` is the delivery's body (the same on every attempt). */
-export function toAttemptResource(row: LoggedAttempt, requestBody: string): AttemptResource {
+export function toAttemptResource(row: AttemptRecord, requestBody: string): AttemptResource {
   return {
     attemptId: row.id,
     attemptNumber: row.attemptNumber,

@@ -11,7 +11,6 @@ import {
   buildEnvelope,
   buildLegacyAuthBody,
   sendAttempt,
-  toAttemptRecord,
   worldReference,
   type DeliveryAgents,
   type SecretBox,
@@ -68,15 +67,13 @@ export class EndpointTestService {
     const deliveryId = newDeliveryId();
     const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
-    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
-    const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
+    const attempt = await sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "test", body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now });
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the answer and the history say only "not a public address" or "could not connect".
-    const hidden = sent.outcome.error;
-    if (hidden?.detail !== undefined) {
+    if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
-        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
-        hidden.kind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
+        { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
+        attempt.errorKind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
       );
     }
 

@@ -35,7 +35,6 @@ import {
   postDeliveryDirect,
   SecretCache,
   sendAttempt,
-  toAttemptRecord,
   worldReference,
   type AttemptRecord,
   type DeliveryAgents,
@@ -229,15 +228,13 @@ export class AuthHookService {
     // node:http rather than got: the same contract (webhook-core runs one test suite against
     // both) for less CPU per endpoint on the member's path (got merges a full options object per
     // request; docs/decisions/0006-http-transports-for-deliveries.md).
-    const sent = await sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
-    const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
+    const attempt = await sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the history says only "not a public address" or "could not connect".
-    const hidden = sent.outcome.error;
-    if (hidden?.detail !== undefined) {
+    if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
-        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
-        hidden.kind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
+        { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
+        attempt.errorKind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
       );
     }
     return {

@@ -4,7 +4,8 @@
  * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
  * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
  */
-import type { CreationWindow, LogDeliveryStatus, LoggedAttempt, WindowCursor } from "./log-types.js";
+import type { AttemptRecord } from "@vw/webhook-core";
+import type { CreationWindow, LogDeliveryStatus, WindowCursor } from "./log-types.js";
 import type { SqlRunner } from "./sql-runner.js";
 import { uuidV7Time } from "./uuid-v7.js";
 
@@ -27,7 +28,7 @@ export interface DeliverySummary {
 /** One delivery with its body and every attempt, oldest first. */
 export interface DeliveryDetail extends DeliverySummary {
   body: Buffer;
-  attempts: LoggedAttempt[];
+  attempts: AttemptRecord[];
 }
 
 /** Filters of {@link DeliveryHistory.list}; all optional. `since` inclusive, `until` exclusive. */
@@ -309,12 +310,12 @@ function toSummary(row: SummaryRow): DeliverySummary {
   };
 }
 
-function toAttempt(row: AttemptRow): LoggedAttempt {
+function toAttempt(row: AttemptRow): AttemptRecord {
   return {
     id: row.id,
     deliveryId: row.delivery_id,
     attemptNumber: row.attempt_number,
-    trigger: row.trigger,
+    trigger: row.trigger as AttemptRecord["trigger"],
     startedAt: new Date(row.started_at),
     requestHeaders: row.request_headers,
     responseStatus: row.response_status,
@@ -322,8 +323,8 @@ function toAttempt(row: AttemptRow): LoggedAttempt {
     responseBody: row.response_body,
     responseBodyTruncated: row.response_body_truncated,
     durationMs: row.duration_ms,
-    errorKind: row.error_kind,
+    errorKind: row.error_kind as AttemptRecord["errorKind"],
     error: row.error,
-    verdict: row.verdict,
+    verdict: row.verdict as AttemptRecord["verdict"],
   };
 }
