@@ -6,8 +6,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { DeliveryAgents } from "./delivery-agents.js";
-import { postDelivery, type PostDeliveryInput } from "./delivery-http.js";
-import { classify, type AttemptErrorKind, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
+import { postDelivery } from "./delivery-http.js";
+import { classify, type AttemptErrorKind, type AttemptVerdict } from "./outcome.js";
 import { signatureHeaders } from "./signing.js";
 
 /** What one attempt sends. */
@@ -26,11 +26,6 @@ export interface SendAttemptInput {
   userAgent?: string;
   /** Wall clock of the attempt (the `webhook-timestamp`); injectable. */
   now?: () => Date;
-  /**
-   * How the POST is made: {@link postDelivery} (got) by default; the auth hook passes
-   * `postDeliveryDirect` (node:http), the same contract at a lower CPU cost per attempt.
-   */
-  transport?: (input: PostDeliveryInput) => Promise<AttemptOutcome>;
 }
 
 /** `user-agent` of deliveries unless the caller names another. */
@@ -73,7 +68,7 @@ export async function sendAttempt(input: SendAttemptInput): Promise<AttemptRecor
     ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
     "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
   };
-  const outcome = await (input.transport ?? postDelivery)({
+  const outcome = await postDelivery({
     url: input.url,
     body: input.body,
     headers: requestHeaders,

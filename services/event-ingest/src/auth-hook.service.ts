@@ -32,7 +32,6 @@ import { AppError } from "@vw/service-kit";
 import {
   buildEnvelope,
   buildLegacyAuthBody,
-  postDeliveryDirect,
   SecretCache,
   sendAttempt,
   worldReference,
@@ -225,10 +224,7 @@ export class AuthHookService {
       this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
       return { result: { endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" } };
     }
-    // node:http rather than got: the same contract (webhook-core runs one test suite against
-    // both) for less CPU per endpoint on the member's path (got merges a full options object per
-    // request; docs/decisions/0006-http-transports-for-deliveries.md).
-    const attempt = await sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect });
+    const attempt = await sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, agents: this.options.agents, timeoutMs, now });
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the history says only "not a public address" or "could not connect".
     if (attempt.errorDetail !== undefined) {
