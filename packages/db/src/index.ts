@@ -44,7 +44,7 @@ export {
 } from "./member-directory.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
 export * from "./delivery-log/index.js";
-export { DeliveryRecoveries, recoveryCursor, type RecoveryState } from "./delivery-recoveries.js";
+export { DeliveryRecoveries, recoveryCursor, type DeliveryRecovery, type RecoveryState } from "./delivery-recoveries.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 export type {
   Organization,
@@ -55,6 +55,5 @@ export type {
   WebhookDelivery,
   DeliveryAttempt,
   DashboardSession,
-  DeliveryRecovery,
   EndpointStats,
 } from "./generated/prisma/client.js";

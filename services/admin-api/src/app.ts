@@ -151,7 +151,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const frameAncestors = deps.dashboardFrameAncestors ?? [];
   const dashboardOrigin = new URL(publicAdminUrl).origin;
   const cookie = sessionCookiePolicy(publicAdminUrl, frameAncestors);
-  const recoveries = new RecoveriesService(deps.prisma, history, endpoints, deps.recoveryQueue, {
+  const recoveries = new RecoveriesService(sql, history, endpoints, deps.recoveryQueue, {
     now,
     ...(deps.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: deps.enqueueTimeoutMs }),
   });

@@ -1,4 +1,4 @@
-import { DeliveryRecoveries, type DeliveryHistory, type DeliveryRecovery, type PrismaClient } from "@vw/db";
+import { DeliveryRecoveries, type DeliveryHistory, type DeliveryRecovery, type SqlRunner } from "@vw/db";
 import { AppError, notFound, withTimeout } from "@vw/service-kit";
 import type { RecoverPreviewResource, RecoverRequest, RecoveryResource, RecoveryStatus } from "@vw/contracts";
 import { enqueueRecovery } from "@vw/queues";
@@ -21,13 +21,13 @@ export class RecoveriesService {
   private readonly recoveries: DeliveryRecoveries;
 
   constructor(
-    prisma: PrismaClient,
+    sql: SqlRunner,
     private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
     private readonly recoveryQueue: Queue,
     private readonly options: { now: () => Date; enqueueTimeoutMs?: number },
   ) {
-    this.recoveries = new DeliveryRecoveries(prisma);
+    this.recoveries = new DeliveryRecoveries(sql);
   }
 
   /**

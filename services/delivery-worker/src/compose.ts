@@ -7,7 +7,7 @@
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
-import { DeliveryHistory, DeliveryLog, EndpointStore, LogPartitions, pgRunner, type PgPool, type PrismaClient, type SqlRunner } from "@vw/db";
+import { DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, LogPartitions, pgRunner, type PgPool, type SqlRunner } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -28,9 +28,11 @@ import { createRecoveriesWorker } from "./recoveries.worker.js";
 
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
-  /** The recoveries' progress rows and the disable mail's reads (Prisma's side: docs/decisions/0011). */
-  prisma: PrismaClient;
-  /** `createPgPool(DATABASE_URL)`: every statement of the delivery log, its history and the endpoint store. */
+  /**
+   * `createPgPool(DATABASE_URL)`: the process's one way to PostgreSQL (prepared statements), for the
+   * delivery log, its history, the endpoint store, the recoveries and the disable mail's read
+   * (docs/decisions/0011-one-database-path-per-process.md).
+   */
   pool: PgPool;
   /** A worker-role connection (`createRedisConnection(config.redis, "worker")`); BullMQ duplicates it for blocking reads. */
   connection: RedisClient;
@@ -80,12 +82,14 @@ export interface DeliveryWorkerOptions {
 /** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
 const LEASE_MARGIN_MS = 5000;
 
-/** The owners of the delivery path's tables, built once per process over its `pg` pool. */
+/** The owners of the tables this process writes, built once over its `pg` pool. */
 export interface WorkerDatabase {
+  pool: PgPool;
   sql: SqlRunner;
   log: DeliveryLog;
   history: DeliveryHistory;
   endpoints: EndpointStore;
+  recoveries: DeliveryRecoveries;
 }
 
 /** The running worker. */
@@ -106,7 +110,7 @@ export interface DeliveryWorker {
   reconciler: Reconciler | null;
   /** Closed while a dependency is down (this process takes no deliveries meanwhile). */
   gate: DependencyGate;
-  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
+  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or the pool). */
   close(): Promise<void>;
 }
 
@@ -132,7 +136,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   });
   metrics.watchQueues(Object.values(queues), { queue: queues.deliveries, stats: () => scheduler.stats() });
   const sql = pgRunner(options.pool);
-  const db: WorkerDatabase = { sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql) };
+  const db: WorkerDatabase = { pool: options.pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
   const deps: DeliverDeps = {
     store: new DeliveryStore(db.log),
     attempts: new AttemptSlots(options.deliveryConcurrency),
@@ -159,7 +163,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       { dependency: "redis", check: () => options.connection.ping() },
     ],
   });
-  const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
+  const mailer = new EndpointDisabledMailer(sql, options.mailTransport, options.mailFrom, options.logger);
   // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
   // a failure is logged and left to that run (there are days of margin, and deliveries go on).
   await new LogPartitions(options.pool).ensureAhead(options.partitionsAheadDays).catch((err: unknown) => {
@@ -194,7 +198,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     createRecoveriesWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
-      deps: { prisma: options.prisma, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
+      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
     }),
   ];
   if (options.analytics) {

@@ -7,7 +7,7 @@
  * after the last batch queued instead of starting over.
  */
 import type { Queue } from "bullmq";
-import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type PrismaClient } from "@vw/db";
+import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 
@@ -16,9 +16,8 @@ export const RECOVER_BATCH_SIZE = 200;
 
 /** What a recovery run needs. */
 export interface RecoverDeps {
-  /** The recoveries' rows. */
-  prisma: PrismaClient;
-  /** The process's delivery log and history. */
+  /** The process's runner (the recoveries' rows), delivery log and history. */
+  sql: SqlRunner;
   log: DeliveryLog;
   history: DeliveryHistory;
   /** The deliveries queue, where the replay runs are added. */
@@ -27,12 +26,15 @@ export interface RecoverDeps {
   batchSize?: number;
 }
 
+/** $1 endpoint id: whether it is enabled (no row: deleted). */
+const ENDPOINT_ENABLED = { name: "recover-endpoint-enabled", text: "SELECT enabled FROM webhook_endpoints WHERE id = $1::uuid" };
+
 /** How a run ended: `gone` when the recovery no longer exists (its endpoint was deleted) or had already ended. */
 export type RecoverOutcome = { status: "done" | "failed"; requeued: number } | { status: "gone" };
 
 /** Runs the recovery `recoveryId` to its end; throws on an infrastructure failure (the job retries). */
 export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promise<RecoverOutcome> {
-  const recoveries = new DeliveryRecoveries(deps.prisma);
+  const recoveries = new DeliveryRecoveries(deps.sql);
   if (!(await recoveries.start(recoveryId))) return { status: "gone" };
   const recovery = await recoveries.get(recoveryId);
   if (!recovery) return { status: "gone" };
@@ -46,7 +48,7 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
     if (last === undefined) break;
     const requeued = await deps.log.requeue(endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
     if (requeued.length === 0) {
-      const endpoint = await deps.prisma.webhookEndpoint.findUnique({ where: { id: endpointId }, select: { enabled: true } });
+      const [endpoint] = await deps.sql.query<{ enabled: boolean }>(ENDPOINT_ENABLED, [endpointId]);
       if (!endpoint) return { status: "gone" };
       if (!endpoint.enabled) {
         const error = `The endpoint was disabled while recovering: ${requeuedTotal} deliveries had been queued again, the others were not. Enable it, then recover again.`;
