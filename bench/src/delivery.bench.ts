@@ -1,7 +1,7 @@
 /**
  * `pnpm bench delivery`: events through event-ingest → BullMQ → one delivery-worker process → a
  * receiver in its own process, with the attempt log on; against two baselines measured in the same
- * run on the same receiver: the raw ceiling (signed got POSTs at the worker's concurrency, no
+ * run on the same receiver: the raw ceiling (signed POSTs at the worker's concurrency, no
  * queue, no log) and the no-op BullMQ job rate. The ceiling and the all-healthy end-to-end run
  * alternate BENCH_ROUNDS (3) times and their medians are compared; each end-to-end run also says
  * how many jobs the worker parked (found their endpoint's window full) and the CPU time per
@@ -86,7 +86,7 @@ const box = createSecretBox(secretsKey);
 const log = (msg: string): void => console.log(msg);
 const goals = new GoalTally();
 
-/** Raw ceiling: signed got POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
+/** Raw ceiling: signed POSTs (webhook-core's own sendAttempt), `CONCURRENCY` in flight, no queue, no log. */
 async function rawCeiling(origin: string, total: number): Promise<{ rate: number; cpuMs: number; thread: ThreadShares | null }> {
   const agents = createDeliveryAgents("any");
   const secret = generateSecret();
@@ -99,8 +99,8 @@ async function rawCeiling(origin: string, total: number): Promise<{ rate: number
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < total) {
         next += 1;
-        const sent = await sendAttempt({ url: `${origin}/ok/raw`, deliveryId: randomUUID(), body, secret, agents, timeoutMs: 15_000 });
-        if (sent.verdict !== "delivered") throw new Error(`raw POST failed: ${JSON.stringify(sent.outcome.error)}`);
+        const sent = await sendAttempt({ url: `${origin}/ok/raw`, deliveryId: randomUUID(), attemptNumber: 1, trigger: "initial", body, secret, agents, timeoutMs: 15_000 });
+        if (sent.verdict !== "delivered") throw new Error(`raw POST failed: ${sent.errorKind ?? sent.responseStatus}: ${sent.error}`);
       }
     }),
   );
@@ -340,7 +340,7 @@ async function main(): Promise<void> {
     const fmt = (n: number): string => n.toFixed(0);
     log("");
     const each = (rates: number[]): string => (ROUNDS > 1 ? `  (median of ${ROUNDS} rounds: ${rates.map(fmt).join(", ")})` : "");
-    log(`raw ceiling (signed got POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws.map((r) => r.rate))}`);
+    log(`raw ceiling (signed POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws.map((r) => r.rate))}`);
     const rawClient = median(raws.map((r) => r.cpuMs));
     const rawReceiver = median(rawReceiverCpu);
     log(`  CPU per POST (median): client ${rawClient.toFixed(3)} ms, receiver ${rawReceiver.toFixed(3)} ms = ${(rawClient + rawReceiver).toFixed(3)} ms`);

@@ -1,8 +1,9 @@
 /**
  * Database access of the platform: the Prisma client factory, the generated client and model
- * types, Prisma error helpers, the API-key hashing and lookup shared by admin-api (issues keys,
- * checks them on the Inbound API) and map-storage (checks them), the world lookup of map-storage, and the member directory (the
- * one writer of the member tables). The schema and migrations live in ../prisma/.
+ * types, Prisma error helpers, and the one owner of each table the services share: the delivery
+ * log (delivery-log/), the endpoint store (endpoints/), the API key store, the member directory
+ * and the delivery recoveries; the world lookup of map-storage. The schema and migrations live in
+ * ../prisma/.
  */
 export {
   createPrismaClient,
@@ -17,7 +18,17 @@ export {
   type PrismaClientOptions,
 } from "./client.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
-export { PrismaApiKeyLookup, type ApiKeyPrincipal } from "./api-key-lookup.js";
+export { ApiKeyStore, type ApiKeyPrincipal } from "./api-key-store.js";
+export {
+  EndpointStore,
+  type EndpointDisableReason,
+  type EndpointKey,
+  type EndpointPatch,
+  type EndpointRecord,
+  type NewEndpoint,
+  type QuotaCheck,
+  type WorldEndpointCounts,
+} from "./endpoints/endpoint-store.js";
 export { PrismaWorldLookup, type WorldSummary } from "./world-lookup.js";
 export {
   MemberDirectory,
@@ -33,16 +44,7 @@ export {
 } from "./member-directory.js";
 export { uniqueViolationFields, isRecordNotFound } from "./errors.js";
 export * from "./delivery-log/index.js";
-export {
-  requeueDeliveries,
-  restoreDeliveries,
-  countDeliveriesInWindow,
-  deliveriesInWindowPage,
-  type RequeuedDelivery,
-  type CreationWindow,
-  type WindowCursor,
-} from "./delivery-requeue.js";
-export { DeliveryRecoveries, recoveryCursor, type RecoveryState } from "./delivery-recoveries.js";
+export { DeliveryRecoveries, recoveryCursor, type DeliveryRecovery, type RecoveryState } from "./delivery-recoveries.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 export type {
   Organization,
@@ -53,6 +55,5 @@ export type {
   WebhookDelivery,
   DeliveryAttempt,
   DashboardSession,
-  DeliveryRecovery,
   EndpointStats,
 } from "./generated/prisma/client.js";

@@ -5,7 +5,7 @@ import type { Logger } from "./logger.js";
 
 /**
  * Looks a key up by the hash of its token; `null` when unknown or revoked. `P` is what a valid
- * key stands for (for world API keys, `ApiKeyPrincipal` of @vw/db, whose `PrismaApiKeyLookup`
+ * key stands for (for world API keys, `ApiKeyPrincipal` of @vw/db, whose `ApiKeyStore`
  * implements this).
  */
 export interface ApiKeyLookup<P extends { keyId: string }> {

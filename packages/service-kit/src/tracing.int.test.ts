@@ -45,7 +45,9 @@ it("a request continues the caller's trace; spans, attempt attributes and log li
       span.setAttributes({ extra: true });
       return traceAttempt("https://hooks.example.test:8443/in?token=secret-token", { deliveryId: "d-1", endpointId: "e-1", trigger: "test" }, async () => ({
         verdict: "retry",
-        outcome: { status: 503, durationMs: 12 },
+        durationMs: 12,
+        responseStatus: 503,
+        errorKind: null,
       }));
     });
     res.status(200).json({ verdict: answer.verdict });

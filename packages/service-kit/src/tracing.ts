@@ -196,10 +196,12 @@ export function traceRequests(): RequestHandler {
 
 export { SpanKind };
 
-/** What {@link traceAttempt} reads from an attempt's result (webhook-core's `SentAttempt`). */
+/** What {@link traceAttempt} reads from an attempt's result (webhook-core's `AttemptRecord`). */
 export interface TracedAttemptResult {
   verdict: string;
-  outcome: { status?: number | undefined; durationMs: number; error?: { kind: string } | undefined };
+  durationMs: number;
+  responseStatus: number | null;
+  errorKind: string | null;
 }
 
 /**
@@ -233,9 +235,9 @@ export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { 
   return runtime.tracer.startActiveSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes }, async (span: Span) => {
     try {
       const sent = await send();
-      span.setAttributes({ "webhook.verdict": sent.verdict, "webhook.duration_ms": sent.outcome.durationMs });
-      if (sent.outcome.status !== undefined) span.setAttribute("http.response.status_code", sent.outcome.status);
-      if (sent.outcome.error !== undefined) span.setAttribute("error.type", sent.outcome.error.kind);
+      span.setAttributes({ "webhook.verdict": sent.verdict, "webhook.duration_ms": sent.durationMs });
+      if (sent.responseStatus !== null) span.setAttribute("http.response.status_code", sent.responseStatus);
+      if (sent.errorKind !== null) span.setAttribute("error.type", sent.errorKind);
       if (sent.verdict !== "delivered") span.setStatus({ code: SpanStatusCode.ERROR, message: sent.verdict });
       return sent;
     } catch (err) {

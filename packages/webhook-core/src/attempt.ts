@@ -1,19 +1,22 @@
 /**
  * One signed attempt, end to end: sign for this instant, POST the stored bytes, classify the
- * answer, and describe it as a delivery-log record. Shared by the worker (queued deliveries), the
- * admin API (Test) and event-ingest (the synchronous auth hook), so all three sign, send and log
- * the same way.
+ * answer, and describe it as a delivery-log record ({@link AttemptRecord}). Shared by the worker
+ * (queued deliveries), the admin API (Test) and event-ingest (the synchronous auth hook), so all
+ * three sign, send and log the same way.
  */
 import { randomUUID } from "node:crypto";
 import type { DeliveryAgents } from "./delivery-agents.js";
-import { postDelivery, type PostDeliveryInput } from "./delivery-http.js";
-import { classify, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
+import { postDelivery } from "./delivery-http.js";
+import { classify, type AttemptErrorKind, type AttemptVerdict } from "./outcome.js";
 import { signatureHeaders } from "./signing.js";
 
 /** What one attempt sends. */
 export interface SendAttemptInput {
   url: string;
   deliveryId: string;
+  /** Its number among the delivery's attempts (1 for the first). */
+  attemptNumber: number;
+  trigger: AttemptTrigger;
   body: Buffer;
   /** The endpoint's current secret (`whsec_...`), or null for a legacy endpoint that never had one. */
   secret: string | null;
@@ -23,40 +26,10 @@ export interface SendAttemptInput {
   userAgent?: string;
   /** Wall clock of the attempt (the `webhook-timestamp`); injectable. */
   now?: () => Date;
-  /**
-   * How the POST is made: {@link postDelivery} (got) by default; the auth hook passes
-   * `postDeliveryDirect` (node:http), the same contract at a lower CPU cost per attempt.
-   */
-  transport?: (input: PostDeliveryInput) => Promise<AttemptOutcome>;
-}
-
-/** What happened, with the headers exactly as sent. */
-export interface SentAttempt {
-  startedAt: Date;
-  requestHeaders: Record<string, string>;
-  outcome: AttemptOutcome;
-  verdict: AttemptVerdict;
 }
 
 /** `user-agent` of deliveries unless the caller names another. */
 export const DEFAULT_USER_AGENT = "vw-webhooks/1.0";
-
-/** Signs and sends one attempt. Never throws for network or HTTP failures (see postDelivery). */
-export async function sendAttempt(input: SendAttemptInput): Promise<SentAttempt> {
-  const startedAt = (input.now ?? (() => new Date()))();
-  const requestHeaders = {
-    ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
-    "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
-  };
-  const outcome = await (input.transport ?? postDelivery)({
-    url: input.url,
-    body: input.body,
-    headers: requestHeaders,
-    timeoutMs: input.timeoutMs,
-    agents: input.agents,
-  });
-  return { startedAt, requestHeaders, outcome, verdict: classify(outcome) };
-}
 
 /** Why an attempt was made: a queued run's first try, its retries, a replay, the Test action, the auth hook. */
 export type AttemptTrigger = "initial" | "retry" | "replay" | "test" | "hook";
@@ -74,21 +47,41 @@ export interface AttemptRecord {
   responseBody: string | null;
   responseBodyTruncated: boolean;
   durationMs: number;
-  errorKind: string | null;
+  errorKind: AttemptErrorKind | null;
   error: string | null;
   verdict: AttemptVerdict;
+  /**
+   * For the server's log only, never stored or answered: the address a policy refusal was about,
+   * or what the resolver said of a host that had no address.
+   */
+  errorDetail?: string;
 }
 
-/** Describes a sent attempt as a delivery-log row. */
-export function toAttemptRecord(sent: SentAttempt, deliveryId: string, attemptNumber: number, trigger: AttemptTrigger): AttemptRecord {
-  const { outcome } = sent;
+/**
+ * Signs and sends one attempt, and describes it as the delivery log stores it: the one shape an
+ * attempt has from here to the log (the worker's group commit, the Test action, the auth hook) and
+ * back out of it (the history). Never throws for network or HTTP failures (see postDelivery).
+ */
+export async function sendAttempt(input: SendAttemptInput): Promise<AttemptRecord> {
+  const startedAt = (input.now ?? (() => new Date()))();
+  const requestHeaders = {
+    ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
+    "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
+  };
+  const outcome = await postDelivery({
+    url: input.url,
+    body: input.body,
+    headers: requestHeaders,
+    timeoutMs: input.timeoutMs,
+    agents: input.agents,
+  });
   return {
     id: randomUUID(),
-    deliveryId,
-    attemptNumber,
-    trigger,
-    startedAt: sent.startedAt,
-    requestHeaders: sent.requestHeaders,
+    deliveryId: input.deliveryId,
+    attemptNumber: input.attemptNumber,
+    trigger: input.trigger,
+    startedAt,
+    requestHeaders,
     responseStatus: outcome.status ?? null,
     responseHeaders: outcome.status === undefined ? null : outcome.responseHeaders,
     responseBody: outcome.status === undefined ? null : outcome.responseBody,
@@ -96,6 +89,7 @@ export function toAttemptRecord(sent: SentAttempt, deliveryId: string, attemptNu
     durationMs: outcome.durationMs,
     errorKind: outcome.error?.kind ?? null,
     error: outcome.error?.message ?? null,
-    verdict: sent.verdict,
+    verdict: classify(outcome),
+    ...(outcome.error?.detail === undefined ? {} : { errorDetail: outcome.error.detail }),
   };
 }

@@ -2,7 +2,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, afterEach, describe, expect, it } from "@jest/globals";
 import { Webhook } from "standardwebhooks";
 import { createDeliveryAgents, destroyDeliveryAgents } from "./delivery-agents.js";
-import { postDelivery as postViaGot, postDeliveryDirect } from "./delivery-http.js";
+import { postDelivery } from "./delivery-http.js";
 import { closedPort, startReceiver, type Receiver } from "./loopback-receiver.test-helper.js";
 import { classify } from "./outcome.js";
 import { generateSecret, signatureHeaders } from "./signing.js";
@@ -23,11 +23,8 @@ afterEach(async () => {
 });
 afterAll(() => destroyDeliveryAgents(agents));
 
-/** The two transports share one contract; every case runs against both. */
-const transports = [
-  ["postDelivery (got)", postViaGot],
-  ["postDeliveryDirect (node:http)", postDeliveryDirect],
-] as const;
+/** The one transport of every delivery (docs/decisions/0013-one-http-transport-for-deliveries.md). */
+const transports = [["postDelivery (node:http)", postDelivery]] as const;
 
 describe.each(transports)("%s against real loopback receivers (policy any)", (_transport, postDelivery) => {
   it("POSTs the exact bytes and headers, which the standardwebhooks library verifies, and reports a 2xx", async () => {

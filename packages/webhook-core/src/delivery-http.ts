@@ -3,13 +3,8 @@
  * follow a redirect, never retry inside the call (retries are the queue's job, on the spec's
  * schedule).
  *
- * Two transports with one contract and one test suite (delivery-http.test.ts runs every case
- * against both):
- * - {@link postDelivery}, over got 14: the queued deliveries of the worker and the Test action.
- * - {@link postDeliveryDirect}, over node:http: the synchronous auth hook, which sits on a
- *   member's connection path. got builds and merges a full options object per request, a CPU cost
- *   per attempt that the hook's p99 goal cannot spare and a queued delivery does not notice
- *   (docs/decisions/0006-http-transports-for-deliveries.md).
+ * One transport, over node:http, for every delivery: the worker's queued deliveries, the Test
+ * action and the synchronous auth hook (docs/decisions/0013-one-http-transport-for-deliveries.md).
  */
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
@@ -17,7 +12,6 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage,
 import { request as httpsRequest } from "node:https";
 import type { Transform } from "node:stream";
 import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import got from "got";
 import { describePolicyRefusal, describeUnresolvedHost, type DeliveryAgents } from "./delivery-agents.js";
 import type { AttemptErrorKind, AttemptOutcome } from "./outcome.js";
 
@@ -51,34 +45,11 @@ export interface PostDeliveryInput {
  * - The answer is decompressed, then only its first `maxResponseBytes` bytes are kept; the rest
  *   is not downloaded (the connection is destroyed), so a huge or endless body costs nothing.
  * - A body that fits is read to its end so the keep-alive socket can be reused.
+ * - The whole attempt has one timeout (an error named `TimeoutError`, code `ETIMEDOUT`); gzip,
+ *   deflate and brotli answers are decoded before the first bytes are kept; the stored headers
+ *   go out as they are, plus `content-length` and `accept-encoding`.
  */
 export async function postDelivery(input: PostDeliveryInput): Promise<AttemptOutcome> {
-  const { body, headers, timeoutMs, agents, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, now = () => performance.now() } = input;
-  const started = now();
-  const elapsed = (): number => Math.max(0, Math.round(now() - started));
-  const url = checkedUrl(input, elapsed);
-  if (!(url instanceof URL)) return url;
-  const stream = got.stream.post(url, {
-    body,
-    // got adds its own user-agent unless told not to: the log must show what was really sent.
-    headers: { "user-agent": undefined, ...headers },
-    agent: { http: agents.http, https: agents.https },
-    followRedirect: false,
-    retry: { limit: 0 },
-    throwHttpErrors: false,
-    decompress: true,
-    timeout: { request: timeoutMs },
-  });
-  return readOutcome(stream, maxResponseBytes, elapsed, url.hostname);
-}
-
-/**
- * {@link postDelivery}'s contract over node:http, without got: the same bytes and headers (plus
- * the `content-length` and `accept-encoding` got would add), the same agents and URL policy, the
- * same whole-attempt timeout (an error named `TimeoutError`, code `ETIMEDOUT`), gzip, deflate and
- * brotli answers decoded before the first `maxResponseBytes` are kept, no redirect followed.
- */
-export async function postDeliveryDirect(input: PostDeliveryInput): Promise<AttemptOutcome> {
   const { maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, now = () => performance.now() } = input;
   const started = now();
   const elapsed = (): number => Math.max(0, Math.round(now() - started));
@@ -112,7 +83,7 @@ function checkedUrl(input: PostDeliveryInput, elapsed: () => number): URL | Atte
   return url;
 }
 
-/** What {@link readOutcome} listens to: got's request stream, or a {@link DirectRequest}. */
+/** What {@link readOutcome} listens to: a {@link DirectRequest}. */
 interface OutcomeSource {
   on(event: "response", listener: (response: { statusCode: number; headers: IncomingHttpHeaders }) => void): unknown;
   on(event: "data", listener: (chunk: Buffer) => void): unknown;
@@ -122,7 +93,7 @@ interface OutcomeSource {
 }
 
 /**
- * One node:http POST seen as got's stream events: `response` (status and headers), `data`
+ * One node:http POST seen as a stream of events: `response` (status and headers), `data`
  * (decoded body chunks), then exactly one of `end` or `error`. `destroy()` drops the connection.
  */
 class DirectRequest extends EventEmitter implements OutcomeSource {
@@ -158,7 +129,7 @@ class DirectRequest extends EventEmitter implements OutcomeSource {
     const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
     res.on("data", (chunk: Buffer) => {
       if (this.settled) return;
-      // Made at the first byte, so an empty answer with a content-encoding is just empty (as with got).
+      // Made at the first byte, so an empty answer with a content-encoding is just empty.
       this.decoder ??= this.createDecoder(encoding);
       if (this.decoder === undefined) this.emit("data", chunk);
       else this.decoder.write(chunk);
@@ -171,7 +142,7 @@ class DirectRequest extends EventEmitter implements OutcomeSource {
   }
 
   private createDecoder(encoding: string): Transform | undefined {
-    // Lenient flushing, as got: a body cut short still yields the bytes that arrived.
+    // Lenient flushing: a body cut short still yields the bytes that arrived.
     const lenient = { flush: zlibConstants.Z_SYNC_FLUSH, finishFlush: zlibConstants.Z_SYNC_FLUSH };
     let decoder: Transform;
     if (encoding === "gzip" || encoding === "x-gzip") decoder = createGunzip(lenient);

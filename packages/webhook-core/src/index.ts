@@ -62,7 +62,7 @@ export {
   type DeliveryAgentOptions,
   type DeliveryAgents,
 } from "./delivery-agents.js";
-export { DEFAULT_MAX_RESPONSE_BYTES, postDelivery, postDeliveryDirect, type PostDeliveryInput } from "./delivery-http.js";
+export { DEFAULT_MAX_RESPONSE_BYTES, postDelivery, type PostDeliveryInput } from "./delivery-http.js";
 export { classify, type AttemptErrorKind, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
 export {
   DEFAULT_RETRY_DELAYS,
@@ -76,9 +76,7 @@ export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput,
 export {
   DEFAULT_USER_AGENT,
   sendAttempt,
-  toAttemptRecord,
   type AttemptRecord,
   type AttemptTrigger,
   type SendAttemptInput,
-  type SentAttempt,
 } from "./attempt.js";

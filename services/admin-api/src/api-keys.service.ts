@@ -1,23 +1,21 @@
-import { generateApiKey, type ApiKey, type PrismaClient } from "@vw/db";
+import type { ApiKey, ApiKeyStore, PrismaClient } from "@vw/db";
 import { notFound } from "@vw/service-kit";
 import type { ApiKeyResource, CreateApiKeyRequest, CreatedApiKeyResource, ListResource } from "@vw/contracts";
 import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService } from "./worlds.service.js";
 
-/** Map-storage API keys of a world: issue (token shown once, hash stored), list, revoke. */
+/** Map-storage API keys of a world: issue (token shown once, hash stored), list, revoke; written through the ApiKeyStore of @vw/db. */
 export class ApiKeysService {
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly store: ApiKeyStore,
     private readonly worlds: WorldsService,
   ) {}
 
   /** Issues a key; the answer is the only place the token ever appears. */
   async create(organizationSlug: string, worldSlug: string, request: CreateApiKeyRequest): Promise<CreatedApiKeyResource> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const { token, tokenHash, tokenPrefix } = generateApiKey();
-    const key = await this.prisma.apiKey.create({
-      data: { worldId: world.id, name: request.name ?? null, tokenHash, tokenPrefix },
-    });
+    const { key, token } = await this.store.issue(world.id, request.name ?? null);
     return {
       id: key.id,
       name: key.name,
@@ -47,7 +45,7 @@ export class ApiKeysService {
    */
   async revoke(organizationSlug: string, worldSlug: string, id: string): Promise<void> {
     const key = await this.find(organizationSlug, worldSlug, id);
-    await this.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt: new Date() } });
+    await this.store.revoke(key.id);
   }
 
   private async find(organizationSlug: string, worldSlug: string, id: string): Promise<ApiKey> {

@@ -1,5 +1,5 @@
 import { Router, type Express } from "express";
-import { MemberDirectory, PrismaApiKeyLookup, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
+import { ApiKeyStore, DeliveryHistory, DeliveryLog, EndpointStore, MemberDirectory, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
 import {
   ApiKeyAuthenticator,
   AuthThrottle,
@@ -125,15 +125,21 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     mapStorageUrl: deps.publicMapStorageUrl.replace(/\/+$/, ""),
     playUrl: deps.playUrl.replace(/\/+$/, ""),
   });
-  const apiKeys = new ApiKeysService(deps.prisma, worlds);
+  // One runner for the owners of the shared tables: this process reaches PostgreSQL through Prisma
+  // (docs/decisions/0012-one-database-path-per-process.md).
+  const sql = prismaRunner(deps.prisma);
+  const log = new DeliveryLog(sql);
+  const history = new DeliveryHistory(sql);
+  const apiKeyStore = new ApiKeyStore(deps.prisma);
+  const apiKeys = new ApiKeysService(deps.prisma, apiKeyStore, worlds);
   const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost, deps.logger);
-  const endpoints = new EndpointsService(deps.prisma, worlds, {
+  const endpoints = new EndpointsService(deps.prisma, new EndpointStore(sql), worlds, {
     secretBox: deps.secretBox,
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
     quotas: deps.endpointQuotas ?? DEFAULT_ENDPOINT_QUOTAS,
   });
-  const deliveries = new DeliveriesService(deps.prisma, endpoints, deps.deliveryQueue, deps.enqueueTimeoutMs);
-  const endpointTests = new EndpointTestService(deps.prisma, endpoints, {
+  const deliveries = new DeliveriesService(log, history, endpoints, deps.deliveryQueue, deps.enqueueTimeoutMs);
+  const endpointTests = new EndpointTestService(log, endpoints, {
     playUrl: deps.playUrl.replace(/\/+$/, ""),
     secretBox: deps.secretBox,
     agents: deps.deliveryAgents,
@@ -145,7 +151,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const frameAncestors = deps.dashboardFrameAncestors ?? [];
   const dashboardOrigin = new URL(publicAdminUrl).origin;
   const cookie = sessionCookiePolicy(publicAdminUrl, frameAncestors);
-  const recoveries = new RecoveriesService(deps.prisma, endpoints, deps.recoveryQueue, {
+  const recoveries = new RecoveriesService(sql, history, endpoints, deps.recoveryQueue, {
     now,
     ...(deps.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: deps.enqueueTimeoutMs }),
   });
@@ -168,9 +174,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       logger: deps.logger,
     });
 
-  const members = new MemberDirectory(deps.membersSql ?? prismaRunner(deps.prisma));
+  const members = new MemberDirectory(deps.membersSql ?? sql);
   const apiKeyAuth = new ApiKeyAuthenticator(
-    new PrismaApiKeyLookup(deps.prisma),
+    apiKeyStore,
     {
       realm: "inbound-api",
       cacheTtlMs: deps.apiKeyCacheTtlMs ?? 5_000,

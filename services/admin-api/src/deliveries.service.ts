@@ -1,13 +1,11 @@
-import {
+import type {
   DeliveryHistory,
   DeliveryLog,
-  prismaRunner,
-  type DeliveryFilter,
-  type DeliverySummary,
-  type EndpointStatsSummary,
-  type LoggedAttempt,
-  type PrismaClient,
+  DeliveryFilter,
+  DeliverySummary,
+  EndpointStatsSummary,
 } from "@vw/db";
+import type { AttemptRecord } from "@vw/webhook-core";
 import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
 import { enqueueDeliveries } from "@vw/queues";
@@ -26,20 +24,14 @@ export interface DeliveryPageRequest extends PageRequest {
  * its DeliveryHistory, Replay through its requeue/restore.
  */
 export class DeliveriesService {
-  private readonly log: DeliveryLog;
-  private readonly history: DeliveryHistory;
-
   constructor(
-    prisma: PrismaClient,
+    private readonly log: DeliveryLog,
+    private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
     private readonly deliveryQueue: Queue,
     /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
     private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
-  ) {
-    const runner = prismaRunner(prisma);
-    this.log = new DeliveryLog(runner);
-    this.history = new DeliveryHistory(runner);
-  }
+  ) {}
 
   /**
    * Deliveries of the endpoint matching the filters, newest first (`created_at` desc, then id
@@ -159,7 +151,7 @@ export function toDeliverySummary(row: DeliverySummary): DeliverySummaryResource
 }
 
 /** One attempt as sent and answered; `requestBody` is the delivery's body (the same on every attempt). */
-export function toAttemptResource(row: LoggedAttempt, requestBody: string): AttemptResource {
+export function toAttemptResource(row: AttemptRecord, requestBody: string): AttemptResource {
   return {
     attemptId: row.id,
     attemptNumber: row.attemptNumber,

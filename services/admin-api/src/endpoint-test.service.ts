@@ -1,4 +1,4 @@
-import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
+import { newDeliveryId, type DeliveryLog } from "@vw/db";
 import { badRequest, traceAttempt, withSpan, type Logger } from "@vw/service-kit";
 import {
   EVENT_SAMPLES,
@@ -11,7 +11,6 @@ import {
   buildEnvelope,
   buildLegacyAuthBody,
   sendAttempt,
-  toAttemptRecord,
   worldReference,
   type DeliveryAgents,
   type SecretBox,
@@ -46,7 +45,7 @@ export interface EndpointTestOptions {
  */
 export class EndpointTestService {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly log: DeliveryLog,
     private readonly endpoints: EndpointsService,
     private readonly options: EndpointTestOptions,
   ) {}
@@ -72,21 +71,19 @@ export class EndpointTestService {
     const deliveryId = newDeliveryId();
     const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
-    const sent = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "test" }, () =>
-      sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now }),
+    const attempt = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "test" }, () =>
+      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "test", body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now }),
     );
-    const attempt = toAttemptRecord(sent, deliveryId, 1, "test");
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the answer and the history say only "not a public address" or "could not connect".
-    const hidden = sent.outcome.error;
-    if (hidden?.detail !== undefined) {
+    if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
-        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
-        hidden.kind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
+        { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
+        attempt.errorKind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
       );
     }
 
-    await new DeliveryLog(prismaRunner(this.prisma)).recordFinished([
+    await this.log.recordFinished([
       { delivery: { id: deliveryId, endpointId: endpoint.id, worldId: world.id, type, body }, test: true, attempt, finishedAt: new Date() },
     ]);
 

@@ -1,4 +1,4 @@
-import { DeliveryLog, isRecordNotFound, prismaRunner, type Prisma, type PrismaClient } from "@vw/db";
+import type { EndpointPatch, EndpointRecord, EndpointStore, PrismaClient, QuotaCheck } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
@@ -17,7 +17,7 @@ import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./ht
 import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
 /** A stored endpoint row. */
-export type EndpointRow = Prisma.WebhookEndpointModel;
+export type EndpointRow = EndpointRecord;
 
 /** Platform defaults of the endpoint quotas; a world's own values win. */
 export interface EndpointQuotas {
@@ -49,44 +49,39 @@ interface QuotaUse {
  * URLs arrive already accepted by ENDPOINT_URL_POLICY and normalised (`endpoint-url.ts`, applied
  * with the body validation so one 400 lists every problem).
  *
- * State changes are single conditional UPDATEs, so they compose with the delivery worker's own
- * writes (failure counting, disabling on 410) without read-modify-write races.
+ * Every write goes through the EndpointStore of @vw/db (the one owner of `webhook_endpoints`, which
+ * the delivery worker disables through too); state changes there are single conditional UPDATEs,
+ * so they compose with the worker's own writes without read-modify-write races. Reads are here.
  *
  * Quotas (MAX_ENDPOINTS_PER_WORLD, MAX_AUTH_ENDPOINTS_PER_WORLD, or the world's own): a write that
- * adds an endpoint, or an `auth` subscription, locks the world's row, counts and writes in one
- * transaction, so two concurrent creations cannot both take the last place. The lock is
- * `FOR NO KEY UPDATE`: it serialises these writes (and the operator's quota changes) without
- * holding up the event intake's inserts, which only take the row's key-share lock.
+ * adds an endpoint, or an `auth` subscription, is checked by {@link quotaCheck} in the store's
+ * transaction that holds the world's row, so two concurrent creations cannot both take the last
+ * place.
  */
 export class EndpointsService {
-  /** Skips the pending deliveries of an endpoint being disabled (the delivery log's one writer). */
-  private readonly log: DeliveryLog;
-
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly store: EndpointStore,
     private readonly worlds: WorldsService,
     private readonly options: EndpointsServiceOptions,
-  ) {
-    this.log = new DeliveryLog(prismaRunner(prisma));
-  }
+  ) {}
 
   /** Creates a `current` endpoint with a new secret; the answer is the only place it is shown. */
   async create(organizationSlug: string, worldSlug: string, request: CreateEndpointRequest): Promise<EndpointWithSecretResource> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     const secret = generateSecret();
     const subscriptions = canonicalSubscriptions(request.subscriptions);
-    const row = await this.withinQuotas(world, { endpoints: 1, authEndpoints: subscriptions.includes("auth") ? 1 : 0 }, (tx) =>
-      tx.webhookEndpoint.create({
-        data: {
-          worldId: world.id,
-          url: request.url,
-          subscriptions,
-          format: "current",
-          apiVersion: this.options.currentApiVersion,
-          secretSealed: this.options.secretBox.seal(secret),
-          rateLimitPerSecond: request.rateLimitPerSecond ?? null,
-        },
-      }),
+    const row = await this.store.create(
+      {
+        worldId: world.id,
+        url: request.url,
+        subscriptions,
+        format: "current",
+        apiVersion: this.options.currentApiVersion,
+        secretSealed: this.options.secretBox.seal(secret),
+        rateLimitPerSecond: request.rateLimitPerSecond ?? null,
+      },
+      this.quotaCheck(world, { endpoints: 1, authEndpoints: subscriptions.includes("auth") ? 1 : 0 }),
     );
     return { ...toEndpointResource(row), secret };
   }
@@ -97,17 +92,9 @@ export class EndpointsService {
    */
   async importLegacy(organizationSlug: string, worldSlug: string, request: ImportLegacyEndpointRequest): Promise<EndpointResource> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const row = await this.withinQuotas(world, { endpoints: 1, authEndpoints: 1 }, (tx) =>
-      tx.webhookEndpoint.create({
-        data: {
-          worldId: world.id,
-          url: request.url,
-          subscriptions: ["auth"],
-          format: "legacy",
-          apiVersion: this.options.currentApiVersion,
-          secretSealed: null,
-        },
-      }),
+    const row = await this.store.create(
+      { worldId: world.id, url: request.url, subscriptions: ["auth"], format: "legacy", apiVersion: this.options.currentApiVersion, secretSealed: null },
+      this.quotaCheck(world, { endpoints: 1, authEndpoints: 1 }),
     );
     return toEndpointResource(row);
   }
@@ -134,7 +121,7 @@ export class EndpointsService {
 
   /** Replaces url, subscriptions and/or the throttle (null removes it); `{}` changes nothing. Nothing else is editable here. */
   async update(organizationSlug: string, worldSlug: string, id: string, patch: UpdateEndpointRequest): Promise<EndpointResource> {
-    const data: Prisma.WebhookEndpointUpdateInput = {};
+    const data: EndpointPatch = {};
     if (patch.url !== undefined) data.url = patch.url;
     if (patch.subscriptions !== undefined) data.subscriptions = canonicalSubscriptions(patch.subscriptions);
     // Workers pick a change up at the endpoint's next attempt (they read the row for each).
@@ -144,20 +131,15 @@ export class EndpointsService {
     if (patch.subscriptions?.includes("auth")) {
       // Subscribing to `auth` takes a place of the world's auth quota, unless the endpoint has one already.
       const world = await this.worlds.find(organizationSlug, worldSlug);
-      return toEndpointResource(
-        await this.updating(organizationSlug, worldSlug, id, () =>
-          this.withinQuotas(world, { endpoints: 0, authEndpoints: 1 }, (tx) => tx.webhookEndpoint.update({ where, data }), id),
-        ),
-      );
+      return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.store.update(where, data, this.quotaCheck(world, { endpoints: 0, authEndpoints: 1 }))));
     }
-    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data })));
+    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.store.update(where, data)));
   }
 
   /** Deletes the endpoint (and, through the foreign keys, what hangs on it); 404 when unknown. */
   async remove(organizationSlug: string, worldSlug: string, id: string): Promise<void> {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
-    const { count } = await this.prisma.webhookEndpoint.deleteMany({ where });
-    if (count === 0) throw this.notFound(organizationSlug, worldSlug, id);
+    if (!(await this.store.remove(where))) throw this.notFound(organizationSlug, worldSlug, id);
   }
 
   /**
@@ -165,23 +147,15 @@ export class EndpointsService {
    * reason, is left as it is (its first reason and time are kept).
    *
    * In the same transaction its `pending` deliveries (queued, or waiting for a retry) become
-   * `skipped`: events of the disabled period are never delivered, so nothing waiting may go out
-   * later, and re-enabling brings no catch-up. A job of such a delivery still in the queue finds
-   * it skipped and sends nothing.
+   * `skipped` (`EndpointStore.disable`, the worker's automatic disables' path too): events of the
+   * disabled period are never delivered, so nothing waiting may go out later, and re-enabling
+   * brings no catch-up. A job of such a delivery still in the queue finds it skipped and sends
+   * nothing. An id of another world's endpoint changes nothing.
    */
   async disable(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     const reason: EndpointDisabledReason = "manual";
-    const now = new Date();
-    await this.prisma.$transaction(async (tx) => {
-      const { count } = await tx.webhookEndpoint.updateMany({
-        where: { ...where, enabled: true },
-        data: { enabled: false, disabledReason: reason, disabledAt: now },
-      });
-      // Only when this world's endpoint was just disabled: an id of another world's endpoint must
-      // not touch its deliveries, and an endpoint already disabled has nothing pending left.
-      if (count > 0) await this.log.skipPendingOf(where.id, prismaRunner(tx));
-    });
+    await this.store.disable(where, reason);
     return this.get(organizationSlug, worldSlug, id);
   }
 
@@ -191,10 +165,7 @@ export class EndpointsService {
    */
   async enable(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointResource> {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
-    await this.prisma.webhookEndpoint.updateMany({
-      where: { ...where, enabled: false },
-      data: { enabled: true, disabledReason: null, disabledAt: null, consecutiveFailures: 0 },
-    });
+    await this.store.enable(where);
     return this.get(organizationSlug, worldSlug, id);
   }
 
@@ -205,12 +176,7 @@ export class EndpointsService {
   async rotateSecret(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointWithSecretResource> {
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     const secret = generateSecret();
-    const row = await this.updating(organizationSlug, worldSlug, id, () =>
-      this.prisma.webhookEndpoint.update({
-        where,
-        data: { secretSealed: this.options.secretBox.seal(secret), secretRotatedAt: new Date(), secretVersion: { increment: 1 } },
-      }),
-    );
+    const row = await this.updating(organizationSlug, worldSlug, id, () => this.store.update(where, { secretSealed: this.options.secretBox.seal(secret) }));
     return { ...toEndpointResource(row), secret };
   }
 
@@ -229,7 +195,7 @@ export class EndpointsService {
       });
     }
     const where = { id: current.id, worldId: current.worldId };
-    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.prisma.webhookEndpoint.update({ where, data: { format } })));
+    return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.store.update(where, { format })));
   }
 
   /** The stored endpoint (sealed secret included); 404 for an unknown id or an endpoint of another world. */
@@ -247,34 +213,24 @@ export class EndpointsService {
   }
 
   /**
-   * Runs `write` in a transaction holding the world's row, after checking that the world's
-   * endpoints plus `use` stay within its quotas (409 `quota-exceeded` naming the one reached).
-   * `replacing` is the endpoint an update changes: if it is subscribed to `auth` already, the
-   * update takes no new place.
+   * The check of a write that adds `use` to the world's endpoints, run by the store under the
+   * world's lock: 409 `quota-exceeded` naming the quota reached. An update of an endpoint that is
+   * subscribed to `auth` already takes no new place (even over a limit lowered since).
    */
-  private async withinQuotas<T>(world: WorldWithOrganization, use: QuotaUse, write: (tx: Prisma.TransactionClient) => Promise<T>, replacing?: string): Promise<T> {
-    return this.prisma.$transaction(async (tx) => {
-      const [locked] = await tx.$queryRaw<{ max_endpoints: number | null; max_auth_endpoints: number | null }[]>`
-        SELECT max_endpoints, max_auth_endpoints FROM worlds WHERE id = ${world.id}::uuid FOR NO KEY UPDATE`;
-      if (locked === undefined) throw notFound(`There is no world "${world.organization.slug}/${world.slug}".`);
-      const [counts] = await tx.$queryRaw<{ endpoints: number; auth_endpoints: number; replacing_has_auth: boolean | null }[]>`
-        SELECT count(*)::int AS endpoints,
-               count(*) FILTER (WHERE 'auth' = ANY(subscriptions))::int AS auth_endpoints,
-               bool_or(id = ${replacing ?? null}::uuid AND 'auth' = ANY(subscriptions)) AS replacing_has_auth
-        FROM webhook_endpoints WHERE world_id = ${world.id}::uuid`;
-      // An endpoint that has its auth place already keeps it (even over a limit lowered since).
-      if (counts?.replacing_has_auth === true) return write(tx);
+  private quotaCheck(world: WorldWithOrganization, use: QuotaUse): QuotaCheck {
+    return (counts) => {
+      if (counts === null) throw notFound(`There is no world "${world.organization.slug}/${world.slug}".`);
+      if (counts.replacingHasAuth) return;
       const reference = `${world.organization.slug}/${world.slug}`;
-      const maxEndpoints = locked.max_endpoints ?? this.options.quotas.maxEndpoints;
-      if (use.endpoints > 0 && (counts?.endpoints ?? 0) + use.endpoints > maxEndpoints) {
-        throw quotaExceeded("maxEndpoints", maxEndpoints, `World "${reference}" already has ${counts?.endpoints ?? 0} webhook endpoints, its limit (maxEndpoints). Delete one, or ask the platform operator to raise the limit.`);
+      const maxEndpoints = counts.maxEndpoints ?? this.options.quotas.maxEndpoints;
+      if (use.endpoints > 0 && counts.endpoints + use.endpoints > maxEndpoints) {
+        throw quotaExceeded("maxEndpoints", maxEndpoints, `World "${reference}" already has ${counts.endpoints} webhook endpoints, its limit (maxEndpoints). Delete one, or ask the platform operator to raise the limit.`);
       }
-      const maxAuth = locked.max_auth_endpoints ?? this.options.quotas.maxAuthEndpoints;
-      if (use.authEndpoints > 0 && (counts?.auth_endpoints ?? 0) + use.authEndpoints > maxAuth) {
-        throw quotaExceeded("maxAuthEndpoints", maxAuth, `World "${reference}" already has ${counts?.auth_endpoints ?? 0} endpoints subscribed to auth, its limit (maxAuthEndpoints): each one is called while a member connects. Unsubscribe one, or ask the platform operator to raise the limit.`, "/subscriptions");
+      const maxAuth = counts.maxAuthEndpoints ?? this.options.quotas.maxAuthEndpoints;
+      if (use.authEndpoints > 0 && counts.authEndpoints + use.authEndpoints > maxAuth) {
+        throw quotaExceeded("maxAuthEndpoints", maxAuth, `World "${reference}" already has ${counts.authEndpoints} endpoints subscribed to auth, its limit (maxAuthEndpoints): each one is called while a member connects. Unsubscribe one, or ask the platform operator to raise the limit.`, "/subscriptions");
       }
-      return write(tx);
-    });
+    };
   }
 
   /** `{id, worldId}` of an endpoint of the world; 404 for an unknown world or a malformed id. */
@@ -285,13 +241,10 @@ export class EndpointsService {
   }
 
   /** Runs an update of one row, turning "no such row" (deleted meanwhile, other world) into 404. */
-  private async updating(organizationSlug: string, worldSlug: string, id: string, write: () => Promise<EndpointRow>): Promise<EndpointRow> {
-    try {
-      return await write();
-    } catch (err) {
-      if (isRecordNotFound(err)) throw this.notFound(organizationSlug, worldSlug, id);
-      throw err;
-    }
+  private async updating(organizationSlug: string, worldSlug: string, id: string, write: () => Promise<EndpointRow | null>): Promise<EndpointRow> {
+    const row = await write();
+    if (row === null) throw this.notFound(organizationSlug, worldSlug, id);
+    return row;
   }
 
   private notFound(organizationSlug: string, worldSlug: string, id: string): AppError {

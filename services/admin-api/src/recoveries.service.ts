@@ -1,4 +1,4 @@
-import { countDeliveriesInWindow, DeliveryRecoveries, type DeliveryRecovery, type PrismaClient } from "@vw/db";
+import { DeliveryRecoveries, type DeliveryHistory, type DeliveryRecovery, type SqlRunner } from "@vw/db";
 import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { RecoverPreviewResource, RecoverRequest, RecoveryResource, RecoveryStatus } from "@vw/contracts";
 import { enqueueRecovery } from "@vw/queues";
@@ -8,25 +8,26 @@ import type { EndpointsService } from "./endpoints.service.js";
 import { isUuid } from "./http-support.js";
 
 /** The status every recover counts and queues again. */
-const FAILED = "failed";
+const FAILED = "failed" as const;
 
 /**
  * Recover (Svix's recover, Convoy's batch retry): every failed delivery of an endpoint created in
  * a window, sent again with its deliveryId and stored bytes. The dry run counts; the real one is
  * recorded as a recovery and run by the delivery worker's `recover.v1` job, which re-queues the
- * deliveries batch by batch through Replay's path (`requeueDeliveries` of @vw/db) and records
+ * deliveries batch by batch through Replay's path (`DeliveryLog.requeue` of @vw/db) and records
  * its progress, read back here.
  */
 export class RecoveriesService {
   private readonly recoveries: DeliveryRecoveries;
 
   constructor(
-    private readonly prisma: PrismaClient,
+    sql: SqlRunner,
+    private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
     private readonly recoveryQueue: Queue,
     private readonly options: { now: () => Date; enqueueTimeoutMs?: number },
   ) {
-    this.recoveries = new DeliveryRecoveries(prisma);
+    this.recoveries = new DeliveryRecoveries(sql);
   }
 
   /**
@@ -48,7 +49,7 @@ export class RecoveriesService {
         errors: [{ pointer: "/since", detail: "must be before until (now when until is not given)" }],
       });
     }
-    const count = await countDeliveriesInWindow(this.prisma, endpoint.id, FAILED, window);
+    const count = await this.history.countInWindow(endpoint.id, FAILED, window);
     if (request.dryRun === true) return { count };
     if (!endpoint.enabled) throw endpointDisabled("recovers");
 

@@ -16,7 +16,7 @@
  */
 import type { Queue } from "bullmq";
 import type { RedisClient } from "@vw/queues";
-import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
+import { newDeliveryId, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
 import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
@@ -33,7 +33,9 @@ export const DEFAULT_ANALYTICS_BATCH_MAX = ANALYTICS_BATCH_MAX_EVENTS;
 /** What a flush is given. */
 export interface AnalyticsFlushDeps {
   redis: RedisClient;
-  prisma: PrismaClient;
+  /** The process's runner (the endpoints' read) and delivery log (the batches' rows). */
+  sql: SqlRunner;
+  log: DeliveryLog;
   /** The deliveries queue the batch jobs go to. */
   deliveries: Queue;
   keyPrefix: string;
@@ -86,16 +88,21 @@ function worldAnalyticsEnabled(stored: unknown): boolean {
   return (stored as { enabled: unknown }).enabled === true;
 }
 
+/** $1 endpoint ids: each with its world's slugs, domain and analytics settings. */
+const FLUSH_ENDPOINTS = {
+  name: "analytics-flush-endpoints",
+  text: `SELECT e.id, e.world_id, e.enabled, e.subscriptions, e.api_version,
+           w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.analytics
+    FROM webhook_endpoints e JOIN worlds w ON w.id = e.world_id JOIN organizations o ON o.id = w.organization_id
+    WHERE e.id = ANY($1::uuid[])`,
+};
+
 /** Runs one flush over every endpoint with buffered events. */
 export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<AnalyticsFlushResult> {
   const result: AnalyticsFlushResult = { deliveryIds: [], events: 0, dropped: 0 };
   const ids = await pendingAnalyticsEndpoints(deps.redis, deps.keyPrefix);
   if (ids.length === 0) return result;
-  const rows = await deps.prisma.$queryRaw<EndpointRow[]>`
-    SELECT e.id, e.world_id, e.enabled, e.subscriptions, e.api_version,
-           w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.analytics
-    FROM webhook_endpoints e JOIN worlds w ON w.id = e.world_id JOIN organizations o ON o.id = w.organization_id
-    WHERE e.id = ANY(${ids}::uuid[])`;
+  const rows = await deps.sql.query<EndpointRow>(FLUSH_ENDPOINTS, [ids]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   const drop = (endpointId: string, reason: DropReason, n: number): void => {
     if (n <= 0) return;
@@ -135,7 +142,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
   // here on fails the job and the next run sends the same batches under the same deliveryIds.
   // ON CONFLICT: a held-over batch whose row was committed before the failure keeps that row.
   try {
-    const stored = await new DeliveryLog(prismaRunner(deps.prisma)).create(
+    const stored = await deps.log.create(
       batches.map((b) => ({ id: b.id, endpointId: b.endpointId, worldId: b.worldId, type: ANALYTICS_BATCH_TYPE, body: b.body })),
       { ignoreExisting: true },
     );

@@ -7,7 +7,7 @@
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
-import { DeliveryLog, LogPartitions, pgRunner, type PgPool, type PrismaClient } from "@vw/db";
+import { DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, LogPartitions, pgRunner, type PgPool, type SqlRunner } from "@vw/db";
 import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
 import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
@@ -28,8 +28,11 @@ import { createRecoveriesWorker } from "./recoveries.worker.js";
 
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
-  prisma: PrismaClient;
-  /** `createPgPool(DATABASE_URL)`: the per-attempt reads and writes of {@link DeliveryStore}. */
+  /**
+   * `createPgPool(DATABASE_URL)`: the process's one way to PostgreSQL (prepared statements), for the
+   * delivery log, its history, the endpoint store, the recoveries and the disable mail's read
+   * (docs/decisions/0012-one-database-path-per-process.md).
+   */
   pool: PgPool;
   /** A worker-role connection (`createRedisConnection(config.redis, "worker")`); BullMQ duplicates it for blocking reads. */
   connection: RedisClient;
@@ -79,8 +82,20 @@ export interface DeliveryWorkerOptions {
 /** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
 const LEASE_MARGIN_MS = 5000;
 
+/** The owners of the tables this process writes, built once over its `pg` pool. */
+export interface WorkerDatabase {
+  pool: PgPool;
+  sql: SqlRunner;
+  log: DeliveryLog;
+  history: DeliveryHistory;
+  endpoints: EndpointStore;
+  recoveries: DeliveryRecoveries;
+}
+
 /** The running worker. */
 export interface DeliveryWorker {
+  /** What every part of this process reaches the delivery path's tables through. */
+  db: WorkerDatabase;
   /** The process registry `/metrics` serves (HTTP and Node metrics included). */
   serviceMetrics: ServiceMetrics;
   /** The worker's own metrics, registered on `serviceMetrics.registry`. */
@@ -95,7 +110,7 @@ export interface DeliveryWorker {
   reconciler: Reconciler | null;
   /** Closed while a dependency is down (this process takes no deliveries meanwhile). */
   gate: DependencyGate;
-  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or Prisma). */
+  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or the pool). */
   close(): Promise<void>;
 }
 
@@ -120,15 +135,17 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     parkTimeoutMs: options.parkTimeoutMs,
   });
   metrics.watchQueues(Object.values(queues), { queue: queues.deliveries, stats: () => scheduler.stats() });
+  const sql = pgRunner(options.pool);
+  const db: WorkerDatabase = { pool: options.pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
   const deps: DeliverDeps = {
-    store: new DeliveryStore(options.pool),
+    store: new DeliveryStore(db.log),
     attempts: new AttemptSlots(options.deliveryConcurrency),
     scheduler,
     onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
     // The delivery log says only "not a public address" or "could not connect"; the address or the resolver's answer is for operators.
     onHiddenDetail: (info) =>
       options.logger.warn(info, info.kind === "refused-by-policy" ? "delivery refused by ENDPOINT_URL_POLICY" : "delivery could not connect: its host had no address (retried)"),
-    disabler: new EndpointDisabler(options.prisma, queues.notifications, options.logger),
+    disabler: new EndpointDisabler(db.endpoints, queues.notifications, options.logger),
     secrets: new SecretCache(options.secretBox),
     agents,
     metrics,
@@ -146,7 +163,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       { dependency: "redis", check: () => options.connection.ping() },
     ],
   });
-  const mailer = new EndpointDisabledMailer(options.prisma, options.mailTransport, options.mailFrom, options.logger);
+  const mailer = new EndpointDisabledMailer(sql, options.mailTransport, options.mailFrom, options.logger);
   // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
   // a failure is logged and left to that run (there are days of margin, and deliveries go on).
   await new LogPartitions(options.pool).ensureAhead(options.partitionsAheadDays).catch((err: unknown) => {
@@ -181,13 +198,14 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     createRecoveriesWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
-      deps: { prisma: options.prisma, deliveries: queues.deliveries, logger: options.logger },
+      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
     }),
   ];
   if (options.analytics) {
     const flushDeps: AnalyticsFlushDeps = {
       redis: options.connection,
-      prisma: options.prisma,
+      sql: db.sql,
+      log: db.log,
       deliveries: queues.deliveries,
       keyPrefix: options.keyPrefix,
       playUrl: options.analytics.playUrl,
@@ -201,7 +219,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   gate.guard(workers[0] as Worker);
   const reconciler = options.reconcile
     ? new Reconciler({
-        log: new DeliveryLog(pgRunner(options.pool)),
+        log: db.log,
         queue: queues.deliveries,
         redis: options.connection,
         leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
@@ -224,6 +242,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   }, options.sweepIntervalMs);
   sweeper.unref();
   return {
+    db,
     serviceMetrics,
     metrics,
     queues,

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { EndpointScheduler, WindowSignal } from "@vw/queues";
 import { traceAttempt } from "@vw/service-kit";
-import { nextDelay, sendAttempt, toAttemptRecord, type AttemptErrorKind, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
+import { nextDelay, sendAttempt, type AttemptErrorKind, type AttemptTrigger, type DeliveryAgents, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EndpointDisabler } from "./endpoint-disabler.js";
@@ -155,10 +155,12 @@ async function attempt(data: DeliveryRun, run: JobRun, deps: DeliverDeps, attemp
 
     const attemptsInRun = delivery.runAttempts;
     const trigger: AttemptTrigger = attemptsInRun > 0 ? "retry" : delivery.run > 0 ? "replay" : "initial";
-    const sent = await traceAttempt(delivery.url, { deliveryId: delivery.deliveryId, endpointId: delivery.endpointId, trigger }, () =>
+    const attempt = await traceAttempt(delivery.url, { deliveryId: delivery.deliveryId, endpointId: delivery.endpointId, trigger }, () =>
       sendAttempt({
         url: delivery.url,
         deliveryId: delivery.deliveryId,
+        attemptNumber: delivery.attemptCount + 1,
+        trigger,
         body: delivery.body,
         secret: deps.secrets.secretOf(delivery.endpointId, delivery.secretSealed),
         agents: deps.agents,
@@ -167,39 +169,39 @@ async function attempt(data: DeliveryRun, run: JobRun, deps: DeliverDeps, attemp
       }),
     );
     attemptDone();
-    const errorKind = sent.outcome.error?.kind;
-    const hidden = sent.outcome.error;
-    if (hidden?.detail !== undefined) deps.onHiddenDetail?.({ endpointId: delivery.endpointId, deliveryId: delivery.deliveryId, kind: hidden.kind, detail: hidden.detail });
-    signal = windowSignal(sent.outcome.status, errorKind);
-    deps.metrics.observeAttempt(sent.verdict, sent.outcome.durationMs);
+    if (attempt.errorDetail !== undefined && attempt.errorKind !== null) {
+      deps.onHiddenDetail?.({ endpointId: delivery.endpointId, deliveryId: delivery.deliveryId, kind: attempt.errorKind, detail: attempt.errorDetail });
+    }
+    signal = windowSignal(attempt.responseStatus ?? undefined, attempt.errorKind ?? undefined);
+    deps.metrics.observeAttempt(attempt.verdict, attempt.durationMs);
     // Lag is the pipeline's promise to receivers; a replay or a Test says nothing about it.
     if (!delivery.test && delivery.run === 0) {
-      if (delivery.attemptCount === 0) deps.metrics.firstAttemptLag.observe(secondsBetween(delivery.createdAt, sent.startedAt));
-      if (sent.verdict === "delivered") deps.metrics.successLag.observe(secondsBetween(delivery.createdAt, sent.startedAt) + sent.outcome.durationMs / 1000);
+      if (delivery.attemptCount === 0) deps.metrics.firstAttemptLag.observe(secondsBetween(delivery.createdAt, attempt.startedAt));
+      if (attempt.verdict === "delivered") deps.metrics.successLag.observe(secondsBetween(delivery.createdAt, attempt.startedAt) + attempt.durationMs / 1000);
     }
 
-    const retryDelay = sent.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
-    const status = sent.verdict === "delivered" ? "delivered" : retryDelay !== null ? "pending" : "failed";
+    const retryDelay = attempt.verdict === "retry" ? nextDelay(attemptsInRun + 1, deps.retryDelays, deps.random) : null;
+    const status = attempt.verdict === "delivered" ? "delivered" : retryDelay !== null ? "pending" : "failed";
     const failures = await deps.store.record({
-      attempt: toAttemptRecord(sent, delivery.deliveryId, delivery.attemptCount + 1, trigger),
+      attempt,
       endpointId: delivery.endpointId,
       deliveryCreatedAt: delivery.createdAt,
       status,
       nextAttemptAt: retryDelay === null ? null : new Date(Date.now() + retryDelay),
       counts: !delivery.test,
-      succeeded: sent.verdict === "delivered",
+      succeeded: attempt.verdict === "delivered",
     });
 
-    if (sent.verdict === "gone" || (failures !== null && failures >= deps.disableAfterFailures)) {
+    if (attempt.verdict === "gone" || (failures !== null && failures >= deps.disableAfterFailures)) {
       const disabled = await deps.disabler.disable({
         endpointId: delivery.endpointId,
-        reason: sent.verdict === "gone" ? "gone" : "failures",
+        reason: attempt.verdict === "gone" ? "gone" : "failures",
         deliveryId: delivery.deliveryId,
-        status: sent.outcome.status ?? null,
-        error: sent.outcome.error?.message ?? null,
+        status: attempt.responseStatus,
+        error: attempt.error,
         consecutiveFailures: failures ?? 0,
       });
-      if (disabled) deps.metrics.endpointsDisabled.inc({ reason: sent.verdict === "gone" ? "gone" : "failures" });
+      if (disabled) deps.metrics.endpointsDisabled.inc({ reason: attempt.verdict === "gone" ? "gone" : "failures" });
       // A retry of this delivery would only find its endpoint disabled.
       if (status === "pending") return { kind: "done", outcome: "skipped" };
     }

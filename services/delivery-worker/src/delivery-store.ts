@@ -6,24 +6,21 @@
  * logged attempt (the job is simply run again: at least once).
  *
  * The statements themselves belong to the DeliveryLog of @vw/db (the one owner of the log); this
- * file only batches. The log runs here over a plain `pg` pool as named prepared statements (parsed
- * and planned once per connection) rather than through Prisma, whose raw queries are compiled
- * again on every call; the profile of `pnpm bench delivery` showed that compilation as the
- * worker's largest cost after HTTP itself.
+ * file only batches. The process's log runs over a plain `pg` pool as named prepared statements
+ * (parsed and planned once per connection) rather than through Prisma, whose raw queries are
+ * compiled again on every call (docs/decisions/0012-one-database-path-per-process.md).
  */
-import { DeliveryLog, pgRunner, type AttemptResult, type DeliveryForAttempt, type PgPool } from "@vw/db";
+import type { AttemptResult, DeliveryForAttempt, DeliveryLog } from "@vw/db";
 import { Coalescer } from "@vw/service-kit";
 
 export type { AttemptResult, DeliveryForAttempt } from "@vw/db";
 
 /** The delivery-worker's reads and writes. */
 export class DeliveryStore {
-  private readonly log: DeliveryLog;
   private readonly loads: Coalescer<string, DeliveryForAttempt | null>;
   private readonly writes: Coalescer<AttemptResult, number | null>;
 
-  constructor(pool: PgPool) {
-    this.log = new DeliveryLog(pgRunner(pool));
+  constructor(private readonly log: DeliveryLog) {
     // One statement of each kind at a time: what arrives meanwhile waits for the next one, so the
     // batches grow with the load. Several in flight made smaller group commits, which cost
     // PostgreSQL more CPU per delivery at the same throughput in `pnpm bench delivery`

@@ -1,11 +1,12 @@
 /**
  * Automatic disabling of an endpoint (410 Gone, or DISABLE_AFTER_FAILURES consecutive failed
- * attempts): one conditional UPDATE decides which worker wins, so however many attempts race,
- * the endpoint is disabled once and the administrators get one mail. Its waiting deliveries are
- * marked skipped in the same transaction: a disabled endpoint receives nothing, now or after it
- * is re-enabled (no catch-up).
+ * attempts), through `EndpointStore.disable` of @vw/db (admin-api's manual disable's path too): one
+ * conditional UPDATE decides which worker wins, so however many attempts race, the endpoint is
+ * disabled once and the administrators get one mail. Its waiting deliveries are marked skipped in
+ * the same transaction: a disabled endpoint receives nothing, now or after it is re-enabled (no
+ * catch-up).
  */
-import { DeliveryLog, prismaRunner, type PrismaClient } from "@vw/db";
+import type { EndpointStore } from "@vw/db";
 import { enqueueEndpointDisabledMail, type AutomaticDisableReason } from "@vw/queues";
 import type { Queue } from "bullmq";
 import type { Logger } from "@vw/service-kit";
@@ -23,28 +24,14 @@ export interface DisableCause {
 /** Disables endpoints and queues the administrators' mail. */
 export class EndpointDisabler {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly endpoints: EndpointStore,
     private readonly notifications: Queue,
     private readonly logger: Logger,
-  ) {
-    this.log = new DeliveryLog(prismaRunner(prisma));
-  }
-
-  private readonly log: DeliveryLog;
+  ) {}
 
   /** Returns true when this call disabled the endpoint (false: already disabled or deleted). */
   async disable(cause: DisableCause): Promise<boolean> {
-    const disabledAt = await this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<{ disabled_at: Date }[]>`
-        UPDATE webhook_endpoints
-        SET enabled = false, disabled_reason = ${cause.reason}, disabled_at = now(), updated_at = now()
-        WHERE id = ${cause.endpointId}::uuid AND enabled
-        RETURNING disabled_at`;
-      const row = rows[0];
-      if (!row) return null;
-      await this.log.skipPendingOf(cause.endpointId, prismaRunner(tx));
-      return row.disabled_at;
-    });
+    const disabledAt = await this.endpoints.disable({ id: cause.endpointId }, cause.reason);
     if (disabledAt === null) return false;
     this.logger.warn({ ...cause }, `endpoint disabled (${cause.reason === "gone" ? "410 Gone" : "consecutive failures"})`);
     await enqueueEndpointDisabledMail(this.notifications, { ...cause, disabledAt: disabledAt.toISOString() });

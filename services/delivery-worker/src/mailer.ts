@@ -4,7 +4,7 @@
  * warns about it at start-up): a missing relay must not stop deliveries.
  */
 import nodemailer, { type Transporter } from "nodemailer";
-import type { PrismaClient } from "@vw/db";
+import type { SqlRunner } from "@vw/db";
 import type { EndpointDisabledMailData } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 
@@ -49,10 +49,17 @@ export function composeEndpointDisabledMail(
   return { subject, text };
 }
 
+/** $1 endpoint id: its url, and its world's administrators, slugs and name. */
+const MAIL_TARGET = {
+  name: "mail-endpoint-target",
+  text: `SELECT e.url, w.id AS "worldId", w.admin_emails AS "adminEmails", w.slug AS "worldSlug", w.name AS "worldName", o.slug AS "organizationSlug"
+    FROM webhook_endpoints e JOIN worlds w ON w.id = e.world_id JOIN organizations o ON o.id = w.organization_id WHERE e.id = $1::uuid`,
+};
+
 /** Sends the endpoint-disabled mail of a job. */
 export class EndpointDisabledMailer {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly sql: SqlRunner,
     private readonly transport: MailTransport | null,
     private readonly from: string,
     private readonly logger: Logger,
@@ -60,25 +67,21 @@ export class EndpointDisabledMailer {
 
   /** Returns the recipients the mail went to (empty when there is nobody or the endpoint is gone). */
   async send(data: EndpointDisabledMailData): Promise<string[]> {
-    const endpoint = await this.prisma.webhookEndpoint.findUnique({
-      where: { id: data.endpointId },
-      include: { world: { include: { organization: true } } },
-    });
-    if (endpoint === null) {
+    const [endpoint] = await this.sql.query<{ url: string; worldId: string; adminEmails: string[]; worldSlug: string; worldName: string; organizationSlug: string }>(MAIL_TARGET, [data.endpointId]);
+    if (endpoint === undefined) {
       this.logger.info({ endpointId: data.endpointId }, "endpoint deleted before its disable mail was sent; nothing to say");
       return [];
     }
-    const { world } = endpoint;
-    const to = world.adminEmails;
+    const to = endpoint.adminEmails;
     if (to.length === 0) {
-      this.logger.warn({ endpointId: data.endpointId, worldId: world.id }, "endpoint disabled, but its world has no administrator e-mail");
+      this.logger.warn({ endpointId: data.endpointId, worldId: endpoint.worldId }, "endpoint disabled, but its world has no administrator e-mail");
       return [];
     }
     const mail = composeEndpointDisabledMail(data, {
       url: endpoint.url,
-      organizationSlug: world.organization.slug,
-      worldSlug: world.slug,
-      worldName: world.name,
+      organizationSlug: endpoint.organizationSlug,
+      worldSlug: endpoint.worldSlug,
+      worldName: endpoint.worldName,
     });
     if (this.transport === null) {
       this.logger.warn({ to, subject: mail.subject, endpointId: data.endpointId }, "SMTP_URL is not set: endpoint-disabled mail NOT sent");

@@ -1,4 +1,4 @@
-import { createPgPool, createPrismaClient } from "@vw/db";
+import { createPgPool } from "@vw/db";
 import { createRedisConnection } from "@vw/queues";
 import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
@@ -20,10 +20,10 @@ if (config.smtpUrl === null) {
   logger.warn("SMTP_URL is not set: administrators will NOT be e-mailed when an endpoint is disabled (the mails are logged instead).");
 }
 
-const prisma = createPrismaClient(config.databaseUrl, { max: 10 });
-// The per-attempt statements (delivery-store.ts); at most 2 loads and 3 group commits run at once.
+// The process's one way to PostgreSQL: the per-attempt statements (delivery-store.ts: at most 2
+// loads and 3 group commits run at once), disables, recoveries, the flush, the reconciler, /readyz.
 const pool = createPgPool(config.databaseUrl, {
-  max: 6,
+  max: 8,
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
 });
 pool.on("connect", () => dependencyStatus(logger, "postgresql").up());
@@ -33,7 +33,6 @@ watchRedisConnection(redis, logger);
 const mail = config.smtpUrl === null ? null : smtpTransport(config.smtpUrl);
 
 const worker = await startDeliveryWorker({
-  prisma,
   pool,
   connection: redis,
   keyPrefix: config.redisKeyPrefix,
@@ -58,7 +57,7 @@ const worker = await startDeliveryWorker({
   mailFrom: config.mailFrom,
   analytics: { flushIntervalMs: config.analyticsFlushIntervalMs, batchMax: config.analyticsBatchMax, playUrl: config.playUrl },
 });
-const server = await listen(createWorkerApp({ prisma, redis, worker, logger }), config.port, config.host, logger);
+const server = await listen(createWorkerApp({ pool, redis, worker, logger }), config.port, config.host, logger);
 logger.info(
   {
     port: config.port,
@@ -82,7 +81,7 @@ registerShutdown(
     { name: "smtp", run: async () => mail?.close() },
     { name: "redis", run: () => redis.quit() },
     { name: "tracing", run: () => tracing.shutdown() },
-    { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), pool.end()])) },
+    { name: "database", run: () => pool.end() },
   ],
   30_000,
 );

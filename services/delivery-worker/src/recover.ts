@@ -1,20 +1,13 @@
 /**
  * Runs one recovery (`recover.v1`): the failed deliveries of an endpoint created in the
  * recovery's window, oldest first, batch by batch, each put back to `pending` and queued as a
- * `replay` run through the same path as Replay (`requeueDeliveries` of @vw/db, then
+ * `replay` run through the same path as Replay (`DeliveryLog.requeue` of @vw/db, then
  * `enqueueDeliveries`), so every one is sent again with its deliveryId and stored bytes. After
  * each batch the recovery records its progress and cursor: a job retried after a failure resumes
  * after the last batch queued instead of starting over.
  */
 import type { Queue } from "bullmq";
-import {
-  DeliveryRecoveries,
-  deliveriesInWindowPage,
-  recoveryCursor,
-  requeueDeliveries,
-  restoreDeliveries,
-  type PrismaClient,
-} from "@vw/db";
+import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 
@@ -23,19 +16,25 @@ export const RECOVER_BATCH_SIZE = 200;
 
 /** What a recovery run needs. */
 export interface RecoverDeps {
-  prisma: PrismaClient;
+  /** The process's runner (the recoveries' rows), delivery log and history. */
+  sql: SqlRunner;
+  log: DeliveryLog;
+  history: DeliveryHistory;
   /** The deliveries queue, where the replay runs are added. */
   deliveries: Queue;
   logger: Logger;
   batchSize?: number;
 }
 
+/** $1 endpoint id: whether it is enabled (no row: deleted). */
+const ENDPOINT_ENABLED = { name: "recover-endpoint-enabled", text: "SELECT enabled FROM webhook_endpoints WHERE id = $1::uuid" };
+
 /** How a run ended: `gone` when the recovery no longer exists (its endpoint was deleted) or had already ended. */
 export type RecoverOutcome = { status: "done" | "failed"; requeued: number } | { status: "gone" };
 
 /** Runs the recovery `recoveryId` to its end; throws on an infrastructure failure (the job retries). */
 export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promise<RecoverOutcome> {
-  const recoveries = new DeliveryRecoveries(deps.prisma);
+  const recoveries = new DeliveryRecoveries(deps.sql);
   if (!(await recoveries.start(recoveryId))) return { status: "gone" };
   const recovery = await recoveries.get(recoveryId);
   if (!recovery) return { status: "gone" };
@@ -44,12 +43,12 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
   let cursor = recoveryCursor(recovery);
   let requeuedTotal = recovery.requeued;
   for (;;) {
-    const page = await deliveriesInWindowPage(deps.prisma, endpointId, "failed", window, cursor, deps.batchSize ?? RECOVER_BATCH_SIZE);
+    const page = await deps.history.pageInWindow(endpointId, "failed", window, cursor, deps.batchSize ?? RECOVER_BATCH_SIZE);
     const last = page.at(-1);
     if (last === undefined) break;
-    const requeued = await requeueDeliveries(deps.prisma, endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
+    const requeued = await deps.log.requeue(endpointId, page.map((row) => row.id), { onlyStatus: "failed" });
     if (requeued.length === 0) {
-      const endpoint = await deps.prisma.webhookEndpoint.findUnique({ where: { id: endpointId }, select: { enabled: true } });
+      const [endpoint] = await deps.sql.query<{ enabled: boolean }>(ENDPOINT_ENABLED, [endpointId]);
       if (!endpoint) return { status: "gone" };
       if (!endpoint.enabled) {
         const error = `The endpoint was disabled while recovering: ${requeuedTotal} deliveries had been queued again, the others were not. Enable it, then recover again.`;
@@ -65,7 +64,7 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
       );
     } catch (err) {
       // Nothing of this batch was queued for sure: back to `failed`, so the retry takes it again.
-      await restoreDeliveries(deps.prisma, requeued).catch(() => undefined);
+      await deps.log.restore(requeued).catch(() => undefined);
       throw err;
     }
     cursor = last;

@@ -48,7 +48,7 @@ export function createRecoveriesWorker(options: { connection: RedisClient; keyPr
     deps.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "recover job failed");
     const finalAttempt = job !== undefined && job.attemptsMade >= (job.opts.attempts ?? 1);
     if (finalAttempt && typeof job.data?.recoveryId === "string") {
-      new DeliveryRecoveries(deps.prisma)
+      new DeliveryRecoveries(deps.sql)
         .finish(job.data.recoveryId, "failed", `The recover job failed: ${err.message}`)
         .catch((e: unknown) => deps.logger.error({ err: e, jobId: job.id }, "could not mark the recovery failed"));
     }

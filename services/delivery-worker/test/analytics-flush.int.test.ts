@@ -25,7 +25,8 @@ beforeAll(async () => {
   h = await startHarness();
   deps = {
     redis: h.redis,
-    prisma: h.prisma,
+    sql: h.worker.db.sql,
+    log: h.worker.db.log,
     deliveries: h.deliveries,
     keyPrefix: h.keyPrefix,
     playUrl: "https://play.example.test",
@@ -199,7 +200,7 @@ describe("at least once", () => {
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
     const droppedBefore = await droppedTotals();
 
-    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow("injected $queryRawUnsafe failure");
+    await expect(flushAnalytics({ ...deps, log: failingOnce(deps.log, "create") })).rejects.toThrow("injected create failure");
     // Nothing stored, nothing dropped: the batch waits in flight, the rest in the buffer.
     expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
     expect(await droppedTotals()).toEqual(droppedBefore);
@@ -257,7 +258,7 @@ describe("at least once", () => {
     const { receiver, endpoint } = await analyticsEndpoint();
     const keys = analyticsKeys(h.keyPrefix);
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2), innerEvent(3)], BUFFER_MAX);
-    await expect(flushAnalytics({ ...deps, prisma: failingOnce(h.prisma, "$queryRawUnsafe") })).rejects.toThrow();
+    await expect(flushAnalytics({ ...deps, log: failingOnce(deps.log, "create") })).rejects.toThrow();
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(4)], BUFFER_MAX);
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     const before = (await dropped("endpoint-unavailable"));

@@ -119,7 +119,6 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const smtp = await startSmtpSink();
   const mail = smtpTransport(smtp.url);
   const worker = options.inProcessWorker === false ? null : await startDeliveryWorker({
-    prisma,
     pool,
     connection: redis,
     keyPrefix,

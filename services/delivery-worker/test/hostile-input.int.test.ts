@@ -29,7 +29,7 @@ beforeAll(async () => {
   h = await startHarness();
   const noop = (): void => undefined;
   const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: (f: unknown) => void errors.push(f), fatal: noop, child: () => logger };
-  const app = createWorkerApp({ prisma: h.prisma, redis: h.redis, worker: h.worker, logger: logger as unknown as Logger });
+  const app = createWorkerApp({ pool: h.worker.db.pool, redis: h.redis, worker: h.worker, logger: logger as unknown as Logger });
   server = await listen(app, 0, "127.0.0.1");
   target = { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, routes: registeredRoutes(app) };
 });

@@ -21,7 +21,7 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   h = await startHarness({ retryDelays: [100] });
-  server = await listen(createWorkerApp({ prisma: h.prisma, redis: h.redis, worker: h.worker, logger: silentLogger }), 0, "127.0.0.1");
+  server = await listen(createWorkerApp({ pool: h.worker.db.pool, redis: h.redis, worker: h.worker, logger: silentLogger }), 0, "127.0.0.1");
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {

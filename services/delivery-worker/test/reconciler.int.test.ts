@@ -97,6 +97,8 @@ describe("the sweep", () => {
     const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
     await eventually("the delivery without a job arrived", () => probe.received.length === 1);
     expect(probe.received[0]!.headers["webhook-id"]).toBe(deliveryId);
+    // The attempt is logged once the receiver has answered, after it got the request.
+    await eventually("the delivery was logged as delivered", async () => (await rowOf(deliveryId)).status === "delivered");
     expect(await rowOf(deliveryId)).toMatchObject({ status: "delivered", attemptCount: 1 });
   });
 

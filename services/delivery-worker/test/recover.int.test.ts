@@ -8,7 +8,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
-import { DeliveryRecoveries } from "@vw/db";
 import { QUEUE_NAMES, openQueue } from "@vw/queues";
 import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { runRecovery } from "../src/recover.js";
@@ -154,11 +153,11 @@ describe("runRecovery", () => {
     probe.setSecret(endpoint.secret);
     probe.answerWith(503);
     const failed = await failedDeliveries(endpoint, 5);
-    const recoveries = new DeliveryRecoveries(h.prisma);
+    const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 5 });
     // A deliveries queue no worker reads, so the jobs added are all still there to look at.
     const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
-    const outcome = await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger, batchSize: 2 }, recovery.id);
+    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idle, logger: silentLogger, batchSize: 2 }, recovery.id);
     expect(outcome).toEqual({ status: "done", requeued: 5 });
     const row = await recoveries.get(recovery.id);
     expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
@@ -170,7 +169,7 @@ describe("runRecovery", () => {
     const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
     expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));
     // Run again (a duplicate or retried job): the recovery has ended, nothing more is queued.
-    expect(await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idle, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
     expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 5 });
     await idle.obliterate({ force: true });
     await idle.close();
@@ -182,9 +181,9 @@ describe("runRecovery", () => {
     probe.answerWith(503);
     const failed = await failedDeliveries(endpoint, 2);
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
-    const recoveries = new DeliveryRecoveries(h.prisma);
+    const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 2 });
-    expect(await runRecovery({ prisma: h.prisma, deliveries: h.deliveries, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
+    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: h.deliveries, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
     expect(await recoveries.get(recovery.id)).toMatchObject({ status: "failed", requeued: 0, error: expect.stringMatching(/disabled while recovering/) });
     const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
     expect(statuses.map((s) => s.status)).toEqual(["failed", "failed"]);

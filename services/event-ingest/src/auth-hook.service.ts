@@ -32,10 +32,8 @@ import { AppError, traceAttempt, withSpan } from "@vw/service-kit";
 import {
   buildEnvelope,
   buildLegacyAuthBody,
-  postDeliveryDirect,
   SecretCache,
   sendAttempt,
-  toAttemptRecord,
   worldReference,
   type AttemptRecord,
   type DeliveryAgents,
@@ -230,20 +228,15 @@ export class AuthHookService {
       this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
       return { result: { endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" } };
     }
-    // node:http rather than got: the same contract (webhook-core runs one test suite against
-    // both) for less CPU per endpoint on the member's path (got merges a full options object per
-    // request; docs/decisions/0006-http-transports-for-deliveries.md).
-    const sent = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "hook" }, () =>
-      sendAttempt({ url: endpoint.url, deliveryId, body, secret, agents: this.options.agents, timeoutMs, now, transport: postDeliveryDirect }),
+    const attempt = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "hook" }, () =>
+      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, agents: this.options.agents, timeoutMs, now }),
     );
-    const attempt = toAttemptRecord(sent, deliveryId, 1, "hook");
     // What a policy refusal was about, or what the resolver said of a host without an address, stays
     // on the server: the history says only "not a public address" or "could not connect".
-    const hidden = sent.outcome.error;
-    if (hidden?.detail !== undefined) {
+    if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
-        { endpointId: endpoint.id, deliveryId, detail: hidden.detail },
-        hidden.kind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
+        { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
+        attempt.errorKind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
       );
     }
     return {

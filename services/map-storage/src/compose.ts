@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { PrismaApiKeyLookup, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyStore, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
 import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
@@ -46,7 +46,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxPatchGroup: 100,
   });
   const auth = new ApiKeyAuthenticator(
-    new PrismaApiKeyLookup(clients.prisma),
+    new ApiKeyStore(clients.prisma),
     {
       realm: "map-storage",
       cacheTtlMs: config.apiKeyCacheTtlMs,

@@ -65,7 +65,7 @@ function intakeOf(log: DeliveryLog, events: { fixture: EndpointFixture; producer
   );
 }
 
-function result(d: { id: string; endpointId: string }, n: number, durationMs: number, verdict: string, status: "delivered" | "pending" | "failed", responseStatus: number | null): AttemptResult {
+function result(d: { id: string; endpointId: string }, n: number, durationMs: number, verdict: "delivered" | "retry" | "gone" | "rejected", status: "delivered" | "pending" | "failed", responseStatus: number | null): AttemptResult {
   return {
     attempt: {
       id: randomUUID(),
@@ -252,7 +252,7 @@ describe("DeliveryHistory", () => {
         const { worldId, endpointId } = endpoints[i % 3]!;
         const d = { id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from("{}") };
         await log.create([d]);
-        const verdict = ["delivered", "retry", "rejected"][i % 4 === 0 ? 1 : i % 7 === 0 ? 2 : 0]!;
+        const verdict = (["delivered", "retry", "rejected"] as const)[i % 4 === 0 ? 1 : i % 7 === 0 ? 2 : 0]!;
         const r = result(d, 1 + (i % 3), durations[i % durations.length]!, verdict, verdict === "retry" ? "pending" : verdict === "delivered" ? "delivered" : "failed", verdict === "retry" ? 503 : 200);
         // A third start six minutes earlier (the previous bucket); pairs share a start time.
         r.attempt.startedAt = new Date(now - (i % 3 === 2 ? 6 * 60_000 : 0) - Math.floor(i / 6) * 1000);

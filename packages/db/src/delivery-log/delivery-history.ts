@@ -4,7 +4,8 @@
  * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
  * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
  */
-import type { LogDeliveryStatus, LoggedAttempt } from "./log-types.js";
+import type { AttemptRecord } from "@vw/webhook-core";
+import type { CreationWindow, LogDeliveryStatus, WindowCursor } from "./log-types.js";
 import type { SqlRunner } from "./sql-runner.js";
 import { uuidV7Time } from "./uuid-v7.js";
 
@@ -27,7 +28,7 @@ export interface DeliverySummary {
 /** One delivery with its body and every attempt, oldest first. */
 export interface DeliveryDetail extends DeliverySummary {
   body: Buffer;
-  attempts: LoggedAttempt[];
+  attempts: AttemptRecord[];
 }
 
 /** Filters of {@link DeliveryHistory.list}; all optional. `since` inclusive, `until` exclusive. */
@@ -190,7 +191,7 @@ export class DeliveryHistory {
   }
 
   /** How many deliveries of the endpoint in `status` were created in [since, until) (recover's preview). */
-  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: { since: Date; until: Date }): Promise<number> {
+  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: CreationWindow): Promise<number> {
     const rows = await this.db.query<{ n: number }>(
       {
         name: "dh-count-window",
@@ -209,10 +210,10 @@ export class DeliveryHistory {
   async pageInWindow(
     endpointId: string,
     status: LogDeliveryStatus,
-    window: { since: Date; until: Date },
-    cursor: { createdAt: Date; id: string } | null,
+    window: CreationWindow,
+    cursor: WindowCursor | null,
     limit: number,
-  ): Promise<{ createdAt: Date; id: string }[]> {
+  ): Promise<WindowCursor[]> {
     const rows = await this.db.query<{ id: string; created_at: Date }>(
       {
         name: "dh-page-window",
@@ -309,12 +310,12 @@ function toSummary(row: SummaryRow): DeliverySummary {
   };
 }
 
-function toAttempt(row: AttemptRow): LoggedAttempt {
+function toAttempt(row: AttemptRow): AttemptRecord {
   return {
     id: row.id,
     deliveryId: row.delivery_id,
     attemptNumber: row.attempt_number,
-    trigger: row.trigger,
+    trigger: row.trigger as AttemptRecord["trigger"],
     startedAt: new Date(row.started_at),
     requestHeaders: row.request_headers,
     responseStatus: row.response_status,
@@ -322,8 +323,8 @@ function toAttempt(row: AttemptRow): LoggedAttempt {
     responseBody: row.response_body,
     responseBodyTruncated: row.response_body_truncated,
     durationMs: row.duration_ms,
-    errorKind: row.error_kind,
+    errorKind: row.error_kind as AttemptRecord["errorKind"],
     error: row.error,
-    verdict: row.verdict,
+    verdict: row.verdict as AttemptRecord["verdict"],
   };
 }

@@ -12,6 +12,7 @@
  * PostgreSQL touches one partition per row instead of probing all of them.
  */
 import { randomUUID } from "node:crypto";
+import type { AttemptRecord } from "@vw/webhook-core";
 import type {
   AttemptResult,
   DeliveryForAttempt,
@@ -21,7 +22,6 @@ import type {
   IntakePlan,
   IntakeWorld,
   LogDeliveryStatus,
-  LoggedAttempt,
   NewDelivery,
   RequeuedDelivery,
   ScheduleCursor,
@@ -354,8 +354,8 @@ function splitByIdTime(ids: readonly string[]): [{ id: string; at: string }[], s
   return [timed, untimed];
 }
 
-/** Attempts as the 14 parallel column arrays the statements unnest (order: see log-statements.ts). */
-function attemptColumns(attempts: readonly LoggedAttempt[]): unknown[][] {
+/** Attempts as the 14 parallel column arrays the statements unnest (order: see log-statements.ts); `errorDetail` is never stored. */
+function attemptColumns(attempts: readonly AttemptRecord[]): unknown[][] {
   return [
     attempts.map((x) => x.id),
     attempts.map((x) => x.deliveryId),

@@ -1,9 +1,11 @@
 /**
- * The DeliveryLog's SQL, the only place that spells the log tables' columns. Attempts always travel
+ * The DeliveryLog's SQL, the only place that spells the log tables' columns (what its statements
+ * do to endpoints, their lock and the failure counters, comes from endpoints/endpoint-statements.ts). Attempts always travel
  * as 14 parallel arrays in this order: id, delivery_id, attempt_number, trigger, started_at (ISO
  * text), request_headers (JSON text), response_status, response_headers (JSON text or null),
  * response_body, response_body_truncated, duration_ms, error_kind, error, verdict.
  */
+import { failureCounterUpdate, lockedEndpoints } from "../endpoints/endpoint-statements.js";
 import type { Statement } from "./sql-runner.js";
 
 /** `text` with each `[from, to]` replaced once; throws when `from` is missing (a statement edited without its variant). */
@@ -27,14 +29,6 @@ const attemptsFrom = (first: number): string => {
          AS t(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
               response_body, response_body_truncated, duration_ms, error_kind, error, verdict)`;
 };
-
-/**
- * The endpoints named by the uuid[] parameter `param`, locked in id order (the order every disable
- * and deletion locks them in, before any delivery): a writer adding rows for endpoints it read
- * earlier keeps only those still there, and a deletion after the lock waits for its commit.
- */
-const lockedEndpoints = (param: string, mode: "KEY SHARE" | "NO KEY UPDATE"): string =>
-  `SELECT id FROM webhook_endpoints WHERE id = ANY(${param}::uuid[]) ORDER BY id FOR ${mode}`;
 
 /** The nine delivery arrays starting at parameter `$first` (id … created_at, test), as a relation `v`. */
 const deliveryValues = (first: number): string => {
@@ -210,11 +204,7 @@ export const LOAD_UNTIMED: Statement = {
 export const RECORD_ATTEMPTS: Statement = {
   name: "dl-record-attempts",
   text: `WITH locked AS (${lockedEndpoints("$19", "NO KEY UPDATE")}), counters AS (
-    UPDATE webhook_endpoints e
-    SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
-    FROM unnest($1::uuid[], $2::bool[], $3::int[]) AS v(id, reset, n)
-    WHERE e.id = v.id AND e.id IN (SELECT id FROM locked) AND (v.n > 0 OR e.consecutive_failures <> 0)
-    RETURNING e.id, e.consecutive_failures
+    ${failureCounterUpdate("$1", "$2", "$3", "locked")}
   ), inserted AS (
     INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
     SELECT t.id, t.delivery_id, x.created_at, x.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,

@@ -1,27 +1,8 @@
 /** The plain data the DeliveryLog takes and gives (no database types leak out of it). */
+import type { AttemptRecord } from "@vw/webhook-core";
 
 /** `pending` (queued or waiting for a retry), `delivered`, `failed`, `skipped` (endpoint disabled first). */
 export type LogDeliveryStatus = "pending" | "delivered" | "failed" | "skipped";
-
-/** One HTTP attempt as logged (structurally the `AttemptRecord` of @vw/webhook-core). */
-export interface LoggedAttempt {
-  id: string;
-  deliveryId: string;
-  attemptNumber: number;
-  /** `initial`, `retry`, `replay`, `test`, `hook`. */
-  trigger: string;
-  startedAt: Date;
-  requestHeaders: Record<string, string>;
-  responseStatus: number | null;
-  responseHeaders: Record<string, string> | null;
-  responseBody: string | null;
-  responseBodyTruncated: boolean;
-  durationMs: number;
-  errorKind: string | null;
-  error: string | null;
-  /** `delivered`, `retry`, `gone`, `rejected`. */
-  verdict: string;
-}
 
 /** A delivery to create, with the exact bytes every attempt will send. */
 export interface NewDelivery {
@@ -41,7 +22,7 @@ export interface NewDelivery {
 export interface FinishedDelivery {
   delivery: NewDelivery;
   test: boolean;
-  attempt: LoggedAttempt;
+  attempt: AttemptRecord;
   finishedAt: Date;
 }
 
@@ -103,9 +84,13 @@ export interface DeliveryForAttempt {
   rateLimitPerSecond: number | null;
 }
 
-/** What one worker attempt changes. */
+/**
+ * What the group commit writes for one worker attempt: the attempt as `sendAttempt` of
+ * @vw/webhook-core recorded it (the one shape an attempt has from the sender to the log and back
+ * out of it), and what it makes of its delivery.
+ */
 export interface AttemptResult {
-  attempt: LoggedAttempt;
+  attempt: AttemptRecord;
   endpointId: string;
   /** The delivery's creation time (its partition): {@link DeliveryForAttempt.createdAt}. */
   deliveryCreatedAt: Date;
@@ -125,6 +110,18 @@ export interface RequeuedDelivery {
   /** Its state before, so a caller that cannot queue it can put it back ({@link DeliveryLog.restore}). */
   previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date; run: number; runAttempts: number };
   requeuedAt: Date;
+}
+
+/** A window on the deliveries' creation time (recover's): `since` inclusive, `until` exclusive. */
+export interface CreationWindow {
+  since: Date;
+  until: Date;
+}
+
+/** Keyset position in a window walked oldest first. */
+export interface WindowCursor {
+  createdAt: Date;
+  id: string;
 }
 
 /** A pending delivery as the schedule of record holds it: enough to queue its job again. */
