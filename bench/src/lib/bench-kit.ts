@@ -245,6 +245,45 @@ export function postgresCpuBetween(before: Map<number, number>, after: Map<numbe
   return sum;
 }
 
+/** What {@link backendPids} and {@link databaseCounters} query: a client of the stack's own database. */
+interface RawQuerying {
+  $queryRawUnsafe<T = unknown>(query: string): Promise<T>;
+}
+
+/** The pids of the PostgreSQL backends connected to the client's database. */
+export async function backendPids(db: RawQuerying): Promise<Set<number>> {
+  const rows = await db.$queryRawUnsafe<{ pid: number }[]>("SELECT pid FROM pg_stat_activity WHERE datname = current_database()");
+  return new Set(rows.map((r) => Number(r.pid)));
+}
+
+/**
+ * CPU seconds one database's PostgreSQL backends used between two {@link postgresCpuSeconds}
+ * readings: each backend of `pids` (read at the end), less what it had used at the start. A backend
+ * that exited meanwhile is not counted, so this is a lower bound; the server's shared processes
+ * (WAL writer, checkpointer) are no database's, and neither are other databases' backends.
+ */
+export function postgresBackendsBetween(pids: ReadonlySet<number>, before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const pid of pids) if (after.has(pid)) sum += after.get(pid)! - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/** One database's counters so far (`pg_stat_database`, fed by each backend within a second of going idle; `pg_database_size`). */
+export interface DatabaseCounters {
+  commits: number;
+  inserted: number;
+  updated: number;
+  bytes: number;
+}
+
+/** {@link DatabaseCounters} of the client's database: that database alone, whatever else the server runs. */
+export async function databaseCounters(db: RawQuerying): Promise<DatabaseCounters> {
+  const [row] = await db.$queryRawUnsafe<{ commits: bigint; inserted: bigint; updated: bigint; bytes: bigint }[]>(
+    "SELECT xact_commit AS commits, tup_inserted AS inserted, tup_updated AS updated, pg_database_size(datname) AS bytes FROM pg_stat_database WHERE datname = current_database()",
+  );
+  return { commits: Number(row!.commits), inserted: Number(row!.inserted), updated: Number(row!.updated), bytes: Number(row!.bytes) };
+}
+
 /** CPU seconds the Redis server has used so far (`INFO cpu`: user + system). */
 export async function redisCpuSeconds(redis: Redis): Promise<number> {
   const info = await redis.info("cpu");

@@ -1,0 +1,308 @@
+/**
+ * `BENCH_REDIS=cluster pnpm bench delivery`: the delivery benchmark's end-to-end run (events in
+ * batches through event-ingest, fanned out to BENCH_ENDPOINTS endpoints, one delivery-worker at
+ * BENCH_CONCURRENCY, every attempt logged) on two stacks side by side at the same moment: one on a
+ * standalone redis-server, one on a Redis Cluster of 3 primaries (BENCH_CLUSTER_REPLICAS replicas
+ * each, 0 by default), both started here from the machine's `redis-server` with the same flags
+ * (@vw/testing). Each stack has its own database (DATABASE_URL and DATABASE_URL_CLUSTER), receiver
+ * process and key prefix; the services get the topology as an operator gives it (REDIS_URL, or
+ * REDIS_CLUSTER_NODES), and QUEUE_SHARDS when BENCH_QUEUE_SHARDS is set.
+ *
+ * Side by side, as the backlog benchmark does: a slow spell of the shared machine slows both alike.
+ * Both stacks share its cores, so each delivers about half of what one would alone, and the ratio
+ * of their throughputs over the same window is the ratio of what a delivery costs them. On two
+ * cores a Cluster cannot show what its extra Redis cores add; this measures what it costs.
+ *
+ * Per unit (a warm-up, then BENCH_ROUNDS): a burst of BENCH_DELIVERIES deliveries posted to both at
+ * once, each stack's throughput over the window until the first has all of its burst, then, once
+ * both have logged every delivery: Redis commands per delivery (`INFO commandstats` summed over the
+ * primaries, before and after, the benchmark's own INFO and PING left out), each primary's share of
+ * them, Redis CPU per delivery (`used_cpu_user` + `used_cpu_sys`, summed), the worker's, ingest's,
+ * the receiver's and the stack's PostgreSQL backends' CPU per delivery, and the database's commits,
+ * rows and bytes per delivery (`pg_stat_database`, `pg_database_size`: that database alone).
+ * Goals: cluster throughput >= 90% of standalone (geometric mean of the units' paired ratios),
+ * Redis commands per delivery <= 1.1x standalone, the busiest primary serving <= 45% of the
+ * Cluster's delivery commands.
+ */
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { createPrismaClient, type PrismaClient } from "@vw/db";
+import { spawnService, startRedis, startRedisCluster, type RedisNodeAddress, type ServiceProcess } from "@vw/testing";
+import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
+import {
+  backendPids,
+  commandCalls,
+  databaseCounters,
+  ingestRetries,
+  metricValue,
+  postBurst,
+  postgresCpuSeconds,
+  postgresBackendsBetween,
+  receiverStats,
+  redisCpuSeconds,
+  resetReceiver,
+  startReceiver,
+  type DatabaseCounters,
+} from "./bench-kit.js";
+import { GoalTally } from "./goals.js";
+import { addCounts, nodeShares, platformCommands, total, type CommandReading } from "./node-counters.js";
+import { serviceDir } from "./services.js";
+
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
+const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 20);
+const BATCH = Number(process.env.BENCH_BATCH ?? 100);
+const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const PRIMARIES = 3;
+const REPLICAS = Math.max(0, Number(process.env.BENCH_CLUSTER_REPLICAS ?? 0));
+const QUEUE_SHARDS = process.env.BENCH_QUEUE_SHARDS;
+/** A stack that delivers nothing for this long has failed (its worker's log says why: CROSSSLOT, say). */
+const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 60_000);
+const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
+const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
+
+const log = (msg: string): void => console.log(msg);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const secretsKey = generateSecretBoxKey();
+const box = createSecretBox(secretsKey);
+
+type Topology = "standalone" | "cluster";
+
+/** One stack: its services, stores, the primaries it counts, and its endpoints' world. */
+interface Stack {
+  topology: Topology;
+  prisma: PrismaClient;
+  receiver: { origin: string; stop: () => void };
+  ingest: ServiceProcess;
+  worker: ServiceProcess;
+  /** One connection per primary, for INFO (the standalone Redis is its only primary). */
+  primaries: { address: string; redis: Redis }[];
+  world: string;
+  /** Stops its processes and its Redis (private: its keys go with it). */
+  stop: () => Promise<void>;
+}
+
+/** What one stack did in one unit. */
+interface Share {
+  rate: number;
+  /** Platform commands per primary, per command. */
+  commandsByPrimary: Map<string, number>[];
+  cpuSeconds: Map<(typeof CPU_PARTS)[number], number>;
+  database: DatabaseCounters;
+  delivered: number;
+}
+
+async function startStack(topology: Topology, databaseUrl: string): Promise<Stack> {
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  try {
+    let redisEnv: Record<string, string>;
+    let addresses: RedisNodeAddress[];
+    if (topology === "standalone") {
+      const server = await startRedis();
+      stops.push(() => server.stop());
+      redisEnv = { REDIS_URL: server.url };
+      addresses = [{ host: "127.0.0.1", port: server.port }];
+    } else {
+      const cluster = await startRedisCluster({ primaries: PRIMARIES, replicasPerPrimary: REPLICAS });
+      stops.push(() => cluster.stop());
+      redisEnv = { REDIS_CLUSTER_NODES: cluster.seeds };
+      addresses = await cluster.primaries();
+    }
+    const primaries = addresses.map((a) => ({ address: `${a.host}:${a.port}`, redis: new Redis({ host: a.host, port: a.port }) }));
+    stops.push(() => primaries.forEach((p) => p.redis.disconnect()));
+    const prisma = createPrismaClient(databaseUrl);
+    stops.push(() => prisma.$disconnect());
+    const receiver = await startReceiver();
+    stops.push(() => receiver.stop());
+    const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
+    const env = {
+      DATABASE_URL: databaseUrl,
+      ...redisEnv,
+      REDIS_KEY_PREFIX: keyPrefix,
+      LOG_LEVEL: "warn",
+      SECRETS_ENCRYPTION_KEY: secretsKey,
+      ...(QUEUE_SHARDS ? { QUEUE_SHARDS } : {}),
+    };
+    const ingest = await spawnService(serviceDir("event-ingest"), { ...env, INGEST_TOKEN });
+    stops.push(() => ingest.kill9());
+    const worker = await spawnService(serviceDir("delivery-worker"), { ...env, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(CONCURRENCY) });
+    stops.push(() => worker.kill9());
+    const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
+    const world = await prisma.world.create({ data: { organizationId: organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
+    for (let i = 0; i < ENDPOINTS; i += 1) {
+      await prisma.webhookEndpoint.create({
+        data: { worldId: world.id, url: `${receiver.origin}/ok/${i}`, subscriptions: ["visitor"], format: "current", apiVersion: "2026-11-01", secretSealed: box.seal(generateSecret()) },
+      });
+    }
+    return { topology, prisma, receiver, ingest, worker, primaries, world: `${organization.slug}/${world.slug}`, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** CPU seconds so far of a stack's processes but PostgreSQL's (read from its backends, see {@link unit}). */
+async function cpuNow(stack: Stack): Promise<Map<string, number>> {
+  const redis = await Promise.all(stack.primaries.map((p) => redisCpuSeconds(p.redis)));
+  return new Map([
+    ["worker", await metricValue(stack.worker, "process_cpu_seconds_total")],
+    ["ingest", await metricValue(stack.ingest, "process_cpu_seconds_total")],
+    ["redis", redis.reduce((a, b) => a + b, 0)],
+    ["receiver", (await receiverStats(stack.receiver.origin)).cpuMs / 1000],
+  ]);
+}
+
+const readCommands = (stack: Stack): Promise<CommandReading[]> => Promise.all(stack.primaries.map((p) => commandCalls(p.redis)));
+const deliveredCount = async (stack: Stack): Promise<number> => Number(await (await fetch(`${stack.receiver.origin}/_count`)).text());
+
+/** Waits until the stack's database holds no pending delivery: every attempt of the burst logged. */
+async function logged(stack: Stack): Promise<void> {
+  const deadline = Date.now() + STALL_MS;
+  for (;;) {
+    const [row] = await stack.prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'");
+    if (Number(row!.n) === 0) return;
+    if (Date.now() > deadline) throw new Error(`${stack.topology}: ${row!.n} deliveries still pending ${STALL_MS} ms after the receiver had them all`);
+    await sleep(100);
+  }
+}
+
+/** The end of a stack's log, for a stall's error. */
+const logTail = (stack: Stack): string =>
+  `${stack.topology} worker's log: ${stack.worker.stdout().slice(-1500)}${stack.worker.stderr().slice(-500)}\n${stack.topology} ingest's log: ${stack.ingest.stdout().slice(-1000)}`;
+
+/** One unit: the same burst posted to both stacks at once (see the file comment). */
+async function unit(stacks: readonly Stack[], events: number): Promise<Share[]> {
+  const expected = events * ENDPOINTS;
+  for (const s of stacks) await s.prisma.$executeRawUnsafe("VACUUM ANALYZE webhook_events, webhook_deliveries, delivery_attempts, endpoint_stats");
+  await stacks[0]!.prisma.$executeRawUnsafe("CHECKPOINT");
+  await Promise.all(stacks.map((s) => resetReceiver(s.receiver.origin)));
+  const pg0 = postgresCpuSeconds();
+  const cpu0 = await Promise.all(stacks.map(cpuNow));
+  const calls0 = await Promise.all(stacks.map(readCommands));
+  const db0 = await Promise.all(stacks.map((s) => databaseCounters(s.prisma)));
+  const start = Date.now();
+  let postingError: unknown = null;
+  const posting = Promise.all(stacks.map((s) => postBurst(s.ingest.url, INGEST_TOKEN, s.world, events, BATCH, POSTERS))).catch((err: unknown) => {
+    postingError = err;
+  });
+  let window: { ms: number; counts: number[] } | null = null;
+  let progress = { at: Date.now(), counts: stacks.map(() => 0) };
+  for (;;) {
+    if (postingError !== null) throw new Error(`posting the burst failed: ${(postingError as Error).message}\n${stacks.map(logTail).join("\n")}`);
+    const counts = await Promise.all(stacks.map(deliveredCount));
+    const now = Date.now();
+    if (window === null && counts.some((c) => c >= expected)) window = { ms: now - start, counts };
+    if (counts.every((c) => c >= expected)) break;
+    if (counts.some((c, i) => c > progress.counts[i]!)) progress = { at: now, counts };
+    else if (now - progress.at > STALL_MS) {
+      const stalled = stacks.filter((_, i) => counts[i]! < expected);
+      throw new Error(`no delivery for ${STALL_MS} ms (${stacks.map((s, i) => `${s.topology} ${counts[i]} of ${expected}`).join(", ")})\n${stalled.map(logTail).join("\n")}`);
+    }
+    await sleep(100);
+  }
+  await posting;
+  for (const s of stacks) await logged(s);
+  // pg_stat_database is fed by each backend when it goes idle, at most once a second.
+  await sleep(1500);
+  const pg1 = postgresCpuSeconds();
+  const cpu1 = await Promise.all(stacks.map(cpuNow));
+  const calls1 = await Promise.all(stacks.map(readCommands));
+  const db1 = await Promise.all(stacks.map((s) => databaseCounters(s.prisma)));
+  const backends = await Promise.all(stacks.map((s) => backendPids(s.prisma)));
+  return stacks.map((_, i): Share => {
+    const cpuSeconds = new Map<(typeof CPU_PARTS)[number], number>();
+    for (const part of CPU_PARTS) {
+      cpuSeconds.set(part, part === "postgres" ? postgresBackendsBetween(backends[i]!, pg0, pg1) : cpu1[i]!.get(part)! - cpu0[i]!.get(part)!);
+    }
+    const database = Object.fromEntries(Object.entries(db1[i]!).map(([k, v]) => [k, v - db0[i]![k as keyof DatabaseCounters]])) as unknown as DatabaseCounters;
+    return {
+      rate: Math.min(expected, window!.counts[i]!) / (window!.ms / 1000),
+      commandsByPrimary: calls1[i]!.map((after, n) => platformCommands(calls0[i]![n]!, after)),
+      cpuSeconds,
+      database,
+      delivered: expected,
+    };
+  });
+}
+
+/** A stack's units taken together: per delivery. */
+function condense(shares: readonly Share[]) {
+  const delivered = shares.reduce((n, s) => n + s.delivered, 0);
+  const primaryCount = shares[0]!.commandsByPrimary.length;
+  const byPrimary = Array.from({ length: primaryCount }, (_, n) => addCounts(shares.map((s) => s.commandsByPrimary[n]!)));
+  const all = addCounts(byPrimary);
+  const cpuMs = new Map(CPU_PARTS.map((part) => [part, (shares.reduce((sum, s) => sum + s.cpuSeconds.get(part)!, 0) * 1000) / delivered] as const));
+  const db = (k: keyof DatabaseCounters): number => shares.reduce((sum, s) => sum + s.database[k], 0) / delivered;
+  const rates = shares.map((s) => s.rate).sort((a, b) => a - b);
+  return {
+    rate: rates[Math.floor(rates.length / 2)]!,
+    commands: total(all) / delivered,
+    scripts: ((all.get("evalsha") ?? 0) + (all.get("eval") ?? 0)) / delivered,
+    top: [...all].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([name, n]) => `${name} ${(n / delivered).toFixed(1)}`).join(", "),
+    shares: nodeShares(byPrimary.map(total)),
+    cpuMs,
+    database: { commits: db("commits"), inserted: db("inserted"), updated: db("updated"), bytes: db("bytes") },
+  };
+}
+
+/** The comparison (see the file comment); prints its figures, its goals and `goals met: X of Y`. */
+export async function compareTopologies(): Promise<void> {
+  const clusterDatabaseUrl = process.env.DATABASE_URL_CLUSTER;
+  if (!clusterDatabaseUrl) throw new Error("DATABASE_URL_CLUSTER is not set: run it as `BENCH_REDIS=cluster pnpm bench delivery` (scripts/bench.mjs creates the second database)");
+  const goals = new GoalTally();
+  const stacks: Stack[] = [];
+  try {
+    stacks.push(await startStack("standalone", process.env.DATABASE_URL!));
+    stacks.push(await startStack("cluster", clusterDatabaseUrl));
+    const [standalone, cluster] = stacks as [Stack, Stack];
+    const events = Math.ceil(DELIVERIES / ENDPOINTS);
+    log(
+      `delivery benchmark on two Redis topologies side by side: a standalone redis-server, and a Redis Cluster of ${PRIMARIES} primaries with ${REPLICAS} replica(s) each ` +
+        `(${cluster.primaries.map((p) => p.address).join(", ")}); each stack event-ingest and one delivery-worker (concurrency ${CONCURRENCY}), ${ENDPOINTS} endpoints, ` +
+        `${events * ENDPOINTS} deliveries per unit in batches of ${BATCH} events from ${POSTERS} posters, ${ROUNDS} units after a warm-up` +
+        `${QUEUE_SHARDS ? `, QUEUE_SHARDS=${QUEUE_SHARDS}` : ""}; Node ${process.version}`,
+    );
+    await unit(stacks, Math.ceil(2000 / ENDPOINTS));
+    const perStack: Share[][] = [[], []];
+    const ratios: number[] = [];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const [a, b] = (await unit(stacks, events)) as [Share, Share];
+      perStack[0]!.push(a);
+      perStack[1]!.push(b);
+      ratios.push(b.rate / a.rate);
+      log(`  unit ${round + 1}: standalone ${a.rate.toFixed(0)} deliveries/s, cluster ${b.rate.toFixed(0)} deliveries/s beside it: ${((b.rate / a.rate) * 100).toFixed(1)}%`);
+    }
+    const s = condense(perStack[0]!);
+    const c = condense(perStack[1]!);
+    const fmt = (n: number, d = 0): string => n.toFixed(d);
+    log("");
+    for (const [name, m] of [["standalone", s], ["cluster", c]] as const) {
+      const cpuTotal = [...m.cpuMs.values()].reduce((a, b) => a + b, 0);
+      log(`${name}: median ${fmt(m.rate)} deliveries/s beside the other stack; ${fmt(m.commands, 1)} Redis commands per delivery (${fmt(m.scripts, 2)} script calls): ${m.top}`);
+      log(`  CPU ms per delivery: ${[...m.cpuMs].map(([part, ms]) => `${part} ${fmt(ms, 3)}`).join(", ")} = ${fmt(cpuTotal, 3)} (postgres: the backends of its database)`);
+      log(
+        `  one core's worth (1000 / CPU ms per delivery): worker ${fmt(1000 / m.cpuMs.get("worker")!)}, Redis ${fmt(1000 / m.cpuMs.get("redis")!)}, PostgreSQL backends ${fmt(1000 / m.cpuMs.get("postgres")!)} deliveries/s`,
+      );
+      log(
+        `  its database per delivery: ${fmt(m.database.commits, 2)} commits, ${fmt(m.database.inserted, 2)} rows inserted, ${fmt(m.database.updated, 2)} updated, ${fmt(m.database.bytes)} bytes of growth`,
+      );
+    }
+    log(`  cluster primaries' shares of the delivery commands: ${cluster.primaries.map((p, i) => `${p.address} ${fmt(c.shares.shares[i]! * 100, 1)}%`).join(", ")}`);
+    if (ingestRetries.count > 0) log(`  (ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
+    const throughput = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
+    goals.judge(throughput >= 0.9);
+    log(`  end-to-end throughput, cluster / standalone = ${fmt(throughput * 100, 1)}% (paired units: ${ratios.map((r) => fmt(r * 100, 1)).join(", ")}%) (goal >= 90%)`);
+    const commandsRatio = c.commands / s.commands;
+    goals.judge(commandsRatio <= 1.1);
+    log(`  Redis commands per delivery, cluster / standalone = ${fmt(commandsRatio, 2)}x (${fmt(c.commands, 1)} / ${fmt(s.commands, 1)}) (goal <= 1.1x)`);
+    goals.judge(c.shares.busiest <= 0.45);
+    log(`  busiest primary's share of the delivery commands = ${fmt(c.shares.busiest * 100, 1)}% of ${PRIMARIES} primaries (goal <= 45%)`);
+    log(goals.summary());
+  } finally {
+    for (const stack of stacks) await stack.stop();
+  }
+}
