@@ -10,7 +10,8 @@
  * extra arguments are passed to it. Everything is stopped and dropped afterwards, also on Ctrl+C.
  * A benchmark listed in EXTRA_DATABASES also gets more migrated databases, one per name, as
  * `DATABASE_URL_<NAME>` (for example `history` compares an empty history with a 10M one, side by
- * side). Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
+ * side), and `BENCH_REDIS=cluster` gives a benchmark that compares a Redis Cluster it starts with a
+ * standalone one (CLUSTER_DATABASES) a database per stack. Exits with the benchmark's exit code. Without a known name, lists the available benchmarks.
  *
  * Every benchmark runs on the Node the images run (infra/docker/Dockerfile; scripts/lib/images-node.mjs:
  * this Node when it is that major, else the official build installed under .dev-data/node-lts, as
@@ -84,6 +85,22 @@ if (process.env.BENCH_NODE && process.env.BENCH_NODE !== "machine") {
 
 /** Benchmarks that need more databases than the one in DATABASE_URL: their names (see the file comment). */
 const EXTRA_DATABASES = { history: ["empty"], backlog: ["twin"] };
+/**
+ * Benchmarks that compare a Redis Cluster they start themselves with a standalone Redis under
+ * `BENCH_REDIS=cluster`, and the databases they need for it (one per stack).
+ */
+const CLUSTER_DATABASES = { delivery: ["cluster"] };
+
+const benchRedis = process.env.BENCH_REDIS || "";
+if (benchRedis !== "" && (benchRedis !== "cluster" || !CLUSTER_DATABASES[name])) {
+  console.error(
+    benchRedis !== "cluster"
+      ? `[bench] BENCH_REDIS must be unset or "cluster", not "${benchRedis}"`
+      : `[bench] BENCH_REDIS=cluster: ${name} does not start a Cluster of its own (${Object.keys(CLUSTER_DATABASES).map((b) => `pnpm bench ${b}`).join(", ")} does)`,
+  );
+  process.exit(2);
+}
+const extraDatabases = [...(EXTRA_DATABASES[name] ?? []), ...(benchRedis === "cluster" ? CLUSTER_DATABASES[name] : [])];
 
 const adminUrl = process.env.TEST_PG_ADMIN_URL || DEFAULT_PG_ADMIN_URL;
 /** A Sentinel or Cluster topology given in the environment: then REDIS_URL is neither defaulted nor checked (two topologies would stop every service). */
@@ -121,7 +138,7 @@ try {
   dbCreated = true;
   await migrate(databaseUrl);
   const extraEnv = {};
-  for (const extra of EXTRA_DATABASES[name] ?? []) {
+  for (const extra of extraDatabases) {
     const extraName = `${dbName}_${extra}`;
     extraDbs.push(extraName);
     const { databaseUrl: extraUrl } = await ensureDatabase(adminUrl, extraName);

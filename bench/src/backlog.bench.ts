@@ -40,12 +40,14 @@ import { QUEUE_NAMES, bullPrefix } from "@vw/queues";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
 import {
+  backendPids,
   commandCalls,
   commandDelta,
   ingestRetries,
   metricValue,
   openLoop,
   postBurst,
+  postgresBackendsBetween,
   postgresCpuSeconds,
   receiverStats,
   redisCpuSeconds,
@@ -223,13 +225,7 @@ async function removeBacklog(stack: Stack): Promise<void> {
   log(`  backlog removed from stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
-/** The pids of the stack database's PostgreSQL backends. */
-async function backendPids(stack: Stack): Promise<Set<number>> {
-  const rows = await stack.prisma.$queryRawUnsafe<{ pid: number }[]>("SELECT pid FROM pg_stat_activity WHERE datname = current_database()");
-  return new Set(rows.map((r) => Number(r.pid)));
-}
-
-/** CPU seconds so far of each part of a stack but PostgreSQL (see {@link postgresBetween}). */
+/** CPU seconds so far of each part of a stack but PostgreSQL (see postgresBackendsBetween in bench-kit). */
 async function cpuNow(stack: Stack): Promise<Map<string, number>> {
   return new Map<string, number>([
     ["worker", await metricValue(stack.worker, "process_cpu_seconds_total")],
@@ -237,18 +233,6 @@ async function cpuNow(stack: Stack): Promise<Map<string, number>> {
     ["redis", await redisCpuSeconds(stack.redis)],
     ["receiver", (await receiverStats(stack.receiver.origin)).cpuMs / 1000],
   ]);
-}
-
-/**
- * CPU seconds the stack's PostgreSQL backends used between two readings: each backend of its
- * database at the end, less what it had used at the start (a backend that exited meanwhile is not
- * counted, so this is a lower bound). The server's shared processes (WAL writer, checkpointer) are
- * no stack's.
- */
-function postgresBetween(pids: Set<number>, before: Map<number, number>, after: Map<number, number>): number {
-  let sum = 0;
-  for (const pid of pids) if (after.has(pid)) sum += after.get(pid)! - (before.get(pid) ?? 0);
-  return sum;
 }
 
 /**
@@ -281,13 +265,13 @@ async function unit(stacks: [Stack, Stack], expected: number, events: number, la
   const stats = await Promise.all(stacks.map((s) => receiverStats(s.receiver.origin)));
   const pg1 = postgresCpuSeconds();
   const cpu1 = await Promise.all(stacks.map((s) => cpuNow(s)));
-  const backends = await Promise.all(stacks.map((s) => backendPids(s)));
+  const backends = await Promise.all(stacks.map((s) => backendPids(s.prisma)));
   const calls1 = await Promise.all(stacks.map((s) => commandCalls(s.redis)));
   const shares = stacks.map((_, i): Share => {
     const commands = commandDelta(calls0[i]!, calls1[i]!);
     const cpu = new Map<string, number>();
     for (const [part, seconds] of cpu1[i]!) cpu.set(part, seconds - cpu0[i]!.get(part)!);
-    cpu.set("postgres", postgresBetween(backends[i]!, pg0, pg1));
+    cpu.set("postgres", postgresBackendsBetween(backends[i]!, pg0, pg1));
     return {
       rate: Math.min(expected, window!.counts[i]!) / (window!.ms / 1000),
       burstP99: stats[i]!.p99,

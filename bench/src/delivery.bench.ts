@@ -27,6 +27,11 @@
  * With BENCH_TRACING=1 it measures OpenTelemetry's cost instead: the same bursts through a pair
  * of services with tracing off and a pair exporting every span (lib/tracing-cost.ts).
  * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
+ *
+ * `BENCH_REDIS=cluster` runs the end-to-end part instead on two stacks side by side, one on a
+ * standalone Redis and one on a 3-primary Redis Cluster, both started here, and compares their
+ * throughput, Redis commands per delivery and how the Cluster's primaries share them
+ * (lib/delivery-cluster.ts; scripts/bench.mjs then also provides DATABASE_URL_CLUSTER).
  */
 import { spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
@@ -57,7 +62,7 @@ import {
 } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
 import { tracingCost } from "./lib/tracing-cost.js";
-import { standaloneRedisUrl } from "./lib/redis-target.js";
+import { benchRedisMode, standaloneRedisUrl } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
 
 const ownFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
@@ -79,7 +84,9 @@ const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const CPU_PARTS = ["worker", "ingest", "postgres", "redis", "receiver"] as const;
 
 const databaseUrl = process.env.DATABASE_URL!;
-const redisUrl = standaloneRedisUrl("delivery");
+const clusterComparison = benchRedisMode("delivery") === "cluster";
+/** The environment's Redis (unused by the Cluster comparison, which starts its own). */
+const redisUrl = clusterComparison ? "" : standaloneRedisUrl("delivery");
 const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
@@ -417,7 +424,10 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.env.BENCH_TRACING === "1") {
+if (clusterComparison) {
+  const { compareTopologies } = await import("./lib/delivery-cluster.js");
+  await compareTopologies();
+} else if (process.env.BENCH_TRACING === "1") {
   // Tracing's cost instead (lib/tracing-cost.ts): the same bursts with OpenTelemetry off and on.
   const prisma = createPrismaClient(databaseUrl);
   try {

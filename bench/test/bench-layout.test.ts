@@ -63,6 +63,23 @@ describe("bench package", () => {
     expect(text).toMatch(/goals\.summary\(\)/);
   });
 
+  it("runs the delivery benchmark's Cluster comparison (BENCH_REDIS=cluster) with its own goals and tally", () => {
+    const delivery = readFileSync(join(SRC, "delivery.bench.ts"), "utf8");
+    expect(delivery).toContain('import("./lib/delivery-cluster.js")');
+    const comparison = readFileSync(join(SRC, "lib", "delivery-cluster.ts"), "utf8");
+    for (const goal of ["(goal >= 90%)", "(goal <= 1.1x)", "(goal <= 45%)"]) expect(comparison).toContain(goal);
+    expect(comparison).toContain("new GoalTally()");
+    expect(comparison).toMatch(/goals\.summary\(\)/);
+  });
+
+  it.each([
+    ["map-storage", "cluster", "BENCH_REDIS=cluster: map-storage does not start a Cluster of its own (pnpm bench delivery does)"],
+    ["delivery", "sentinel", 'BENCH_REDIS must be unset or "cluster", not "sentinel"'],
+  ])("refuses BENCH_REDIS for %s set to %s before it starts anything", (name, value, message) => {
+    const run = spawnSync(process.execPath, [join(ROOT, "scripts", "bench.mjs"), name], { cwd: ROOT, encoding: "utf8", env: { ...process.env, BENCH_REDIS: value } });
+    expect([run.status, run.stderr.trim()]).toEqual([2, `[bench] ${message}`]);
+  });
+
   it("is what `pnpm bench` lists and runs", () => {
     const listed = spawnSync(process.execPath, [join(ROOT, "scripts", "bench.mjs")], { cwd: ROOT, encoding: "utf8" });
     expect(listed.status).toBe(2);

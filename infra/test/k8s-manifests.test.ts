@@ -217,6 +217,25 @@ describe("the checker", () => {
       (o: K8sObject[]) => (app(o, "map-storage").env = [...app(o, "map-storage").env.filter((e: { name: string }) => e.name !== "REDIS_URL"), { name: "REDIS_SENTINELS", value: "s-0:26379" }]),
       "Deployment/map-storage: config reader accepts the env: REDIS_SENTINEL_MASTER is required with REDIS_SENTINELS",
     ],
+    [
+      "QUEUE_SHARDS as one Deployment's own literal",
+      (o: K8sObject[]) => {
+        const entry = app(o, "event-ingest").env.find((e: { name: string }) => e.name === "QUEUE_SHARDS");
+        delete entry.valueFrom;
+        entry.value = "8";
+      },
+      "Deployment/event-ingest: queue shards: QUEUE_SHARDS must come from the ConfigMap vw-settings",
+    ],
+    [
+      "QUEUE_SHARDS left out of a service that queues deliveries",
+      (o: K8sObject[]) => (app(o, "admin-api").env = app(o, "admin-api").env.filter((e: { name: string }) => e.name !== "QUEUE_SHARDS")),
+      "Deployment/admin-api: queue shards: QUEUE_SHARDS is not given",
+    ],
+    [
+      "QUEUE_SHARDS given to a service that queues none",
+      (o: K8sObject[]) => app(o, "map-storage").env.push({ name: "QUEUE_SHARDS", valueFrom: { configMapKeyRef: { name: "vw-settings", key: "QUEUE_SHARDS" } } }),
+      "Deployment/map-storage: queue shards: QUEUE_SHARDS is given to map-storage, which queues no deliveries",
+    ],
     ["a Redis variable no service reads", (o: K8sObject[]) => app(o, "event-ingest").env.push({ name: "REDIS_SENTINEL_NAME", value: "mymaster" }), "Deployment/event-ingest: env known to the config reader: REDIS_SENTINEL_NAME"],
   ])("reports %s", async (_what, mutate, expected) => {
     const violations = await broken(mutate);

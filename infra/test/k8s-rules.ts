@@ -32,6 +32,11 @@ export interface RuleContext {
 export const SERVICES = ["map-storage", "admin-api", "event-ingest", "delivery-worker"] as const;
 const HTTP_SERVICES = ["map-storage", "admin-api", "event-ingest"];
 const AUTOSCALED = ["event-ingest", "delivery-worker"];
+/**
+ * The services that put delivery jobs in Redis: each needs QUEUE_SHARDS (which shard an endpoint's
+ * jobs go to), and all of them the same value, so it comes from the one ConfigMap vw-settings.
+ */
+export const QUEUE_SHARD_SERVICES: readonly string[] = ["admin-api", "event-ingest", "delivery-worker"];
 const WORKLOAD_KINDS = new Set(["Deployment", "StatefulSet", "Job"]);
 const PRIVATE_V4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"];
 /** Names of variables that hold credentials: their values belong in a Secret. */
@@ -101,13 +106,16 @@ export async function checkManifests(objects: K8sObject[], ctx: RuleContext): Pr
 
   for (const o of objects.filter((x) => WORKLOAD_KINDS.has(x.kind))) checkPod(o, fail);
 
+  // Until a config reader reads QUEUE_SHARDS (the sharded deliveries queue lands separately), the
+  // manifests may already give it to the services that will; once one reads it, every rule applies.
+  const queueShardsRead = SERVICES.some((name) => ctx.readers[name]?.known.has("QUEUE_SHARDS") === true);
   for (const name of SERVICES) {
     const d = find("Deployment", name);
     if (!d) {
       v.push(`Deployment/${name}: one Deployment per service: missing`);
       continue;
     }
-    checkServiceDeployment(d, name, { objects, configMaps, secrets, ctx, fail });
+    checkServiceDeployment(d, name, { objects, configMaps, secrets, ctx, fail, queueShardsRead });
   }
 
   const webhooks = byKind("NetworkPolicy").filter((np) => np.spec?.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "delivery-worker");
@@ -155,7 +163,7 @@ function checkPod(o: K8sObject, fail: Fail): void {
 function checkServiceDeployment(
   d: K8sObject,
   name: string,
-  x: { objects: K8sObject[]; configMaps: K8sObject[]; secrets: K8sObject[]; ctx: RuleContext; fail: Fail },
+  x: { objects: K8sObject[]; configMaps: K8sObject[]; secrets: K8sObject[]; ctx: RuleContext; fail: Fail; queueShardsRead: boolean },
 ): void {
   const { objects, configMaps, secrets, ctx, fail } = x;
   const pod = d.spec?.template?.spec ?? {};
@@ -188,13 +196,16 @@ function checkServiceDeployment(
     fail(d, "Service", "its Service does not target the port named http");
   }
 
+  checkQueueShards(d, name, app.env ?? [], fail);
+
   const reader = ctx.readers[name];
   if (!reader) return;
   const env: Record<string, string> = {};
   const given = new Set<string>();
   for (const e of app.env ?? []) {
     given.add(e.name);
-    if (!reader.known.has(e.name)) fail(d, "env known to the config reader", `${e.name} is not read by ${name}'s config.ts`);
+    const awaitedReader = e.name === "QUEUE_SHARDS" && !x.queueShardsRead && QUEUE_SHARD_SERVICES.includes(name);
+    if (!reader.known.has(e.name) && !awaitedReader) fail(d, "env known to the config reader", `${e.name} is not read by ${name}'s config.ts`);
     const value = resolveEnv(e, { configMaps, secrets, ctx });
     if (value.error) fail(d, "env resolves", `${e.name}: ${value.error}`);
     else if (value.value !== undefined) env[e.name] = value.value;
@@ -202,6 +213,23 @@ function checkServiceDeployment(
   if ((app.envFrom ?? []).length > 0) fail(d, "env known to the config reader", "envFrom hands over variables the reader may not know: list them in env");
   for (const req of reader.required) if (!given.has(req)) fail(d, "required env given", `${req} is required by ${name}'s config.ts`);
   for (const problem of reader.problems(env)) fail(d, "config reader accepts the env", problem);
+}
+
+/**
+ * QUEUE_SHARDS: given to every service that queues deliveries, from the ConfigMap vw-settings (one
+ * value for all of them: a producer and a worker that disagree put and look for an endpoint's jobs
+ * in different shards), never as a literal or an optional key; and to no other service.
+ */
+function checkQueueShards(d: K8sObject, name: string, env: { name: string; value?: string; valueFrom?: { configMapKeyRef?: { name: string; optional?: boolean } } }[], fail: Fail): void {
+  const entry = env.find((e) => e.name === "QUEUE_SHARDS");
+  if (!QUEUE_SHARD_SERVICES.includes(name)) {
+    if (entry) fail(d, "queue shards", `QUEUE_SHARDS is given to ${name}, which queues no deliveries`);
+    return;
+  }
+  const ref = entry?.valueFrom?.configMapKeyRef;
+  if (!entry) fail(d, "queue shards", "QUEUE_SHARDS is not given (every service that queues deliveries needs it, from vw-settings)");
+  // Rendered, the generated ConfigMap's name carries its content's hash (vw-settings-<hash>).
+  else if (!/^vw-settings(-[a-z0-9]+)?$/.test(ref?.name ?? "") || ref?.optional === true) fail(d, "queue shards", "QUEUE_SHARDS must come from the ConfigMap vw-settings, not optional, so that every service has the same value");
 }
 
 /** The value an env entry resolves to, from the rendered ConfigMaps and Secrets. */

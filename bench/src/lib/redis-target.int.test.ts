@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { Redis } from "ioredis";
 import { redisCommand, startRedisCluster, testKeyPrefix } from "@vw/testing";
-import { benchRedisEnv, benchRedisTopology, deleteKeysUnder, standaloneRedisUrl } from "./redis-target.js";
+import { benchRedisEnv, benchRedisMode, benchRedisTopology, deleteKeysUnder, standaloneRedisUrl } from "./redis-target.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -23,6 +23,13 @@ describe("the benchmarks' Redis", () => {
   it("refuses a Sentinel or Cluster for a benchmark that reads one Redis's statistics", () => {
     expect(standaloneRedisUrl("delivery", { REDIS_URL: "redis://r:6379/1" })).toBe("redis://r:6379/1");
     expect(() => standaloneRedisUrl("delivery", { REDIS_CLUSTER_NODES: "a:7000" })).toThrow(/pnpm bench delivery .* REDIS_URL only/);
+  });
+
+  it("reads BENCH_REDIS: the environment's Redis by default, a Cluster of its own for the benchmarks that compare one", () => {
+    expect(benchRedisMode("delivery", {})).toBe("environment");
+    expect(benchRedisMode("delivery", { BENCH_REDIS: "cluster" })).toBe("cluster");
+    expect(() => benchRedisMode("delivery", { BENCH_REDIS: "sentinel" })).toThrow(/BENCH_REDIS must be unset or "cluster", got "sentinel"/);
+    expect(() => benchRedisMode("history", { BENCH_REDIS: "cluster" })).toThrow(/pnpm bench history does not start a Cluster of its own/);
   });
 
   it("deletes a benchmark's keys, and only those, on the run's Redis", async () => {

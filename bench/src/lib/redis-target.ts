@@ -51,3 +51,21 @@ export function standaloneRedisUrl(benchmark: string, env: Env = process.env): s
   }
   return topology.url;
 }
+
+/** Benchmarks that compare a Redis Cluster they start themselves with a standalone Redis (`BENCH_REDIS=cluster`). */
+export const CLUSTER_BENCHMARKS: readonly string[] = ["delivery"];
+
+/**
+ * BENCH_REDIS: unset for the Redis the environment names, `cluster` for a benchmark of
+ * {@link CLUSTER_BENCHMARKS} to start a Redis Cluster and a standalone Redis of its own and compare
+ * them in one run. Anything else, or `cluster` for another benchmark, throws naming the variable.
+ */
+export function benchRedisMode(benchmark: string, env: Env = process.env): "environment" | "cluster" {
+  const value = env.BENCH_REDIS;
+  if (value === undefined || value === "") return "environment";
+  if (value !== "cluster") throw new Error(`BENCH_REDIS must be unset or "cluster", got "${value}"`);
+  if (!CLUSTER_BENCHMARKS.includes(benchmark)) {
+    throw new Error(`BENCH_REDIS=cluster: pnpm bench ${benchmark} does not start a Cluster of its own (${CLUSTER_BENCHMARKS.map((b) => `pnpm bench ${b}`).join(", ")} does)`);
+  }
+  return "cluster";
+}
