@@ -73,14 +73,12 @@ describe.each(transports)("%s against real loopback receivers (policy any)", (_t
     const r = await receiver(() => {
       /* never answers */
     });
-    const started = performance.now();
+    // The receiver never answers: only the timeout can end the call (or jest's, failing the test).
     const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 300, agents });
-    const elapsed = performance.now() - started;
 
     expect(outcome.status).toBeUndefined();
     expect(outcome.error?.kind).toBe("timeout");
     expect(outcome.durationMs).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(3000);
     expect(classify(outcome)).toBe("retry");
     expect(r.requests).toHaveLength(1);
   });
@@ -143,8 +141,7 @@ describe.each(transports)("%s against real loopback receivers (policy any)", (_t
     const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 10_000, agents, maxResponseBytes: 100 });
     expect(outcome).toMatchObject({ status: 200, responseBodyTruncated: true });
     expect(outcome.responseBody).toBe("z".repeat(100));
-    expect(outcome.error).toBeUndefined();
-    expect(outcome.durationMs).toBeLessThan(5000);
+    expect(outcome.error).toBeUndefined(); // ended by the byte bound, not by the 10 s timeout
   });
 
   it("decompresses a gzip answer before keeping its first bytes", async () => {
