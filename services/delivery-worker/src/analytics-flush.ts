@@ -14,7 +14,7 @@
  * trimmed from a full buffer (ingest side, collected here) or discarded because their endpoint can
  * no longer receive analytics.
  */
-import type { Queue } from "bullmq";
+import type { DeliveryQueues } from "@vw/queues";
 import type { RedisClient } from "@vw/queues";
 import { DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
@@ -35,7 +35,7 @@ export interface AnalyticsFlushDeps {
   redis: RedisClient;
   prisma: PrismaClient;
   /** The deliveries queue the batch jobs go to. */
-  deliveries: Queue;
+  deliveries: DeliveryQueues;
   keyPrefix: string;
   /** PLAY_URL, for the world's `url` in the envelope. */
   playUrl: string;

@@ -6,7 +6,7 @@
  * each batch the recovery records its progress and cursor: a job retried after a failure resumes
  * after the last batch queued instead of starting over.
  */
-import type { Queue } from "bullmq";
+import type { DeliveryQueues } from "@vw/queues";
 import {
   DeliveryRecoveries,
   deliveriesInWindowPage,
@@ -25,7 +25,7 @@ export const RECOVER_BATCH_SIZE = 200;
 export interface RecoverDeps {
   prisma: PrismaClient;
   /** The deliveries queue, where the replay runs are added. */
-  deliveries: Queue;
+  deliveries: DeliveryQueues;
   logger: Logger;
   batchSize?: number;
 }

@@ -234,11 +234,11 @@ describe("at least once", () => {
     await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 5 }, (_, n) => innerEvent(n)), BUFFER_MAX);
     const batchesBefore = (await metricValue(h.worker.metrics.analyticsBatches));
 
-    await expect(flushAnalytics({ ...deps, deliveries: failingOnce(h.deliveries, "addBulk") })).rejects.toThrow("injected addBulk failure");
+    await expect(flushAnalytics({ ...deps, deliveries: failingOnce(h.deliveries, "byShard") })).rejects.toThrow("injected byShard failure");
     const [row, ...others] = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
     expect(others).toEqual([]);
     expect(row).toMatchObject({ type: "analytics.batch", status: "pending" });
-    expect(await h.deliveries.getJob(row!.id)).toBeUndefined();
+    expect(await h.deliveries.queueFor(endpoint.id).getJob(row!.id)).toBeUndefined();
 
     const next = await flushAnalytics(deps);
     expect(next.deliveryIds).toEqual([row!.id]);

@@ -8,11 +8,11 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { LookupFunction } from "node:net";
-import { Queue, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { createTestDatabase, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
+import { createTestDatabase, deleteKeysUnder, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
@@ -60,6 +60,8 @@ export interface HarnessOptions {
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
   inProcessWorker?: boolean;
+  /** QUEUE_SHARDS of the worker and of `deliveries` (default: the platform's default). */
+  queueShards?: number;
   /** The in-process worker's reconciler (RECONCILE_INTERVAL_MS and its marker check); default: as in production. */
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
   /** DNS lookup of the deliveries' connections; the system's unless given. */
@@ -83,8 +85,8 @@ export interface Harness {
   smtp: SmtpSink;
   /** The in-process worker (throws when the harness was started without one). */
   worker: DeliveryWorker;
-  /** The deliveries queue (a producer handle). */
-  deliveries: Queue;
+  /** The deliveries queue's shards (a producer handle); `queueFor(endpointId)` is an endpoint's shard queue. */
+  deliveries: DeliveryQueues;
   /** Resolves with the processor's result when the job with this id completes. */
   completion(jobId: string, timeoutMs?: number): Promise<string>;
   createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
@@ -123,6 +125,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     pool,
     connection: redis,
     keyPrefix,
+    ...(options.queueShards === undefined ? {} : { queueShards: options.queueShards }),
     logger: silentLogger,
     secretBox,
     endpointUrlPolicy: options.endpointUrlPolicy ?? "any",
@@ -150,12 +153,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const done = new Map<string, string>();
   const waiters = new Map<string, (result: string) => void>();
-  const deliveries = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
-  worker?.workers[0]!.on("completed", (job: Job, result: string) => {
-    const id = String(job.id);
-    done.set(id, result);
-    waiters.get(id)?.(result);
-  });
+  const deliveries = openDeliveryQueues(redis, keyPrefix, options.queueShards);
+  for (const shardWorker of worker?.workers.filter((w) => w.name === QUEUE_NAMES.deliveries) ?? []) {
+    shardWorker.on("completed", (job: Job, result: string) => {
+      const id = String(job.id);
+      done.set(id, result);
+      waiters.get(id)?.(result);
+    });
+  }
 
   const organizationIds: string[] = [];
   return {
@@ -230,18 +235,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await worker?.close();
       await deliveries.close();
-      for (const name of Object.values(QUEUE_NAMES)) {
-        const handle = new Queue(name, { connection: redis, prefix: bullPrefix(keyPrefix) });
-        await handle.obliterate({ force: true });
-        await handle.close();
-      }
-      // The scheduler's keys (windows, leases, parked sets) live beside the queue's.
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${keyPrefix}:*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await redis.del(...keys);
-      } while (cursor !== "0");
+      // Every key of the file (queues, scheduler, analytics, markers) starts with its prefix.
+      await deleteKeysUnder(redis, `${keyPrefix}:`);
       await prisma.organization.deleteMany({ where: { id: { in: organizationIds } } });
       mail.close();
       await smtp.close();

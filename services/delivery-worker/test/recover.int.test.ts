@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
 import { DeliveryRecoveries } from "@vw/db";
-import { QUEUE_NAMES, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, openDeliveryQueues } from "@vw/queues";
 import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { runRecovery } from "../src/recover.js";
 import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
@@ -157,8 +157,9 @@ describe("runRecovery", () => {
     const recoveries = new DeliveryRecoveries(h.prisma);
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 5 });
     // A deliveries queue no worker reads, so the jobs added are all still there to look at.
-    const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
-    const outcome = await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger, batchSize: 2 }, recovery.id);
+    const idleShards = openDeliveryQueues(h.redis, `${h.keyPrefix}-idle`, 1);
+    const idle = idleShards.shards[0]!;
+    const outcome = await runRecovery({ prisma: h.prisma, deliveries: idleShards, logger: silentLogger, batchSize: 2 }, recovery.id);
     expect(outcome).toEqual({ status: "done", requeued: 5 });
     const row = await recoveries.get(recovery.id);
     expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
@@ -170,7 +171,7 @@ describe("runRecovery", () => {
     const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
     expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));
     // Run again (a duplicate or retried job): the recovery has ended, nothing more is queued.
-    expect(await runRecovery({ prisma: h.prisma, deliveries: idle, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect(await runRecovery({ prisma: h.prisma, deliveries: idleShards, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
     expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 5 });
     await idle.obliterate({ force: true });
     await idle.close();
