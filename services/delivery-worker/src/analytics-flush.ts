@@ -89,8 +89,9 @@ function worldAnalyticsEnabled(stored: unknown): boolean {
 /** Runs one flush over every endpoint with buffered events. */
 export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<AnalyticsFlushResult> {
   const result: AnalyticsFlushResult = { deliveryIds: [], events: 0, dropped: 0 };
-  const ids = await pendingAnalyticsEndpoints(deps.redis, deps.keyPrefix);
-  if (ids.length === 0) return result;
+  const pending = await pendingAnalyticsEndpoints(deps.redis, deps.keyPrefix);
+  if (pending.length === 0) return result;
+  const ids = pending.map((p) => p.endpointId);
   const rows = await deps.prisma.$queryRaw<EndpointRow[]>`
     SELECT e.id, e.world_id, e.enabled, e.subscriptions, e.api_version,
            w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.analytics
@@ -106,17 +107,17 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
 
   const timestamp = (deps.now ?? (() => new Date()))().toISOString();
   const batches: BatchRow[] = [];
-  for (const endpointId of ids) {
+  for (const { worldId, endpointId } of pending) {
     const endpoint = byId.get(endpointId);
     // Re-checked at flush: an endpoint disabled, unsubscribed or deleted since its events were
     // buffered gets nothing (no catch-up), and a world that disabled analytics sends nothing.
     if (!endpoint || !endpoint.enabled || !endpoint.subscriptions.includes("analytics") || !worldAnalyticsEnabled(endpoint.analytics)) {
-      const { discarded, dropped } = await discardAnalyticsBuffer(deps.redis, deps.keyPrefix, endpointId);
+      const { discarded, dropped } = await discardAnalyticsBuffer(deps.redis, deps.keyPrefix, worldId, endpointId);
       drop(endpointId, "buffer-full", dropped);
       drop(endpointId, "endpoint-unavailable", discarded);
       continue;
     }
-    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, endpointId, deps.batchMax, newDeliveryId());
+    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, worldId, endpointId, deps.batchMax, newDeliveryId());
     drop(endpointId, "buffer-full", claim.dropped);
     if (claim.count === 0) continue;
     const body = buildEnvelope({
@@ -127,7 +128,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       world: worldReference(deps.playUrl, endpoint.org_slug, endpoint.world_slug, endpoint.custom_domain),
       data: { events: JSON.parse(claim.eventsJson) as unknown[] },
     });
-    batches.push({ id: claim.deliveryId, endpointId, worldId: endpoint.world_id, body, events: claim.count });
+    batches.push({ id: claim.deliveryId, endpointId, worldId, body, events: claim.count });
   }
   if (batches.length === 0) return result;
 
@@ -149,7 +150,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
     );
     throw err;
   }
-  await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.endpointId, b.id)));
+  await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.worldId, b.endpointId, b.id)));
   result.deliveryIds = batches.map((b) => b.id);
   result.events = batches.reduce((n, b) => n + b.events, 0);
   return result;
