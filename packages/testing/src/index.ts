@@ -26,3 +26,4 @@ export * from "./postgres-server.js";
 export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
 export { isAlive, waitFor, GiveUp } from "./owned-processes.js";
+export * from "./test-topologies.js";
