@@ -10,13 +10,14 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { LookupFunction } from "node:net";
 import type { Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
+import { parseEnv, readRedisTopology } from "@vw/service-kit";
 import { QUEUE_NAMES, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { createTestDatabase, deleteKeysUnder, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
+import { createTestDatabase, deleteKeysUnder, redisReady, testRedisEnv, type TestTopology, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 
 /** Requests held at once, and the most seen: one receiver's, or shared by several. */
 export class InFlight {
@@ -62,6 +63,8 @@ export interface HarnessOptions {
   inProcessWorker?: boolean;
   /** QUEUE_SHARDS of the worker and of `deliveries` (default: the platform's default). */
   queueShards?: number;
+  /** The run's Redis to use (packages/testing test-topologies.ts); the standalone one by default. */
+  topology?: TestTopology;
   /** The in-process worker's reconciler (RECONCILE_INTERVAL_MS and its marker check); default: as in production. */
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
   /** DNS lookup of the deliveries' connections; the system's unless given. */
@@ -78,7 +81,7 @@ export interface Harness {
   /** This file's own database (see the file comment). */
   databaseUrl: string;
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisClient;
   keyPrefix: string;
   secretBox: SecretBox;
   secretsKey: string;
@@ -111,10 +114,11 @@ export interface Harness {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase();
   const databaseUrl = database.url;
-  const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const redisEnv = testRedisEnv(options.topology ?? "standalone");
   const prisma = createPrismaClient(databaseUrl, { max: 5 });
   const pool = createPgPool(databaseUrl, { max: 3 });
-  const redis = createRedisConnection(redisUrl, "worker");
+  const redis = createRedisConnection(parseEnv(redisEnv, readRedisTopology), "worker");
+  await redisReady(redis);
   const keyPrefix = testKeyPrefix("worker-");
   const secretsKey = generateSecretBoxKey();
   const secretBox = createSecretBox(secretsKey);
@@ -222,7 +226,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     processEnv(extra = {}) {
       return {
         DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
+        ...redisEnv,
         REDIS_KEY_PREFIX: keyPrefix,
         SECRETS_ENCRYPTION_KEY: secretsKey,
         ENDPOINT_URL_POLICY: "any",

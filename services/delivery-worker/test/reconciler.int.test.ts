@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { UnrecoverableError, Worker } from "bullmq";
+import type { Redis } from "ioredis";
 import { DeliveryLog, prismaRunner } from "@vw/db";
 import { JOB_NAMES, deliverJobId, enqueueDeliveries, indexState, openDeliveryQueues, runsWithoutJob } from "@vw/queues";
-import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { deleteKeysUnder, eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const RETRY_MS = 1500;
@@ -34,14 +35,7 @@ async function receiver(answer: Parameters<typeof startWebhookReceiver>[0] exten
 
 /** Deletes every key of the harness's prefix, as a Redis restarted without its data would have none. */
 async function loseRedisData(): Promise<number> {
-  let cursor = "0";
-  let deleted = 0;
-  do {
-    const [next, keys] = await h.redis.scan(cursor, "MATCH", `${h.keyPrefix}:*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await h.redis.del(...keys);
-  } while (cursor !== "0");
-  return deleted;
+  return deleteKeysUnder(h.redis, `${h.keyPrefix}:`);
 }
 
 const log = () => new DeliveryLog(prismaRunner(h.prisma));
@@ -127,7 +121,7 @@ describe("the sweep", () => {
       const absent = { deliveryId: "0193a000-0000-7000-8000-000000000003", endpointId: waiting.endpointId, run: 0 };
       await enqueueDeliveries(idleShards, [{ ...waiting, delayMs: 3_600_000 }, failed]);
       // A job that ended in the failed set (its payload refused): the run has no live job.
-      const connection = h.redis.duplicate();
+      const connection = (h.redis as Redis).duplicate();
       const failing = new Worker(idle.name, () => Promise.reject(new UnrecoverableError("refused")), { connection, prefix: idle.opts.prefix! });
       await eventually("the job failed", async () => (await idle.getJobState(deliverJobId(failed))) === "failed");
       await failing.close();
