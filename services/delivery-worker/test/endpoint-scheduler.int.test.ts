@@ -5,7 +5,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { EndpointScheduler, JOB_NAMES, createRedisConnection, enqueueDeliveries, openDeliveryQueues } from "@vw/queues";
+import { EndpointScheduler, JOB_NAMES, SLOT_POLL_MS, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type SchedulerClock } from "@vw/queues";
+import { eventually } from "@vw/testing";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { startHarness, type Harness } from "./harness.js";
@@ -157,25 +158,76 @@ it("an endpoint whose state expired while jobs wait hands on one slot at a time,
   expect(await scheduler.inUse(endpoint)).toBe(2);
 });
 
+/**
+ * Time for the schedulers' in-process policy, moved by the test: `setTimer` callbacks run only when
+ * {@link advance} reaches them, so a wait is measured in the clock's milliseconds, not the machine's.
+ */
+class TestClock implements SchedulerClock {
+  private at = 1_000_000;
+  private timers: { at: number; fn: () => void }[] = [];
+  now(): number {
+    return this.at;
+  }
+  setTimer(ms: number, fn: () => void): () => void {
+    const timer = { at: this.at + ms, fn };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+  /** Timers waiting to fire. */
+  get pending(): number {
+    return this.timers.length;
+  }
+  /** Moves to the earliest timer and fires it. */
+  advance(): void {
+    this.timers.sort((a, b) => a.at - b.at);
+    const next = this.timers.shift();
+    if (!next) throw new Error("no timer to advance to");
+    this.at = Math.max(this.at, next.at);
+    next.fn();
+  }
+}
+
+/**
+ * Runs `acquiring` to its end on `clock`, firing its timers one by one as it waits on them; resolves
+ * with its result and how much clock time passed. `before(n)` runs before the n-th timer fires.
+ */
+async function onClock<T>(clock: TestClock, acquiring: Promise<T>, before?: (n: number) => Promise<void>): Promise<{ result: T; elapsed: number }> {
+  const started = clock.now();
+  let settled: { result: T } | null = null;
+  const done = acquiring.then((result) => (settled = { result }));
+  for (let n = 0; ; n += 1) {
+    await eventually("the acquire settled or waits on a timer", () => settled !== null || clock.pending > 0, { intervalMs: 2 });
+    if (settled !== null) break;
+    await before?.(n);
+    if (settled === null && clock.pending > 0) clock.advance();
+  }
+  await done;
+  return { result: (settled as unknown as { result: T }).result, elapsed: clock.now() - started };
+}
+
 it("a job finding a busy endpoint's window full waits for the next slot instead of parking, unless jobs are parked there", async () => {
-  const a = await EndpointScheduler.forQueue(q, { maxWindow: 2 });
+  const clock = new TestClock();
+  const a = await EndpointScheduler.forQueue(q, { maxWindow: 2, clock });
   const b = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 2 });
   const endpoint = randomUUID();
   await a.acquire(endpoint, "h1", "t");
   await a.acquire(endpoint, "h2", "t");
-  // A deadline far beyond jest's 5 s test timeout: only a freed slot can end these waits in time.
+  // A deadline far away on the clock: only a freed slot can end these waits.
   let granted = false;
   const waiting = a.acquireWithin(endpoint, "w1", "t", 600_000).then((slot) => ((granted = slot.granted), slot));
-  await new Promise((r) => setTimeout(r, 100));
+  await eventually("the job waits for a slot", () => clock.pending > 0);
   expect(granted).toBe(false);
   await a.release(endpoint, "h1", "t", "answered"); // this process's release wakes the waiter
   expect(await waiting).toMatchObject({ granted: true, backlogged: false });
 
-  // Another replica's release is seen too (the waiter asks again every few ms).
-  const waitingForOther = a.acquireWithin(endpoint, "w2", "t", 600_000);
-  await new Promise((r) => setTimeout(r, 100));
-  await b.release(endpoint, "h2", "t", "answered");
-  expect(await waitingForOther).toMatchObject({ granted: true });
+  // Another replica's release is seen at the waiter's next poll.
+  const other = await onClock(clock, a.acquireWithin(endpoint, "w2", "t", 600_000), async (n) => {
+    if (n === 2) await b.release(endpoint, "h2", "t", "answered");
+  });
+  expect(other.result).toMatchObject({ granted: true });
+  expect(other.elapsed).toBe(3 * SLOT_POLL_MS);
 
   // With jobs parked, a newcomer queues behind them at once (FIFO): no wait, refused as backlogged.
   const parked = await delayedJob(endpoint);
@@ -186,43 +238,41 @@ it("a job finding a busy endpoint's window full waits for the next slot instead 
 });
 
 it("a job waits longer for an endpoint that answered lately (up to five times its wait since the answer), and only its wait for one that did not", async () => {
-  const a = await EndpointScheduler.forQueue(q, { maxWindow: 1 });
+  const clock = new TestClock();
+  const a = await EndpointScheduler.forQueue(q, { maxWindow: 1, clock });
   const quiet = randomUUID();
   const answering = randomUUID();
-  const elapsed = async (endpoint: string, job: string): Promise<number> => {
-    const started = Date.now();
-    expect(await a.acquireWithin(endpoint, job, "t", 200)).toMatchObject({ granted: false, backlogged: false });
-    return Date.now() - started;
+  const refusedAfter = async (endpoint: string, job: string): Promise<number> => {
+    const { result, elapsed } = await onClock(clock, a.acquireWithin(endpoint, job, "t", 200));
+    expect(result).toMatchObject({ granted: false, backlogged: false });
+    return elapsed;
   };
 
   // Never answered here (hung, or new): refused once its 200 ms have passed.
   await a.acquire(quiet, "holder", "t");
-  const quietWait = await elapsed(quiet, "q1");
-  expect(quietWait).toBeGreaterThanOrEqual(195);
-  expect(quietWait).toBeLessThan(900);
+  expect(await refusedAfter(quiet, "q1")).toBe(200);
   // A timeout is no answer: still 200 ms.
   await a.release(quiet, "holder", "t", "unresponsive");
   await a.acquire(quiet, "holder2", "t");
-  expect(await elapsed(quiet, "q2")).toBeLessThan(900);
+  expect(await refusedAfter(quiet, "q2")).toBe(200);
 
   // Answered just now, then its window filled again and stalled: the waiter gives it five times its
   // wait from that answer (1 s) before parking.
   await a.acquire(answering, "first", "t");
   await a.release(answering, "first", "t", "answered");
   await a.acquire(answering, "stalled", "t");
-  const answeringWait = await elapsed(answering, "w1");
-  expect(answeringWait).toBeGreaterThanOrEqual(900);
-  expect(answeringWait).toBeLessThan(4_000);
-  // The answer is now over a second old: back to the plain 200 ms.
-  expect(await elapsed(answering, "w2")).toBeLessThan(900);
+  expect(await refusedAfter(answering, "w1")).toBe(1000);
+  // The answer is now a second old: back to the plain 200 ms.
+  expect(await refusedAfter(answering, "w2")).toBe(200);
 
-  // Within the longer wait, the stalled attempt's answer frees the slot for the waiter.
+  // Within the longer wait, the stalled attempt's answer frees the slot for the waiter, 500 ms in.
   await a.release(answering, "stalled", "t", "answered");
   await a.acquire(answering, "again", "t");
-  const waiting = a.acquireWithin(answering, "w3", "t", 200);
-  await new Promise((r) => setTimeout(r, 500));
-  await a.release(answering, "again", "t", "answered");
-  expect(await waiting).toMatchObject({ granted: true });
+  const { result, elapsed } = await onClock(clock, a.acquireWithin(answering, "w3", "t", 200), async (n) => {
+    if (n === 500 / SLOT_POLL_MS) await a.release(answering, "again", "t", "answered");
+  });
+  expect(result).toMatchObject({ granted: true });
+  expect(elapsed).toBe(500);
 });
 
 it("a run's release takes its job out of the parked set, where a producer's re-enqueue may have put it meanwhile", async () => {
