@@ -51,8 +51,9 @@ function recoverCompletion(recoveryId: string): Promise<unknown> {
 
 /** Resolves with the results of the replay runs of `deliveryIds` (in that order) once the deliveries worker completed them all. */
 function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
-  const worker = h.worker.workers.find((w) => w.name === QUEUE_NAMES.deliveries);
-  if (!worker) throw new Error("no deliveries worker");
+  // One worker per delivery shard: the replays complete on their endpoint's.
+  const workers = h.worker.workers.filter((w) => w.name === QUEUE_NAMES.deliveries);
+  if (workers.length === 0) throw new Error("no deliveries worker");
   const results = new Map<string, unknown>();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`replays completed: ${results.size} of ${deliveryIds.length}`)), 30_000);
@@ -61,10 +62,10 @@ function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
       results.set(job.data.deliveryId, result);
       if (results.size < deliveryIds.length) return;
       clearTimeout(timer);
-      worker.off("completed", onDone);
+      for (const worker of workers) worker.off("completed", onDone);
       resolve(deliveryIds.map((id) => results.get(id)));
     };
-    worker.on("completed", onDone);
+    for (const worker of workers) worker.on("completed", onDone);
   });
 }
 
