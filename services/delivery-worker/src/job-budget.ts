@@ -6,7 +6,8 @@
  *
  * BullMQ's worker has no such hook, so {@link shareJobBudget} wraps two of its methods on the
  * instance (kept small and tested: job-budget.int.test.ts):
- * - the fetch of a job (`_getNextJob`) takes a permit first. With none free it waits only when
+ * - the fetch of a job (`_getNextJob`) takes a permit first (synchronously when one is free, so
+ *   BullMQ's fetch starts as it would without the budget). With none free it waits only when
  *   this worker holds no fetched job that has not started (that job's permit could be the one
  *   awaited); otherwise it comes back empty, so BullMQ starts what it holds, and asks again when
  *   one of its jobs ends. While it blocks on an empty shard it holds no permit;
@@ -95,15 +96,22 @@ export function shareJobBudget(worker: Worker, budget: JobBudget): void {
     return true;
   };
 
-  internals._getNextJob = async (token, opts) => {
-    if (!(await permit())) return undefined;
+  /** Gives the permit back when the fetch brought no job. */
+  const keepIfJob = async (fetching: Promise<Job | undefined>): Promise<Job | undefined> => {
     let job: Job | undefined;
     try {
-      job = await getNextJob(token, opts);
+      job = await fetching;
     } finally {
       if (job === undefined) budget.release();
     }
     return job;
+  };
+  // With a permit free, BullMQ's fetch starts synchronously, as without the budget: its main loop
+  // reads the `waiting` flag the fetch sets before its first await, and starts the jobs it holds
+  // instead of waiting on a blocking read behind them.
+  internals._getNextJob = (token, opts) => {
+    if (budget.tryTake()) return keepIfJob(getNextJob(token, opts));
+    return permit().then((ok) => (ok ? keepIfJob(getNextJob(token, opts)) : undefined));
   };
   // Blocking on an empty shard holds no permit: given back for the wait, taken again after it.
   internals.waitForJob = async (blockUntil) => {
