@@ -6,13 +6,15 @@
  * scripts over the queues' keys (admin-api's /readyz counts a queue's jobs; the worker runs them
  * all) need those keys to share a hash tag, which is the queue key layout's business: here,
  * map-storage and event-ingest, whose readiness pings Redis, and event-ingest's throttle of wrong
- * tokens, whose counters are single keys.
+ * tokens, whose counters are single keys. On each topology, a primary is then SIGKILLed under
+ * load (on the Cluster, the one holding the endpoint's delivery shard).
  */
 import { randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { EVENT_SAMPLES } from "@vw/contracts";
+import { DEFAULT_QUEUE_SHARDS, shardOf, shardTag } from "@vw/queues";
 import { eventually, redisCommand, spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type RedisNodeAddress, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -206,6 +208,19 @@ describe("a primary SIGKILLed under load", () => {
       });
     } finally {
       await group.stop();
+    }
+  }, 180_000);
+
+  it("on a Cluster: the replica of the endpoint's shard is promoted, no accepted event is lost, both processes live, deliveries flow again within 15 s", async () => {
+    const cluster = await startRedisCluster();
+    try {
+      await failoverUnderLoad({ REDIS_CLUSTER_NODES: cluster.seeds }, async (endpointId) => {
+        const victim = await cluster.primaryForKey(`{${shardTag(shardOf(endpointId, DEFAULT_QUEUE_SHARDS), DEFAULT_QUEUE_SHARDS)}}`);
+        await cluster.kill(victim);
+        return cluster.waitForPromotion(victim, { timeoutMs: 30_000 });
+      });
+    } finally {
+      await cluster.stop();
     }
   }, 180_000);
 });
