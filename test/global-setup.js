@@ -11,6 +11,7 @@ import {
   randomSuffix,
   startS3rver,
 } from "../scripts/lib/local-infra.mjs";
+import { startRedisCluster, startSentinelGroup } from "../packages/testing/dist/index.js";
 import globalTeardown from "./global-teardown.js";
 
 export default async function globalSetup() {
@@ -48,6 +49,15 @@ async function start() {
   process.env.VW_TEST_DB_TEMPLATE = template;
 
   process.env.REDIS_URL ||= DEFAULT_REDIS_URL;
+
+  // The other two Redis topologies, one store each for the whole run (packages/testing
+  // test-topologies.ts): a 3-primary, 3-replica Cluster and a Sentinel group (a primary, a replica
+  // and three sentinels), from the machine's redis-server on free loopback ports.
+  const [cluster, sentinel] = await Promise.all([startRedisCluster({ primaries: 3, replicasPerPrimary: 1 }), startSentinelGroup()]);
+  globalThis.__VW_TEST_REDIS_HA__ = [cluster, sentinel];
+  process.env.VW_TEST_REDIS_CLUSTER_NODES = cluster.seeds;
+  process.env.VW_TEST_REDIS_SENTINELS = sentinel.sentinels;
+  process.env.VW_TEST_REDIS_SENTINEL_MASTER = sentinel.masterName;
 
   // S3: embedded s3rver unless an external endpoint (MinIO, say) is given with its S3_* variables.
   if (!process.env.S3_ENDPOINT) {

@@ -1,4 +1,4 @@
-// Stops what global-setup.js started: the embedded s3rver (and its temporary folder) and the
+// Stops what global-setup.js started: the private Redis Cluster and Sentinel group, the embedded s3rver (and its temporary folder) and the
 // run's database, and deletes every Redis key of the run (`vwtest-<run>-*`, see
 // packages/testing/src/redis-keys.ts), saying how many a test left behind. Safe to call twice and
 // after a partial setup.
@@ -6,6 +6,9 @@ import { Redis } from "ioredis";
 import { dropDatabasesStartingWith } from "../scripts/lib/local-infra.mjs";
 
 export default async function globalTeardown() {
+  const stores = globalThis.__VW_TEST_REDIS_HA__ ?? [];
+  globalThis.__VW_TEST_REDIS_HA__ = undefined;
+  await Promise.all(stores.map((store) => store.stop()));
   const s3 = globalThis.__VW_TEST_S3RVER__;
   globalThis.__VW_TEST_S3RVER__ = undefined;
   if (s3) await s3.stop();

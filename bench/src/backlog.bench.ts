@@ -33,10 +33,10 @@
  * redis-servers.
  */
 import { randomBytes } from "node:crypto";
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, bullPrefix } from "@vw/queues";
+import { openDeliveryQueues } from "@vw/queues";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
 import {
@@ -124,10 +124,11 @@ async function startStack(label: string, databaseUrl: string): Promise<Stack> {
   const keyPrefix = `vwbench-${randomBytes(4).toString("hex")}`;
   const redis = new Redis(redisServer.url);
   const queueConnection = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-  const queue = new Queue(QUEUE_NAMES.deliveries, { connection: queueConnection, prefix: bullPrefix(keyPrefix) });
+  // One delivery shard: the bench reads one queue's counts and one scheduler's keys, as before sharding.
+  const queue = openDeliveryQueues(queueConnection, keyPrefix, 1).shards[0] as Queue;
   const prisma = createPrismaClient(databaseUrl);
   const receiver = await startReceiver();
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: keyPrefix, QUEUE_SHARDS: "1", LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
   const started = await Promise.allSettled([
     spawnService(serviceDir("event-ingest"), { ...env, INGEST_TOKEN, MAX_EVENTS_PER_REQUEST: "1000" }),
     spawnService(serviceDir("delivery-worker"), { ...env, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: "100", DELIVERY_ENDPOINT_CONCURRENCY: "10" }),
@@ -155,7 +156,7 @@ async function startStack(label: string, databaseUrl: string): Promise<Stack> {
     ingest,
     worker,
     healthy: { name: "" },
-    schedBase: `${bullPrefix(keyPrefix)}:${QUEUE_NAMES.deliveries}:sched:`,
+    schedBase: `${queue.qualifiedName}:sched:`,
     organization,
     backlog: null,
     stopRedis: redisServer.stop,

@@ -20,6 +20,13 @@
  * endpoint. Every script runs atomically, and the pending set keeps an endpoint while its list or
  * its in-flight record holds events: a push adds it, and only a claim or a release that finds both
  * empty removes it.
+ *
+ * On Redis Cluster every script touches one world's keys only: they all carry the world's hash tag
+ * (`<prefix>:analytics:{w:<worldId>}:...`), so the world's bound is checked and kept atomically in
+ * one slot, and worlds spread over the primaries. Which worlds have pending endpoints is a set of
+ * its own (one key), kept outside the scripts: a push registers the world after its script, and
+ * the flush unregisters a world only after seeing its pending set empty, then looks again, so a
+ * world with events is never left unregistered by a race.
  */
 import type { RedisClient } from "./redis-connection.js";
 
@@ -32,11 +39,11 @@ export const DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD = 10_000;
 /** Events per RPUSH: keeps Lua's `unpack` far below its stack limit whatever the request size. */
 const PUSH_CHUNK = 500;
 
-/** The Redis keys of the analytics buffer under a deployment's `REDIS_KEY_PREFIX`. */
-export function analyticsKeys(keyPrefix: string) {
-  const base = `${keyPrefix.replace(/:+$/, "")}:analytics`;
+/** The Redis keys of one world's analytics buffers under a deployment's `REDIS_KEY_PREFIX`. */
+export function analyticsKeys(keyPrefix: string, worldId: string) {
+  const base = `${keyPrefix.replace(/:+$/, "")}:analytics:{w:${worldId}}`;
   return {
-    /** Set of endpoint ids whose buffer or in-flight batch may hold events. */
+    /** Set of the world's endpoint ids whose buffer or in-flight batch may hold events. */
     pending: `${base}:pending`,
     /** List of inner-event JSON texts waiting for the endpoint's next batch. */
     buffer: (endpointId: string) => `${base}:buf:${endpointId}`,
@@ -45,6 +52,16 @@ export function analyticsKeys(keyPrefix: string) {
     /** Hash `{id, events, n}`: the batch claimed by a flush and not yet stored and queued. */
     inflight: (endpointId: string) => `${base}:inflight:${endpointId}`,
   };
+}
+
+/** The set of world ids that may have pending analytics endpoints. */
+export function analyticsWorldsKey(keyPrefix: string): string {
+  return `${keyPrefix.replace(/:+$/, "")}:analytics:worlds`;
+}
+
+/** Registers a world as having pending endpoints (after its push script). */
+async function registerWorld(redis: RedisClient, keyPrefix: string, worldId: string): Promise<void> {
+  await redis.sadd(analyticsWorldsKey(keyPrefix), worldId);
 }
 
 // KEYS: buffer, dropped, pending. ARGV: max, endpointId, events...
@@ -64,14 +81,15 @@ return over`;
  * Appends `events` (JSON texts) to the endpoint's buffer, keeping the newest `max`; resolves with
  * how many events were trimmed away (also added to the endpoint's dropped counter).
  */
-export async function pushAnalyticsEvents(redis: RedisClient, keyPrefix: string, endpointId: string, events: readonly string[], max: number): Promise<number> {
-  const keys = analyticsKeys(keyPrefix);
+export async function pushAnalyticsEvents(redis: RedisClient, keyPrefix: string, worldId: string, endpointId: string, events: readonly string[], max: number): Promise<number> {
+  const keys = analyticsKeys(keyPrefix, worldId);
   let trimmed = 0;
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
     const chunk = events.slice(i, i + PUSH_CHUNK);
     const over = await redis.eval(PUSH_SCRIPT, 3, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, String(max), endpointId, ...chunk);
     trimmed += Number(over);
   }
+  await registerWorld(redis, keyPrefix, worldId);
   return trimmed;
 }
 
@@ -129,13 +147,14 @@ export interface WorldPushResult {
 export async function pushWorldAnalyticsEvents(
   redis: RedisClient,
   keyPrefix: string,
+  worldId: string,
   endpointIds: readonly string[],
   events: readonly string[],
   limits: { perEndpointMax: number; worldMax: number },
 ): Promise<WorldPushResult> {
   const result: WorldPushResult = { buffered: 0, trimmed: new Map(), refused: 0 };
   if (endpointIds.length === 0) return result;
-  const keys = analyticsKeys(keyPrefix);
+  const keys = analyticsKeys(keyPrefix, worldId);
   const scriptKeys = [keys.pending, ...endpointIds.flatMap((id) => [keys.buffer(id), keys.dropped(id), keys.inflight(id)])];
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
     const chunk = events.slice(i, i + PUSH_CHUNK);
@@ -156,6 +175,7 @@ export async function pushWorldAnalyticsEvents(
     });
     result.refused += (chunk.length - Number(fit)) * endpointIds.length;
   }
+  if (result.buffered > 0) await registerWorld(redis, keyPrefix, worldId);
   return result;
 }
 
@@ -205,8 +225,8 @@ export interface AnalyticsClaim {
  * deliveryId; otherwise up to `count` events move from the buffer into the in-flight record under
  * `deliveryId`. An endpoint with nothing at all is unregistered.
  */
-export async function claimAnalyticsBatch(redis: RedisClient, keyPrefix: string, endpointId: string, count: number, deliveryId: string): Promise<AnalyticsClaim> {
-  const keys = analyticsKeys(keyPrefix);
+export async function claimAnalyticsBatch(redis: RedisClient, keyPrefix: string, worldId: string, endpointId: string, count: number, deliveryId: string): Promise<AnalyticsClaim> {
+  const keys = analyticsKeys(keyPrefix, worldId);
   const [id, eventsJson, n, dropped, heldOver] = (await redis.eval(
     CLAIM_SCRIPT,
     4,
@@ -226,8 +246,8 @@ export async function claimAnalyticsBatch(redis: RedisClient, keyPrefix: string,
  * its job queued (a record since replaced by another claim is left alone), and unregisters the
  * endpoint when nothing is left. Resolves with the events still buffered.
  */
-export async function releaseAnalyticsBatch(redis: RedisClient, keyPrefix: string, endpointId: string, deliveryId: string): Promise<number> {
-  const keys = analyticsKeys(keyPrefix);
+export async function releaseAnalyticsBatch(redis: RedisClient, keyPrefix: string, worldId: string, endpointId: string, deliveryId: string): Promise<number> {
+  const keys = analyticsKeys(keyPrefix, worldId);
   const left = await redis.eval(RELEASE_SCRIPT, 3, keys.buffer(endpointId), keys.pending, keys.inflight(endpointId), endpointId, deliveryId);
   return Number(left);
 }
@@ -246,13 +266,35 @@ return {n, dropped}`;
  * (deleted, disabled, unsubscribed) and unregisters it; resolves with the events discarded and the
  * dropped counter collected, so both are counted.
  */
-export async function discardAnalyticsBuffer(redis: RedisClient, keyPrefix: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
-  const keys = analyticsKeys(keyPrefix);
+export async function discardAnalyticsBuffer(redis: RedisClient, keyPrefix: string, worldId: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
+  const keys = analyticsKeys(keyPrefix, worldId);
   const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 4, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.inflight(endpointId), endpointId)) as [number, number];
   return { discarded: Number(discarded), dropped: Number(dropped) };
 }
 
-/** Endpoint ids whose buffer or in-flight batch may hold events. */
-export function pendingAnalyticsEndpoints(redis: RedisClient, keyPrefix: string): Promise<string[]> {
-  return redis.smembers(analyticsKeys(keyPrefix).pending);
+/** An endpoint whose buffer or in-flight batch may hold events, with its world (the keys' hash tag). */
+export interface PendingAnalyticsEndpoint {
+  worldId: string;
+  endpointId: string;
+}
+
+/**
+ * Endpoints whose buffer or in-flight batch may hold events, world by world. A registered world
+ * whose pending set is empty is unregistered, then looked at again: a push that registered it
+ * meanwhile (its script ran first) puts it back.
+ */
+export async function pendingAnalyticsEndpoints(redis: RedisClient, keyPrefix: string): Promise<PendingAnalyticsEndpoint[]> {
+  const worldsKey = analyticsWorldsKey(keyPrefix);
+  const pending: PendingAnalyticsEndpoint[] = [];
+  for (const worldId of await redis.smembers(worldsKey)) {
+    const pendingKey = analyticsKeys(keyPrefix, worldId).pending;
+    const endpointIds = await redis.smembers(pendingKey);
+    if (endpointIds.length === 0) {
+      await redis.srem(worldsKey, worldId);
+      if ((await redis.scard(pendingKey)) > 0) await redis.sadd(worldsKey, worldId);
+      continue;
+    }
+    for (const endpointId of endpointIds) pending.push({ worldId, endpointId });
+  }
+  return pending;
 }

@@ -12,7 +12,8 @@
  *   in flight, `r:<jobId>` for a slot handed to a parked job that was just promoted to the wait list;
  * - `:parked`, a sorted set of the ids of jobs waiting for a slot (kept in BullMQ's delayed set
  *   meanwhile), scored by park time in microseconds so the oldest goes first.
- * And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs); and
+ * Every key of a shard's scheduler starts with its base, so they share the shard queue's hash tag
+ * (delivery-shards.ts): one Redis Cluster slot. And `<base>backlogged`: endpoints with parked jobs, scored by their oldest park time (µs); and
  * `<base>parking`, the park intents: `<endpointId>/<jobId>` of jobs about to be moved to the delayed
  * set and parked, scored by when (ms), removed by the park itself (see `EndpointScheduler.sweep`).
  */
@@ -158,7 +159,8 @@ end
 `;
 
 /**
- * No KEYS (like the sweep, it names endpoints' keys from the base). ARGV: base, lease ttl ms,
+ * KEYS: the backlog index, only to route the call (like the sweep, it names endpoints' keys from
+ * the base, all under the shard's hash tag). ARGV: base, lease ttl ms,
  * largest window, slow window, then operations of six fields each: `a` (acquire) or `r`
  * (release), endpointId, lease member, jobId, signal (empty for an acquire), and for an acquire
  * `1` when the job is fresh (its first run, never delayed: it holds no reservation). Runs them in order,
@@ -220,7 +222,7 @@ return math.floor(tat - now)
 `;
 
 /**
- * No KEYS (it visits endpoints found in the backlog index). ARGV: base, reservation ttl ms, how
+ * KEYS: the backlog index, to route the call (it visits endpoints found there). ARGV: base, reservation ttl ms, how
  * many endpoints. For each backlogged endpoint, oldest first: drop expired leases (a dead
  * worker's slots come back) and hand free slots to parked jobs. Returns endpointId, jobId pairs.
  */
@@ -242,7 +244,7 @@ return pairs_out
 `;
 
 /**
- * No KEYS. ARGV: base, endpointIds... Returns 1 per endpoint that has jobs parked: a producer
+ * KEYS: the backlog index, to route the call. ARGV: base, endpointIds... Returns 1 per endpoint that has jobs parked: a producer
  * queues its new jobs straight into the parked set, behind them. (An endpoint merely at its
  * window is not enough: a fast one frees a slot within milliseconds, and parking every job of a
  * busy healthy endpoint would double its cost.)
@@ -257,7 +259,7 @@ return res
 `;
 
 /**
- * No KEYS. ARGV: base, how many endpoints to sum. Returns {backlogged endpoints, oldest park score
+ * KEYS: the backlog index, to route the call. ARGV: base, how many endpoints to sum. Returns {backlogged endpoints, oldest park score
  * (µs, 0 if none), parked jobs summed over the first endpoints, now ms}.
  */
 export const STATS_LUA = `${COMMON}

@@ -9,3 +9,5 @@ export * from "./producer.js";
 export * from "./analytics-buffer.js";
 export * from "./endpoint-scheduler.js";
 export * from "./dispatch-index.js";
+export * from "./delivery-shards.js";
+export * from "./key-slots.js";

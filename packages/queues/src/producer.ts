@@ -12,6 +12,7 @@ import {
   type EndpointDisabledMailData,
   type RecoverJobData,
 } from "./catalogue.js";
+import type { DeliveryQueues } from "./delivery-shards.js";
 import { schedulerOf } from "./endpoint-scheduler.js";
 
 /**
@@ -49,7 +50,16 @@ export function runOfJobId(jobId: string): number | undefined {
 export type DeliverJobRequest = DeliverJobData & { delayMs?: number; traceMetadata?: string | undefined };
 
 /**
- * Adds `deliver.v1` jobs in few round trips. Initial runs have the deliveryId as job id, so adding
+ * Adds `deliver.v2` jobs to the shard of each one's endpoint (delivery-shards.ts), one
+ * {@link enqueueShardDeliveries} per shard, the shards in parallel.
+ */
+export async function enqueueDeliveries(queues: DeliveryQueues, jobs: readonly DeliverJobRequest[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await Promise.all([...queues.byShard(jobs)].map(([queue, group]) => enqueueShardDeliveries(queue, group)));
+}
+
+/**
+ * Adds `deliver.v2` jobs, all of endpoints of this one shard queue, in few round trips. Initial runs have the deliveryId as job id, so adding
  * one that already waits is ignored by BullMQ (an ingest retry never doubles a delivery).
  *
  * Jobs of an endpoint that is congested (jobs already parked, or every slot of its window taken:
@@ -58,7 +68,7 @@ export type DeliverJobRequest = DeliverJobData & { delayMs?: number; traceMetada
  * stands in the wait list in front of the others' jobs. Added but not yet parked (a crash in
  * between) is safe: the park intents recorded before the add let a worker's sweep park them.
  */
-export async function enqueueDeliveries(queue: Queue, jobs: readonly DeliverJobRequest[]): Promise<void> {
+export async function enqueueShardDeliveries(queue: Queue, jobs: readonly DeliverJobRequest[]): Promise<void> {
   if (jobs.length === 0) return;
   const payloads = jobs.map(({ delayMs, traceMetadata, ...data }) => ({
     payload: assertPayload(JOB_NAMES.deliver, validateDeliverJob, data),

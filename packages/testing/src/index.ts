@@ -27,3 +27,4 @@ export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
 export { isAlive } from "./owned-processes.js";
 export * from "./otlp-receiver.js";
+export * from "./test-topologies.js";

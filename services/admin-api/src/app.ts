@@ -19,6 +19,7 @@ import {
 import { CURRENT_API_VERSION } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
+import type { DeliveryQueues } from "@vw/queues";
 import { adminOrSessionAuth, sessionCookiePolicy } from "./dashboard-auth.js";
 import { dashboardPageRouter, dashboardSecurityHeaders } from "./dashboard-page.js";
 import { dashboardSessionApiRouter, dashboardSessionsAdminRouter } from "./dashboard-sessions.routes.js";
@@ -63,8 +64,8 @@ export interface AdminAppDeps {
   resolveHost?: HostResolver;
   /** `apiVersion` frozen on endpoints created now; {@link CURRENT_API_VERSION} by default. */
   currentApiVersion?: string;
-  /** Producer handle of the `QUEUE_NAMES.deliveries` queue (Replay adds its jobs there). */
-  deliveryQueue: Queue;
+  /** Producer handle of the deliveries queue's shards (Replay adds its jobs to the endpoint's). */
+  deliveryQueue: DeliveryQueues;
   /** HTTP agents of the Test action: `createDeliveryAgents(ENDPOINT_URL_POLICY)`, as the worker's. */
   deliveryAgents: DeliveryAgents;
   /** DELIVERY_TIMEOUT_MS: budget of a Test attempt. */
@@ -216,7 +217,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     healthRouter([
       { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
-      { name: "redis", check: () => deps.deliveryQueue.getJobCounts("wait") },
+      { name: "redis", check: () => (deps.deliveryQueue.shards[0] as Queue).getJobCounts("wait") },
     ], deps.logger),
   );
   // Public, so mounted before (and outside) the authenticated router.

@@ -1,3 +1,4 @@
+import { readQueueShards } from "@vw/queues";
 import {
   parseEnv,
   readAuthThrottle,
@@ -69,6 +70,8 @@ export function loadConfig(env: Env) {
       redis: readRedisTopology(r),
       /** Prefix of every Redis key; must be the delivery worker's, or replays land in a queue nobody reads. */
       redisKeyPrefix,
+      /** QUEUE_SHARDS: the deliveries queue's shards; producers and workers must agree (see readQueueShards). */
+      queueShards: readQueueShards(r),
       /**
        * Public origin of admin-api (no path): dashboard links are `<this>/dashboard/#code=...`, it
        * is the origin state-changing dashboard requests must come from, and an https one makes the

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import net, { type AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
-import { JOB_NAMES, QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { JOB_NAMES, QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
 import { createDeliveryAgents, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -294,7 +294,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
   });
 
   /** Replays through an app whose delivery queue is `queue`; returns the answer. */
-  async function replayThrough(queue: Queue, path: string) {
+  async function replayThrough(queue: DeliveryQueues, path: string) {
     const deliveryAgents = createDeliveryAgents("any");
     const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
     const app = createAdminApp({
@@ -306,7 +306,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
       secretBox: api.secretBox,
       endpointUrlPolicy: "any",
       deliveryQueue: queue,
-      recoveryQueue: queue,
+      recoveryQueue: queue.shards[0] as Queue,
       deliveryAgents,
       deliveryTimeoutMs: 1000,
       enqueueTimeoutMs: 300,
@@ -330,7 +330,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     const before = await deliveryRow(api, id);
     const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
     redis.on("error", () => {});
-    const queue = openQueue(QUEUE_NAMES.deliveries, redis, api.redisKeyPrefix);
+    const queue = openDeliveryQueues(redis, api.redisKeyPrefix);
     await queue.waitUntilReady();
     redis.disconnect();
     try {
@@ -353,7 +353,7 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     await new Promise<void>((resolve) => silentServer.listen(0, "127.0.0.1", resolve));
     const redis = createRedisConnection(`redis://127.0.0.1:${(silentServer.address() as AddressInfo).port}`, "producer");
     redis.on("error", () => {});
-    const queue = openQueue(QUEUE_NAMES.deliveries, redis, api.redisKeyPrefix);
+    const queue = openDeliveryQueues(redis, api.redisKeyPrefix);
     queue.on("error", () => {});
     try {
       const res = await replayThrough(queue, `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`);

@@ -8,8 +8,7 @@ import type {
 import type { AttemptRecord } from "@vw/webhook-core";
 import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
-import { enqueueDeliveries } from "@vw/queues";
-import type { Queue } from "bullmq";
+import { enqueueDeliveries, type DeliveryQueues } from "@vw/queues";
 import type { EndpointsService } from "./endpoints.service.js";
 import { badCursor, isUuid, type PageRequest } from "./http-support.js";
 
@@ -28,7 +27,7 @@ export class DeliveriesService {
     private readonly log: DeliveryLog,
     private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
-    private readonly deliveryQueue: Queue,
+    private readonly deliveryQueue: DeliveryQueues,
     /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
     private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
   ) {}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
@@ -85,7 +85,7 @@ describe("health", () => {
   });
 
   /** Serves an app built on the given database and queue; returns its /readyz and /healthz answers. */
-  async function probe(prisma: PrismaClient, deliveryQueue: Queue) {
+  async function probe(prisma: PrismaClient, deliveryQueue: DeliveryQueues) {
     const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
     const deliveryAgents = createDeliveryAgents("public-https");
     const app = createAdminApp({
@@ -97,7 +97,7 @@ describe("health", () => {
       secretBox: createSecretBox(generateSecretBoxKey()),
       endpointUrlPolicy: "public-https",
       deliveryQueue,
-      recoveryQueue: deliveryQueue,
+      recoveryQueue: deliveryQueue.shards[0] as Queue,
       deliveryAgents,
       deliveryTimeoutMs: 1000,
     });
@@ -137,7 +137,7 @@ describe("health", () => {
     // A queue whose connection is lost: what the producer connection sees while Redis is down.
     const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
     redis.on("error", () => {});
-    const queue = openQueue(QUEUE_NAMES.deliveries, redis, `${api.redisKeyPrefix}-gone`);
+    const queue = openDeliveryQueues(redis, `${api.redisKeyPrefix}-gone`);
     await queue.waitUntilReady();
     redis.disconnect();
     try {

@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, openDeliveryQueues, openQueue } from "@vw/queues";
 import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
@@ -17,10 +17,10 @@ const tracing = await startTracing(config.tracing, "admin-api", logger);
 const prisma = createPrismaClient(config.databaseUrl);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redis, "producer");
-const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
+const deliveryQueue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
 // Connection errors (the queues re-emit their connection's) are one line per outage, not per retry.
 watchRedisConnection(redis, logger);
-deliveryQueue.on("error", redisClientErrorListener(logger, "delivery queue error"));
+for (const shard of deliveryQueue.shards) shard.on("error", redisClientErrorListener(logger, "delivery queue error"));
 const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
 recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);

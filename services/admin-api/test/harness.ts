@@ -13,7 +13,7 @@ import type { AddressInfo, LookupFunction } from "node:net";
 import type { Queue } from "bullmq";
 import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import {
   createDeliveryAgents,
@@ -100,7 +100,7 @@ export interface AdminApiHarness {
   /** Prefix of every organization slug this harness creates (cleaned up by `close`). */
   slugPrefix: string;
   /** The app's delivery queue (its own random REDIS_KEY_PREFIX), to inspect the jobs Replay adds. */
-  deliveryQueue: Queue;
+  deliveryQueue: DeliveryQueues;
   /** The app's recovery queue, where recover adds its `recover.v1` job. */
   recoveryQueue: Queue;
   /** The random REDIS_KEY_PREFIX of this harness. */
@@ -161,7 +161,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const endpointUrlPolicy = options.endpointUrlPolicy ?? "public-https";
   const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
   const redisKeyPrefix = testKeyPrefix("admin-");
-  const deliveryQueue = openQueue(QUEUE_NAMES.deliveries, redis, redisKeyPrefix);
+  const deliveryQueue = openDeliveryQueues(redis, redisKeyPrefix);
   const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, redisKeyPrefix);
   const deliveryAgents = createDeliveryAgents(endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;

@@ -14,7 +14,7 @@
  * trimmed from a full buffer (ingest side, collected here) or discarded because their endpoint can
  * no longer receive analytics.
  */
-import type { Queue } from "bullmq";
+import type { DeliveryQueues } from "@vw/queues";
 import type { RedisClient } from "@vw/queues";
 import { newDeliveryId, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
@@ -37,7 +37,7 @@ export interface AnalyticsFlushDeps {
   sql: SqlRunner;
   log: DeliveryLog;
   /** The deliveries queue the batch jobs go to. */
-  deliveries: Queue;
+  deliveries: DeliveryQueues;
   keyPrefix: string;
   /** PLAY_URL, for the world's `url` in the envelope. */
   playUrl: string;
@@ -100,8 +100,9 @@ const FLUSH_ENDPOINTS = {
 /** Runs one flush over every endpoint with buffered events. */
 export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<AnalyticsFlushResult> {
   const result: AnalyticsFlushResult = { deliveryIds: [], events: 0, dropped: 0 };
-  const ids = await pendingAnalyticsEndpoints(deps.redis, deps.keyPrefix);
-  if (ids.length === 0) return result;
+  const pending = await pendingAnalyticsEndpoints(deps.redis, deps.keyPrefix);
+  if (pending.length === 0) return result;
+  const ids = pending.map((p) => p.endpointId);
   const rows = await deps.sql.query<EndpointRow>(FLUSH_ENDPOINTS, [ids]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   const drop = (endpointId: string, reason: DropReason, n: number): void => {
@@ -113,17 +114,17 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
 
   const timestamp = (deps.now ?? (() => new Date()))().toISOString();
   const batches: BatchRow[] = [];
-  for (const endpointId of ids) {
+  for (const { worldId, endpointId } of pending) {
     const endpoint = byId.get(endpointId);
     // Re-checked at flush: an endpoint disabled, unsubscribed or deleted since its events were
     // buffered gets nothing (no catch-up), and a world that disabled analytics sends nothing.
     if (!endpoint || !endpoint.enabled || !endpoint.subscriptions.includes("analytics") || !worldAnalyticsEnabled(endpoint.analytics)) {
-      const { discarded, dropped } = await discardAnalyticsBuffer(deps.redis, deps.keyPrefix, endpointId);
+      const { discarded, dropped } = await discardAnalyticsBuffer(deps.redis, deps.keyPrefix, worldId, endpointId);
       drop(endpointId, "buffer-full", dropped);
       drop(endpointId, "endpoint-unavailable", discarded);
       continue;
     }
-    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, endpointId, deps.batchMax, newDeliveryId());
+    const claim = await claimAnalyticsBatch(deps.redis, deps.keyPrefix, worldId, endpointId, deps.batchMax, newDeliveryId());
     drop(endpointId, "buffer-full", claim.dropped);
     if (claim.count === 0) continue;
     const body = buildEnvelope({
@@ -134,7 +135,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       world: worldReference(deps.playUrl, endpoint.org_slug, endpoint.world_slug, endpoint.custom_domain),
       data: { events: JSON.parse(claim.eventsJson) as unknown[] },
     });
-    batches.push({ id: claim.deliveryId, endpointId, worldId: endpoint.world_id, body, events: claim.count });
+    batches.push({ id: claim.deliveryId, endpointId, worldId, body, events: claim.count });
   }
   if (batches.length === 0) return result;
 
@@ -156,7 +157,7 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
     );
     throw err;
   }
-  await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.endpointId, b.id)));
+  await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.worldId, b.endpointId, b.id)));
   result.deliveryIds = batches.map((b) => b.id);
   result.events = batches.reduce((n, b) => n + b.events, 0);
   return result;

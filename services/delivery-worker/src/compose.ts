@@ -8,7 +8,19 @@ import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import { DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, LogPartitions, pgRunner, type PgPool, type SqlRunner } from "@vw/db";
-import { EndpointScheduler, QUEUE_NAMES, openQueue, type BacklogStats } from "@vw/queues";
+import {
+  DEFAULT_QUEUE_SHARDS,
+  EndpointScheduler,
+  QUEUE_NAMES,
+  layoutDrained,
+  openDeliveryQueues,
+  openQueue,
+  registerLayout,
+  retireLayout,
+  sumBacklogStats,
+  type BacklogStats,
+  type DeliveryQueues,
+} from "@vw/queues";
 import { createServiceMetrics, redisClientErrorListener, withTimeout, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import type { AnalyticsFlushDeps } from "./analytics-flush.js";
@@ -19,6 +31,7 @@ import type { DeliverDeps } from "./deliver.js";
 import { createDeliveriesWorker } from "./deliveries.worker.js";
 import { DependencyGate } from "./dependency-gate.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
+import { JobBudget } from "./job-budget.js";
 import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
@@ -37,6 +50,8 @@ export interface DeliveryWorkerOptions {
   /** A worker-role connection (`createRedisConnection(config.redis, "worker")`); BullMQ duplicates it for blocking reads. */
   connection: RedisClient;
   keyPrefix: string;
+  /** QUEUE_SHARDS: the deliveries queue's shards (default 16); this process serves them all. */
+  queueShards?: number;
   logger: Logger;
   secretBox: SecretBox;
   endpointUrlPolicy: EndpointUrlPolicy;
@@ -79,6 +94,9 @@ export interface DeliveryWorkerOptions {
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
 }
 
+/** No endpoint: the shared deliver deps' scheduler is replaced by each shard worker's own. */
+const NO_ENDPOINT = "00000000-0000-0000-0000-000000000000";
+
 /** Added to the attempt timeout for a slot's lease: the log write after the attempt, clock steps. */
 const LEASE_MARGIN_MS = 5000;
 
@@ -100,11 +118,12 @@ export interface DeliveryWorker {
   serviceMetrics: ServiceMetrics;
   /** The worker's own metrics, registered on `serviceMetrics.registry`. */
   metrics: WorkerMetrics;
-  queues: Record<keyof typeof QUEUE_NAMES, Queue>;
+  queues: Record<Exclude<keyof typeof QUEUE_NAMES, "deliveries">, Queue> & { deliveries: DeliveryQueues };
+  /** Every BullMQ worker of the process: one per delivery shard (of every layout served), and one per other queue. */
   workers: Worker[];
-  /** The deliveries scheduler (per-endpoint windows, parked jobs, throttle). */
-  scheduler: EndpointScheduler;
-  /** Backlog figures (also served on `/metrics`). */
+  /** The scheduler (per-endpoint windows, parked jobs, throttle) of the endpoint's shard. */
+  schedulerFor(endpointId: string): EndpointScheduler;
+  /** Backlog figures summed over the shards (also served on `/metrics`). */
   backlog(): Promise<BacklogStats>;
   /** The reconciler, when this process runs one. */
   reconciler: Reconciler | null;
@@ -119,28 +138,43 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   const serviceMetrics = options.serviceMetrics ?? createServiceMetrics("delivery-worker");
   const metrics = new WorkerMetrics(serviceMetrics.registry);
   const queues = {
-    deliveries: openQueue(QUEUE_NAMES.deliveries, options.connection, options.keyPrefix),
+    deliveries: openDeliveryQueues(options.connection, options.keyPrefix, options.queueShards ?? DEFAULT_QUEUE_SHARDS),
     notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
     maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
     analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
     recoveries: openQueue(QUEUE_NAMES.recoveries, options.connection, options.keyPrefix),
   };
+  const otherQueues = [queues.notifications, queues.maintenance, queues.analytics, queues.recoveries];
   // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
-  for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
+  for (const queue of [...queues.deliveries.shards, ...otherQueues]) queue.on("error", redisClientErrorListener(options.logger, "queue error"));
   const agents = createDeliveryAgents(options.endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
-  const scheduler = await EndpointScheduler.forQueue(queues.deliveries, {
+  const schedulerOptions = {
     maxWindow: options.endpointConcurrency,
     // A slot is held at most for the attempt (bounded by the timeout) and its log write.
     leaseTtlMs: options.deliveryTimeoutMs + LEASE_MARGIN_MS,
     parkTimeoutMs: options.parkTimeoutMs,
-  });
-  metrics.watchQueues(Object.values(queues), { queue: queues.deliveries, stats: () => scheduler.stats() });
+  };
+  const schedulers = new Map<Queue, EndpointScheduler>();
+  const schedulersOf = async (layout: DeliveryQueues) => {
+    for (const queue of layout.shards) schedulers.set(queue, await EndpointScheduler.forQueue(queue, schedulerOptions));
+  };
+  await schedulersOf(queues.deliveries);
+  // Earlier shard counts whose queues may still hold jobs: served (and swept) until drained.
+  const draining = new Map<DeliveryQueues, Worker[]>();
+  for (const count of await registerLayout(options.connection, options.keyPrefix, queues.deliveries.count)) {
+    const layout = openDeliveryQueues(options.connection, options.keyPrefix, count);
+    await schedulersOf(layout);
+    draining.set(layout, []);
+  }
+  const schedulerFor = (endpointId: string) => schedulers.get(queues.deliveries.queueFor(endpointId)) as EndpointScheduler;
+  const backlog = async () => sumBacklogStats(await Promise.all([...schedulers.values()].map((s) => s.stats())));
+  metrics.watchQueues([...queues.deliveries.shards, ...otherQueues], { queues: queues.deliveries.shards, stats: backlog });
   const sql = pgRunner(options.pool);
   const db: WorkerDatabase = { pool: options.pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
   const deps: DeliverDeps = {
     store: new DeliveryStore(db.log),
     attempts: new AttemptSlots(options.deliveryConcurrency),
-    scheduler,
+    scheduler: schedulerFor(NO_ENDPOINT),
     onSchedulerError: (err) => options.logger.warn({ err: err as Error }, "releasing an endpoint slot failed; its lease expires by itself"),
     // The delivery log says only "not a public address" or "could not connect"; the address or the resolver's answer is for operators.
     onHiddenDetail: (info) =>
@@ -170,21 +204,31 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     options.logger.error({ err }, "delivery log: partitions ahead not ensured at start-up (the retention job retries)");
   });
   await scheduleRetention(queues.maintenance, options.retentionIntervalMs);
-  const workers = [
-    createDeliveriesWorker({
+  // More jobs than attempt slots: a job whose attempt is answered waits for its log write without
+  // keeping the next POST from starting (attempt-slots.ts). One budget for every shard's worker.
+  const jobsInHand = options.deliveryConcurrency * JOBS_PER_ATTEMPT_SLOT;
+  const budget = new JobBudget(jobsInHand);
+  const shardWorker = (queue: Queue) => {
+    const worker = createDeliveriesWorker({
       connection: options.connection,
-      keyPrefix: options.keyPrefix,
-      // More jobs than attempt slots: a job whose attempt is answered waits for its log write
-      // without keeping the next POST from starting (attempt-slots.ts).
-      concurrency: options.deliveryConcurrency * JOBS_PER_ATTEMPT_SLOT,
+      prefix: queue.opts.prefix as string,
+      concurrency: jobsInHand,
+      budget,
       jobLockMs: options.jobLockMs,
       logger: options.logger,
-      deps,
+      deps: { ...deps, scheduler: schedulers.get(queue) as EndpointScheduler },
       onDependencyDown: (err) => {
         metrics.platformFailures.inc();
         gate.close(err);
       },
-    }),
+    });
+    gate.guard(worker);
+    return worker;
+  };
+  const deliveryWorkers = queues.deliveries.shards.map(shardWorker);
+  for (const [layout, served] of draining) served.push(...layout.shards.map(shardWorker));
+  const workers = [
+    ...deliveryWorkers,
     createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger }),
     createMaintenanceWorker({
       connection: options.connection,
@@ -216,11 +260,11 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
-  gate.guard(workers[0] as Worker);
   const reconciler = options.reconcile
     ? new Reconciler({
         log: db.log,
-        queue: queues.deliveries,
+        queues: queues.deliveries,
+        draining: () => [...draining.keys()],
         redis: options.connection,
         leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
         sweepIntervalMs: options.reconcile.sweepIntervalMs,
@@ -231,13 +275,27 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     : null;
   reconciler?.start();
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
+  // A drained earlier layout is forgotten and its workers closed.
   let sweeping = false;
+  const sweepAll = async () => {
+    for (const scheduler of schedulers.values()) {
+      await scheduler.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"));
+    }
+    for (const [layout, served] of draining) {
+      if (!(await layoutDrained(layout))) continue;
+      await retireLayout(options.connection, options.keyPrefix, layout.count);
+      draining.delete(layout);
+      for (const queue of layout.shards) schedulers.delete(queue);
+      await Promise.all(served.map((w) => w.close()));
+      await layout.close();
+      options.logger.info({ queueShards: layout.count }, "an earlier delivery shard layout is drained; its queues are no longer served");
+    }
+  };
   const sweeper = setInterval(() => {
     if (sweeping) return;
     sweeping = true;
-    scheduler
-      .sweep()
-      .catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"))
+    sweepAll()
+      .catch((err: unknown) => options.logger.warn({ err: err as Error }, "draining an earlier shard layout failed; retried next interval"))
       .finally(() => (sweeping = false));
   }, options.sweepIntervalMs);
   sweeper.unref();
@@ -247,8 +305,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     metrics,
     queues,
     workers,
-    scheduler,
-    backlog: () => scheduler.stats(),
+    schedulerFor,
+    backlog,
     reconciler,
     gate,
     async close() {
@@ -265,8 +323,10 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
           if (!(err instanceof Error && err.message === what)) throw err; // the close itself failed
           options.logger.warn({ closing: what, waitedMs: ms }, "did not close in time (a Redis connection still reconnecting); left behind");
         });
-      await Promise.all(workers.map((w) => within(w.close(), boundMs, `worker ${w.name}`)));
-      await Promise.all(Object.values(queues).map((q) => within(q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
+      const drainingWorkers = [...draining.values()].flat();
+      await Promise.all([...workers, ...drainingWorkers].map((w) => within(w.close(), boundMs, `worker ${w.name}`)));
+      const allQueues = [...queues.deliveries.shards, ...[...draining.keys()].flatMap((l) => l.shards), ...otherQueues];
+      await Promise.all(allQueues.map((q) => within(q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
       destroyDeliveryAgents(agents);
     },
   };

@@ -1,3 +1,4 @@
+import { readQueueShards } from "@vw/queues";
 import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
 import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
@@ -48,6 +49,8 @@ export function loadConfig(env: Env) {
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`). */
       redisKeyPrefix: readRedisKeyPrefix(r, "vw"),
+      /** QUEUE_SHARDS: the deliveries queue's shards; producers and workers must agree (see readQueueShards). */
+      queueShards: readQueueShards(r),
       /** Same keys as admin-api: the worker opens endpoint secrets to sign with them. */
       secretsEncryptionKey,
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),

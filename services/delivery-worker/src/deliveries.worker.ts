@@ -20,7 +20,6 @@ import {
   JobPayloadError,
   QUEUE_NAMES,
   assertPayload,
-  bullPrefix,
   infraBackoffDelay,
   isFreshJob,
   validateDeliverJob,
@@ -28,6 +27,7 @@ import {
 } from "@vw/queues";
 import { isDependencyUnavailable, redisClientErrorListener, type Logger, queueTelemetryOption } from "@vw/service-kit";
 import { deliver, type DeliverDeps, type DeliveryRun } from "./deliver.js";
+import { shareJobBudget, type JobBudget } from "./job-budget.js";
 
 /** A run that failed for the platform's reason waits this long, doubling per run of the job, up to {@link PLATFORM_RETRY_MAX_MS}. */
 export const PLATFORM_RETRY_MS = 1000;
@@ -37,8 +37,12 @@ export const PLATFORM_RETRY_MAX_MS = 5000;
 /** Options of {@link createDeliveriesWorker}. */
 export interface DeliveriesWorkerOptions {
   connection: RedisClient;
-  keyPrefix: string;
+  /** The BullMQ prefix of the shard's queue (`queue.opts.prefix`: its hash tag included). */
+  prefix: string;
+  /** Jobs this worker may hold at most (the whole process's budget: one shard may use all of it). */
   concurrency: number;
+  /** The process's budget, shared by every shard's worker (job-budget.ts). */
+  budget: JobBudget;
   jobLockMs: number;
   logger: Logger;
   deps: DeliverDeps;
@@ -94,14 +98,16 @@ export async function processDeliverJob(job: Job, token: string | undefined, dep
   throw new DelayedError();
 }
 
-/** Starts the deliveries worker. */
+/** Starts the worker of one deliveries shard; `deps.scheduler` is that shard's. */
 export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker {
   const worker = new Worker(QUEUE_NAMES.deliveries, (job, token) => processDeliverJob(job, token, options.deps, options.onDependencyDown), {
     connection: options.connection,
-    prefix: bullPrefix(options.keyPrefix),
+    prefix: options.prefix,
     // With tracing on, each job's run is a span continuing the trace of whoever added it.
     ...queueTelemetryOption(),
     concurrency: options.concurrency,
+    // Started below, once the budget is shared: no fetch may happen without a permit.
+    autorun: false,
     // A worker killed mid-delivery, or cut from Redis, leaves its jobs stalled; they go back to the
     // wait list and are sent again (at least once). No number of kills or outages may fail a
     // delivery's job: its row, not BullMQ's count, says what is still owed.
@@ -116,5 +122,7 @@ export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker
     options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err as Error }, "delivery job failed");
   });
   worker.on("error", redisClientErrorListener(options.logger, "deliveries worker error"));
+  shareJobBudget(worker, options.budget);
+  worker.run().catch((err: unknown) => options.logger.error({ err: err as Error }, "deliveries worker stopped"));
   return worker;
 }

@@ -36,6 +36,7 @@ const worker = await startDeliveryWorker({
   pool,
   connection: redis,
   keyPrefix: config.redisKeyPrefix,
+  queueShards: config.queueShards,
   logger,
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
@@ -62,6 +63,7 @@ logger.info(
   {
     port: config.port,
     redis: describeRedisTopology(config.redis),
+    queueShards: config.queueShards,
     concurrency: config.deliveryConcurrency,
     endpointConcurrency: config.endpointConcurrency,
     retryDelays: config.retryDelays,

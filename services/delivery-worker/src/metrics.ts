@@ -140,7 +140,7 @@ export class WorkerMetrics {
    * deliveries and the oldest parked delivery's age. Every replica reports the same figures:
    * aggregate them with max(), not sum().
    */
-  watchQueues(queues: readonly Queue[], backlog: { queue: Queue; stats: () => Promise<BacklogStats> }, now: () => number = Date.now): void {
+  watchQueues(queues: readonly Queue[], backlog: { queues: readonly Queue[]; stats: () => Promise<BacklogStats> }, now: () => number = Date.now): void {
     const registers = [this.registry];
     // One read of the backlog per scrape, shared by the gauges that need it.
     let pending: Promise<BacklogStats> | null = null;
@@ -148,6 +148,8 @@ export class WorkerMetrics {
       pending ??= backlog.stats().finally(() => setImmediate(() => (pending = null)));
       return pending;
     };
+    // The shards of the deliveries queue share its name: their figures are summed under it.
+    const backlogName = backlog.queues[0]?.name;
     new Gauge({
       name: `${METRICS_PREFIX}queue_jobs`,
       help: "Jobs per queue and state, read from Redis at scrape time (parked: deliveries waiting for a slot of their endpoint).",
@@ -155,27 +157,32 @@ export class WorkerMetrics {
       registers,
       async collect() {
         const [counts, { parkedJobs }] = await Promise.all([Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES))), stats()]);
-        this.reset();
+        const sums = new Map<string, Map<string, number>>();
         queues.forEach((q, i) => {
-          const parked = q === backlog.queue ? parkedJobs : 0;
-          for (const state of QUEUE_STATES) {
-            const n = counts[i]?.[state] ?? 0;
-            // Parked jobs sit in the delayed set; report them apart.
-            this.set({ queue: q.name, state }, state === "delayed" ? Math.max(0, n - parked) : n);
-          }
-          if (q === backlog.queue) this.set({ queue: q.name, state: "parked" }, parked);
+          let byState = sums.get(q.name);
+          if (!byState) sums.set(q.name, (byState = new Map()));
+          for (const state of QUEUE_STATES) byState.set(state, (byState.get(state) ?? 0) + (counts[i]?.[state] ?? 0));
         });
+        this.reset();
+        for (const [name, byState] of sums) {
+          const parked = name === backlogName ? parkedJobs : 0;
+          // Parked jobs sit in the delayed set; report them apart.
+          for (const [state, n] of byState) this.set({ queue: name, state }, state === "delayed" ? Math.max(0, n - parked) : n);
+          if (name === backlogName) this.set({ queue: name, state: "parked" }, parked);
+        }
       },
     });
     new Gauge({
       name: `${METRICS_PREFIX}queue_oldest_waiting_seconds`,
-      help: "Age of the oldest job ready to run but not yet taken (0 when none waits), per queue.",
+      help: "Age of the oldest job ready to run but not yet taken (0 when none waits), per queue (the oldest of its shards).",
       labelNames: ["queue"] as const,
       registers,
       async collect() {
         const ages = await Promise.all(queues.map((q) => oldestWaitingAgeSeconds(q, now())));
+        const oldest = new Map<string, number>();
+        queues.forEach((q, i) => oldest.set(q.name, Math.max(oldest.get(q.name) ?? 0, ages[i] ?? 0)));
         this.reset();
-        queues.forEach((q, i) => this.set({ queue: q.name }, ages[i] ?? 0));
+        for (const [name, age] of oldest) this.set({ queue: name }, age);
       },
     });
     new Gauge({

@@ -7,7 +7,7 @@ import {
   JobPayloadError,
   QUEUE_NAMES,
   assertPayload,
-  bullPrefix,
+  queuePrefix,
   infraBackoffDelay,
   validateEndpointDisabledMail,
 } from "@vw/queues";
@@ -40,7 +40,7 @@ export function createNotificationsWorker(options: {
     },
     {
       connection: options.connection,
-      prefix: bullPrefix(options.keyPrefix),
+      prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.notifications),
       concurrency: 4,
       settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
     },

@@ -10,13 +10,19 @@
  *   queues again each one without a job: the delivery of a process killed between its write and
  *   its enqueue (intake, Replay, recover, a retry, the analytics flush), a job lost to a failover.
  *
+ * The index is kept per delivery shard (delivery-shards.ts): each shard's queue has its own marker,
+ * so a shard lost alone (a Cluster primary that failed over to a replica that missed its writes) is
+ * rebuilt alone, with only its endpoints' deliveries. A run whose job still waits in a layout being
+ * drained (an earlier QUEUE_SHARDS) counts as having one, so a change of shard count never queues
+ * a delivery twice.
+ *
  * Both walk the partial index of pending rows in pages, and queueing is idempotent: a run's job id
  * is its deliveryId and run (`deliverJobId`), so a run that has a job is never queued twice, and
  * the job sends the delivery under its own deliveryId. A sweep visits at most `sweepMaxRows` rows and
  * goes on from there at the next one, so its cost stays bounded whatever the backlog.
  */
 import type { Queue } from "bullmq";
-import type { RedisClient } from "@vw/queues";
+import type { DeliveryQueues, RedisClient } from "@vw/queues";
 import type { DeliveryLog, ScheduleCursor, ScheduledDelivery } from "@vw/db";
 import { RedisLease, enqueueDeliveries, indexState, markIndexed, markRebuilding, runsWithoutJob, type DeliverJobRequest } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
@@ -26,7 +32,10 @@ import type { WorkerMetrics } from "./metrics.js";
 export interface ReconcilerOptions {
   /** Reads the schedule of record (`pendingDue`). */
   log: Pick<DeliveryLog, "pendingDue">;
-  queue: Queue;
+  /** The deliveries queue's shards (QUEUE_SHARDS): the index rebuilt into. */
+  queues: DeliveryQueues;
+  /** Earlier layouts still being drained: a run with a job there has one. */
+  draining?: () => readonly DeliveryQueues[];
   redis: RedisClient;
   /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
   leaseKey: string;
@@ -121,9 +130,10 @@ export class Reconciler {
     try {
       this.active = await this.lease.hold();
       if (!this.active) return;
-      const state = await indexState(this.options.redis, this.options.queue);
-      if (state !== "indexed") {
-        await this.rebuild(state);
+      const states = await Promise.all(this.options.queues.shards.map((q) => indexState(this.options.redis, q)));
+      const lost = this.options.queues.shards.filter((_, i) => states[i] !== "indexed");
+      if (lost.length > 0) {
+        await this.rebuild(lost, states.includes("rebuilding") ? "rebuilding" : "missing");
         return;
       }
       if (this.now() >= this.nextSweepAt) {
@@ -137,16 +147,27 @@ export class Reconciler {
   }
 
   /**
-   * Queues every pending delivery again (the index's data is gone): due ones now, oldest first,
-   * later ones delayed to their time. Redone from the start if the data goes again meanwhile.
+   * Queues every pending delivery of the lost shards again (their index's data is gone): due ones
+   * now, oldest first, later ones delayed to their time. Redone for the shards whose data goes
+   * again meanwhile. Default: every shard.
    */
-  async rebuild(state: "missing" | "rebuilding" = "missing"): Promise<ReconcileReport> {
+  async rebuild(shards: readonly Queue[] = this.options.queues.shards, state: "missing" | "rebuilding" = "missing"): Promise<ReconcileReport> {
     const started = this.now();
-    this.options.logger.warn({ marker: state }, "the dispatch index in Redis is gone: queueing every pending delivery again from PostgreSQL");
+    let lost = [...shards];
+    const total: ReconcileReport = { visited: 0, queued: 0 };
     for (;;) {
-      const epoch = await markRebuilding(this.options.redis, this.options.queue);
-      const report = await this.walk(Number.POSITIVE_INFINITY, null, Number.POSITIVE_INFINITY);
-      if (await markIndexed(this.options.redis, this.options.queue, epoch)) {
+      this.options.logger.warn(
+        { marker: state, shards: lost.length, of: this.options.queues.count },
+        "the dispatch index of delivery shards in Redis is gone: queueing their pending deliveries again from PostgreSQL",
+      );
+      const epochs = await Promise.all(lost.map((q) => markRebuilding(this.options.redis, q)));
+      const report = await this.walk(Number.POSITIVE_INFINITY, null, Number.POSITIVE_INFINITY, new Set(lost));
+      total.visited += report.visited;
+      total.queued += report.queued;
+      const done = await Promise.all(lost.map((q, i) => markIndexed(this.options.redis, q, epochs[i] as string)));
+      lost = lost.filter((_, i) => !done[i]);
+      if (lost.length === 0) {
+        const report = total;
         this.options.metrics?.reconciled.inc({ reason: "rebuild" }, report.queued);
         this.options.logger.warn({ ...report, tookMs: this.now() - started }, "dispatch index rebuilt from PostgreSQL");
         // The sweep starts over too: whatever it had visited was queued just now.
@@ -154,7 +175,7 @@ export class Reconciler {
         this.nextSweepAt = this.now() + this.options.sweepIntervalMs;
         return report;
       }
-      if (this.stopped) return report;
+      if (this.stopped) return total;
     }
   }
 
@@ -172,7 +193,7 @@ export class Reconciler {
    * Walks the pending deliveries due by `dueBy` from `from`, at most `maxRows`, queueing those
    * without a job; the sweep's cursor is left where it stopped (null once the end was reached).
    */
-  private async walk(dueBy: number, from: ScheduleCursor | null, maxRows: number): Promise<ReconcileReport> {
+  private async walk(dueBy: number, from: ScheduleCursor | null, maxRows: number, only?: ReadonlySet<Queue>): Promise<ReconcileReport> {
     const dueByDate = Number.isFinite(dueBy) ? new Date(dueBy) : null;
     let cursor = from;
     let visited = 0;
@@ -202,7 +223,7 @@ export class Reconciler {
         next = this.options.log.pendingDue(dueByDate, cursor, this.pageSize);
         next.catch(() => undefined);
       }
-      queued += await this.queueMissing(page);
+      queued += await this.queueMissing(only ? page.filter((d) => only.has(this.options.queues.queueFor(d.endpointId))) : page);
       if (!more) {
         if (page.length < this.pageSize) cursor = null;
         break;
@@ -214,12 +235,34 @@ export class Reconciler {
   }
 
   private async queueMissing(page: readonly ScheduledDelivery[]): Promise<number> {
-    const missing = await runsWithoutJob(this.options.redis, this.options.queue, page);
+    const missing = await this.withoutJob(this.options.queues, page);
+    for (const layout of this.options.draining?.() ?? []) {
+      // Runs with a job in a layout being drained are sent from there.
+      const unseen = missing.filter((d) => d !== null);
+      if (unseen.length === 0) break;
+      const stillMissing = new Set(await this.withoutJob(layout, unseen));
+      missing.forEach((d, i) => {
+        if (d !== null && !stillMissing.has(d)) missing[i] = null;
+      });
+    }
     const now = this.now();
-    const jobs: DeliverJobRequest[] = page
-      .filter((_, i) => missing[i])
+    const jobs: DeliverJobRequest[] = missing
+      .filter((d): d is ScheduledDelivery => d !== null)
       .map((d) => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run, delayMs: Math.max(0, d.nextAttemptAt.getTime() - now) }));
-    await enqueueDeliveries(this.options.queue, jobs);
+    await enqueueDeliveries(this.options.queues, jobs);
     return jobs.length;
+  }
+
+  /** The deliveries (of the page, in order; null where a job exists) that have no job in their shard of `layout`. */
+  private async withoutJob(layout: DeliveryQueues, page: readonly ScheduledDelivery[]): Promise<(ScheduledDelivery | null)[]> {
+    const groups = layout.byShard(page);
+    const without = new Set<ScheduledDelivery>();
+    await Promise.all(
+      [...groups].map(async ([queue, group]) => {
+        const missing = await runsWithoutJob(this.options.redis, queue, group);
+        group.forEach((d, i) => missing[i] && without.add(d));
+      }),
+    );
+    return page.map((d) => (without.has(d) ? d : null));
   }
 }

@@ -6,7 +6,7 @@
  * each batch the recovery records its progress and cursor: a job retried after a failure resumes
  * after the last batch queued instead of starting over.
  */
-import type { Queue } from "bullmq";
+import type { DeliveryQueues } from "@vw/queues";
 import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { enqueueDeliveries } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
@@ -21,7 +21,7 @@ export interface RecoverDeps {
   log: DeliveryLog;
   history: DeliveryHistory;
   /** The deliveries queue, where the replay runs are added. */
-  deliveries: Queue;
+  deliveries: DeliveryQueues;
   logger: Logger;
   batchSize?: number;
 }

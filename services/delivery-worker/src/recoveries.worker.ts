@@ -12,7 +12,7 @@ import {
   JobPayloadError,
   QUEUE_NAMES,
   assertPayload,
-  bullPrefix,
+  queuePrefix,
   infraBackoffDelay,
   validateRecoverJob,
 } from "@vw/queues";
@@ -37,7 +37,7 @@ export function createRecoveriesWorker(options: { connection: RedisClient; keyPr
     },
     {
       connection: options.connection,
-      prefix: bullPrefix(options.keyPrefix),
+      prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
       // With tracing on, each job's run is a span continuing the trace of whoever added it.
       ...queueTelemetryOption(),
       concurrency: 2,

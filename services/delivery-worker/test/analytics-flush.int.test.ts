@@ -8,8 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { validateDelivered } from "@vw/contracts";
-import { analyticsKeys, pushAnalyticsEvents } from "@vw/queues";
-import { metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { analyticsKeys, pushAnalyticsEvents, type DeliveryQueues } from "@vw/queues";
+import { deleteKeysUnder, metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { flushAnalytics, type AnalyticsFlushDeps } from "../src/analytics-flush.js";
 import { ANALYTICS_DROP_REASONS, type AnalyticsDropReason } from "../src/metrics.js";
 import { silentLogger, startHarness, type Harness } from "./harness.js";
@@ -36,8 +36,7 @@ beforeAll(async () => {
   };
 });
 afterAll(async () => {
-  const keys = await h.redis.keys(`${h.keyPrefix}:analytics:*`);
-  if (keys.length > 0) await h.redis.del(...keys);
+  await deleteKeysUnder(h.redis, `${h.keyPrefix}:analytics:`);
   await Promise.all(receivers.map((r) => r.close()));
   await h.close();
 });
@@ -46,6 +45,13 @@ afterAll(async () => {
  * `target` whose `method` rejects on its first call (the way a dropped connection or a failed
  * statement does) and behaves normally afterwards: the fault injected into one flush.
  */
+/** The deliveries shards, whose shard queues fail their first `addBulk` (Redis refusing the jobs). */
+function failingAddBulk(queues: DeliveryQueues): DeliveryQueues {
+  const wrapped = Object.create(queues) as DeliveryQueues;
+  wrapped.byShard = (items) => new Map([...queues.byShard(items)].map(([queue, group]) => [failingOnce(queue, "addBulk"), group]));
+  return wrapped;
+}
+
 function failingOnce<T extends object>(target: T, method: string): T {
   let failed = false;
   return new Proxy(target, {
@@ -109,12 +115,12 @@ async function analyticsEndpoint(subscriptions = ["analytics"]) {
 describe("a burst of 10,000 inner events for one endpoint", () => {
   it("stays bounded, counts what is trimmed, and goes out one batch of ≤ 100 per flush, signed and valid", async () => {
     const { receiver, endpoint, world } = await analyticsEndpoint();
-    const keys = analyticsKeys(h.keyPrefix);
+    const keys = analyticsKeys(h.keyPrefix, endpoint.worldId);
     const events = Array.from({ length: BURST }, (_, n) => innerEvent(n));
 
     let trimmed = 0;
     for (let i = 0; i < BURST; i += 500) {
-      trimmed += await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, events.slice(i, i + 500), BUFFER_MAX);
+      trimmed += await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, events.slice(i, i + 500), BUFFER_MAX);
       expect(await h.redis.llen(keys.buffer(endpoint.id))).toBeLessThanOrEqual(BUFFER_MAX);
     }
     expect(trimmed).toBe(BURST - BUFFER_MAX);
@@ -166,9 +172,9 @@ describe("an endpoint that can no longer receive analytics", () => {
   it("gets nothing: its buffer is discarded and counted when it was disabled or unsubscribed", async () => {
     const disabled = await analyticsEndpoint();
     const unsubscribed = await analyticsEndpoint();
-    const keys = analyticsKeys(h.keyPrefix);
+    const keys = (endpoint: { worldId: string }) => analyticsKeys(h.keyPrefix, endpoint.worldId);
     for (const { endpoint } of [disabled, unsubscribed]) {
-      await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2)], BUFFER_MAX);
+      await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, [innerEvent(1), innerEvent(2)], BUFFER_MAX);
     }
     await h.prisma.webhookEndpoint.update({ where: { id: disabled.endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     await h.prisma.webhookEndpoint.update({ where: { id: unsubscribed.endpoint.id }, data: { subscriptions: ["visitor"] } });
@@ -179,8 +185,8 @@ describe("an endpoint that can no longer receive analytics", () => {
     expect(result.dropped).toBe(4);
     expect((await dropped("endpoint-unavailable")) - before).toBe(4);
     for (const { endpoint, receiver } of [disabled, unsubscribed]) {
-      expect(await h.redis.exists(keys.buffer(endpoint.id))).toBe(0);
-      expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(0);
+      expect(await h.redis.exists(keys(endpoint).buffer(endpoint.id))).toBe(0);
+      expect(await h.redis.sismember(keys(endpoint).pending, endpoint.id)).toBe(0);
       expect(await h.prisma.webhookDelivery.count({ where: { endpointId: endpoint.id } })).toBe(0);
       expect(receiver.received).toHaveLength(0);
     }
@@ -196,8 +202,8 @@ describe("an endpoint that can no longer receive analytics", () => {
 describe("at least once", () => {
   it("a database write that fails loses nothing: the next flush sends the same batch, under the same deliveryId, once", async () => {
     const { receiver, endpoint } = await analyticsEndpoint();
-    const keys = analyticsKeys(h.keyPrefix);
-    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
+    const keys = analyticsKeys(h.keyPrefix, endpoint.worldId);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, Array.from({ length: 150 }, (_, n) => innerEvent(n)), BUFFER_MAX);
     const droppedBefore = await droppedTotals();
 
     await expect(flushAnalytics({ ...deps, log: failingOnce(deps.log, "create") })).rejects.toThrow("injected create failure");
@@ -210,7 +216,7 @@ describe("at least once", () => {
     expect(await h.redis.sismember(keys.pending, endpoint.id)).toBe(1);
 
     // Events arriving meanwhile queue up behind the held batch.
-    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 10 }, (_, n) => innerEvent(150 + n)), BUFFER_MAX);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, Array.from({ length: 10 }, (_, n) => innerEvent(150 + n)), BUFFER_MAX);
     const retry = await flushAnalytics(deps);
     expect(retry.deliveryIds).toEqual([held.id]);
     expect(retry.events).toBe(BATCH_MAX);
@@ -232,14 +238,14 @@ describe("at least once", () => {
 
   it("a row committed but never queued is queued by the next flush, with no second row", async () => {
     const { receiver, endpoint } = await analyticsEndpoint();
-    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, Array.from({ length: 5 }, (_, n) => innerEvent(n)), BUFFER_MAX);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, Array.from({ length: 5 }, (_, n) => innerEvent(n)), BUFFER_MAX);
     const batchesBefore = (await metricValue(h.worker.metrics.analyticsBatches));
 
-    await expect(flushAnalytics({ ...deps, deliveries: failingOnce(h.deliveries, "addBulk") })).rejects.toThrow("injected addBulk failure");
+    await expect(flushAnalytics({ ...deps, deliveries: failingAddBulk(h.deliveries) })).rejects.toThrow("injected addBulk failure");
     const [row, ...others] = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
     expect(others).toEqual([]);
     expect(row).toMatchObject({ type: "analytics.batch", status: "pending" });
-    expect(await h.deliveries.getJob(row!.id)).toBeUndefined();
+    expect(await h.deliveries.queueFor(endpoint.id).getJob(row!.id)).toBeUndefined();
 
     const next = await flushAnalytics(deps);
     expect(next.deliveryIds).toEqual([row!.id]);
@@ -256,10 +262,10 @@ describe("at least once", () => {
 
   it("a held batch of an endpoint disabled meanwhile is discarded and counted, not kept", async () => {
     const { receiver, endpoint } = await analyticsEndpoint();
-    const keys = analyticsKeys(h.keyPrefix);
-    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(1), innerEvent(2), innerEvent(3)], BUFFER_MAX);
+    const keys = analyticsKeys(h.keyPrefix, endpoint.worldId);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, [innerEvent(1), innerEvent(2), innerEvent(3)], BUFFER_MAX);
     await expect(flushAnalytics({ ...deps, log: failingOnce(deps.log, "create") })).rejects.toThrow();
-    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.id, [innerEvent(4)], BUFFER_MAX);
+    await pushAnalyticsEvents(h.redis, h.keyPrefix, endpoint.worldId, endpoint.id, [innerEvent(4)], BUFFER_MAX);
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     const before = (await dropped("endpoint-unavailable"));
 

@@ -5,19 +5,23 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { EndpointScheduler, JOB_NAMES, createRedisConnection, enqueueDeliveries, openQueue, QUEUE_NAMES } from "@vw/queues";
+import { EndpointScheduler, JOB_NAMES, SLOT_POLL_MS, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type SchedulerClock } from "@vw/queues";
+import { eventually } from "@vw/testing";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
+/** The one shard of this file's layout: every endpoint's jobs and keys are in it. */
+let q: Queue;
 let otherConnection: Redis;
 let otherQueue: Queue;
 beforeAll(async () => {
-  h = await startHarness({ inProcessWorker: false });
+  h = await startHarness({ inProcessWorker: false, queueShards: 1 });
+  q = h.deliveries.shards[0]!;
   // A second replica: its own connection and queue handle on the same keys.
   otherConnection = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "worker");
-  otherQueue = openQueue(QUEUE_NAMES.deliveries, otherConnection, h.keyPrefix);
+  otherQueue = openDeliveryQueues(otherConnection, h.keyPrefix, 1).shards[0]!;
 });
 afterAll(async () => {
   await otherQueue.close();
@@ -28,12 +32,12 @@ afterAll(async () => {
 /** Adds a deliver job straight into the delayed set, as the worker does before parking it. */
 async function delayedJob(endpointId: string): Promise<string> {
   const id = randomUUID();
-  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: id, endpointId, run: 0 }, { jobId: id, delay: 3_600_000 });
+  await q.add(JOB_NAMES.deliver, { deliveryId: id, endpointId, run: 0 }, { jobId: id, delay: 3_600_000 });
   return id;
 }
 
 it("producers queue an endpoint's new jobs behind its parked ones, others' into the wait list", async () => {
-  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const scheduler = await EndpointScheduler.forQueue(q, { maxWindow: 2 });
   const busy = randomUUID();
   const idle = randomUUID();
   expect(await scheduler.acquire(busy, "holder-1", "t")).toMatchObject({ granted: true });
@@ -44,8 +48,8 @@ it("producers queue an endpoint's new jobs behind its parked ones, others' into 
 
   const jobs = [busy, idle, busy].map((endpointId) => ({ deliveryId: randomUUID(), endpointId, run: 0 }));
   await enqueueDeliveries(h.deliveries, jobs);
-  expect((await h.deliveries.getWaiting()).map((j) => j.id)).toEqual([jobs[1]!.deliveryId]);
-  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
+  expect((await q.getWaiting()).map((j) => j.id)).toEqual([jobs[1]!.deliveryId]);
+  expect(await q.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
   const stats = await scheduler.stats();
   expect(stats).toMatchObject({ backloggedEndpoints: 1, parkedJobs: 3 });
   // The producer's park intents were dropped by the parks themselves.
@@ -54,14 +58,14 @@ it("producers queue an endpoint's new jobs behind its parked ones, others' into 
 
   // Each freed slot goes to the oldest parked job, in order.
   await scheduler.release(busy, "holder-1", "t", "none");
-  expect(await h.deliveries.getJobState(first)).toBe("waiting");
-  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
+  expect(await q.getJobState(first)).toBe("waiting");
+  expect(await q.getJobState(jobs[0]!.deliveryId)).toBe("delayed");
   // The promoted job's reservation is its slot: no other job can take it meanwhile.
   expect(await scheduler.acquire(busy, "intruder", "t")).toMatchObject({ granted: false });
   expect(await scheduler.acquire(busy, first, "t")).toMatchObject({ granted: true });
   await scheduler.release(busy, "holder-2", "t", "none");
-  expect(await h.deliveries.getJobState(jobs[0]!.deliveryId)).toBe("waiting");
-  expect(await h.deliveries.getJobState(jobs[2]!.deliveryId)).toBe("delayed");
+  expect(await q.getJobState(jobs[0]!.deliveryId)).toBe("waiting");
+  expect(await q.getJobState(jobs[2]!.deliveryId)).toBe("delayed");
 });
 
 it("the sweep takes back a dead holder's slots (expired leases) and promotes parked jobs into them", async () => {
@@ -71,28 +75,28 @@ it("the sweep takes back a dead holder's slots (expired leases) and promotes par
   await live.acquire(endpoint, "survivor", "t");
   const parked = [await delayedJob(endpoint), await delayedJob(endpoint)];
   await live.park(endpoint, parked);
-  expect(await h.deliveries.getJobState(parked[0]!)).toBe("delayed");
+  expect(await q.getJobState(parked[0]!)).toBe("delayed");
   expect(await live.sweep()).toBe(0);
 
   // The holder of "doomed" was killed: nobody releases its slot, its lease just runs out
   // (DELIVERY_TIMEOUT_MS + 5 s). Expire it now rather than wait.
   await h.redis.zadd(`${live.base}ep:${endpoint}:leases`, 0, "doomed:t");
   expect(await live.sweep()).toBe(1);
-  expect(await h.deliveries.getJobState(parked[0]!)).toBe("waiting");
-  expect(await h.deliveries.getJobState(parked[1]!)).toBe("delayed");
+  expect(await q.getJobState(parked[0]!)).toBe("waiting");
+  expect(await q.getJobState(parked[1]!)).toBe("delayed");
   expect(await live.inUse(endpoint)).toBe(2);
 
   // A reservation whose promotion was lost (a crash between hand-off and promote) expires too;
   // the sweep promotes its job again and gives the slot back when the job is not delayed.
   await h.redis.zadd(`${live.base}ep:${endpoint}:leases`, 0, `r:${parked[0]}`);
   await live.sweep();
-  expect(await h.deliveries.getJobState(parked[1]!)).toBe("waiting");
+  expect(await q.getJobState(parked[1]!)).toBe("waiting");
   expect(await h.redis.zcard(`${live.base}ep:${endpoint}:parked`)).toBe(0);
   expect(await h.redis.zscore(`${live.base}backlogged`, endpoint)).toBeNull();
 });
 
 it("two schedulers on separate connections share one window and one throttle", async () => {
-  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 3 });
+  const a = await EndpointScheduler.forQueue(q, { maxWindow: 3 });
   const b = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 3 });
   const endpoint = randomUUID();
   expect((await a.acquire(endpoint, "j1", "t")).granted).toBe(true);
@@ -132,7 +136,7 @@ it("two schedulers on separate connections share one window and one throttle", a
 });
 
 it("an endpoint whose state expired while jobs wait hands on one slot at a time, until an acquire records its window again", async () => {
-  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const scheduler = await EndpointScheduler.forQueue(q, { maxWindow: 2 });
   const endpoint = randomUUID();
   const hash = `${scheduler.base}ep:${endpoint}`;
   await scheduler.acquire(endpoint, "gone-1", "t");
@@ -145,34 +149,85 @@ it("an endpoint whose state expired while jobs wait hands on one slot at a time,
   await h.redis.zadd(`${hash}:leases`, 0, "gone-1:t", 0, "gone-2:t");
   // The sweep does not know the largest window: it hands on one slot, not a guess.
   expect(await scheduler.sweep()).toBe(1);
-  expect(await Promise.all(parked.map((id) => h.deliveries.getJobState(id)))).toEqual(["waiting", "delayed", "delayed"]);
+  expect(await Promise.all(parked.map((id) => q.getJobState(id)))).toEqual(["waiting", "delayed", "delayed"]);
   // The promoted job's acquire records the window again; the next hand-off fills it.
   expect(await scheduler.acquire(endpoint, parked[0]!, "t")).toMatchObject({ granted: true });
   expect(await h.redis.hget(hash, "win")).toBe("2");
   expect(await scheduler.sweep()).toBe(1);
-  expect(await Promise.all(parked.map((id) => h.deliveries.getJobState(id)))).toEqual(["waiting", "waiting", "delayed"]);
+  expect(await Promise.all(parked.map((id) => q.getJobState(id)))).toEqual(["waiting", "waiting", "delayed"]);
   expect(await scheduler.inUse(endpoint)).toBe(2);
 });
 
+/**
+ * Time for the schedulers' in-process policy, moved by the test: `setTimer` callbacks run only when
+ * {@link advance} reaches them, so a wait is measured in the clock's milliseconds, not the machine's.
+ */
+class TestClock implements SchedulerClock {
+  private at = 1_000_000;
+  private timers: { at: number; fn: () => void }[] = [];
+  now(): number {
+    return this.at;
+  }
+  setTimer(ms: number, fn: () => void): () => void {
+    const timer = { at: this.at + ms, fn };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+  /** Timers waiting to fire. */
+  get pending(): number {
+    return this.timers.length;
+  }
+  /** Moves to the earliest timer and fires it. */
+  advance(): void {
+    this.timers.sort((a, b) => a.at - b.at);
+    const next = this.timers.shift();
+    if (!next) throw new Error("no timer to advance to");
+    this.at = Math.max(this.at, next.at);
+    next.fn();
+  }
+}
+
+/**
+ * Runs `acquiring` to its end on `clock`, firing its timers one by one as it waits on them; resolves
+ * with its result and how much clock time passed. `before(n)` runs before the n-th timer fires.
+ */
+async function onClock<T>(clock: TestClock, acquiring: Promise<T>, before?: (n: number) => Promise<void>): Promise<{ result: T; elapsed: number }> {
+  const started = clock.now();
+  let settled: { result: T } | null = null;
+  const done = acquiring.then((result) => (settled = { result }));
+  for (let n = 0; ; n += 1) {
+    await eventually("the acquire settled or waits on a timer", () => settled !== null || clock.pending > 0, { intervalMs: 2 });
+    if (settled !== null) break;
+    await before?.(n);
+    if (settled === null && clock.pending > 0) clock.advance();
+  }
+  await done;
+  return { result: (settled as unknown as { result: T }).result, elapsed: clock.now() - started };
+}
+
 it("a job finding a busy endpoint's window full waits for the next slot instead of parking, unless jobs are parked there", async () => {
-  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const clock = new TestClock();
+  const a = await EndpointScheduler.forQueue(q, { maxWindow: 2, clock });
   const b = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 2 });
   const endpoint = randomUUID();
   await a.acquire(endpoint, "h1", "t");
   await a.acquire(endpoint, "h2", "t");
-  // A deadline far beyond jest's 5 s test timeout: only a freed slot can end these waits in time.
+  // A deadline far away on the clock: only a freed slot can end these waits.
   let granted = false;
   const waiting = a.acquireWithin(endpoint, "w1", "t", 600_000).then((slot) => ((granted = slot.granted), slot));
-  await new Promise((r) => setTimeout(r, 100));
+  await eventually("the job waits for a slot", () => clock.pending > 0);
   expect(granted).toBe(false);
   await a.release(endpoint, "h1", "t", "answered"); // this process's release wakes the waiter
   expect(await waiting).toMatchObject({ granted: true, backlogged: false });
 
-  // Another replica's release is seen too (the waiter asks again every few ms).
-  const waitingForOther = a.acquireWithin(endpoint, "w2", "t", 600_000);
-  await new Promise((r) => setTimeout(r, 100));
-  await b.release(endpoint, "h2", "t", "answered");
-  expect(await waitingForOther).toMatchObject({ granted: true });
+  // Another replica's release is seen at the waiter's next poll.
+  const other = await onClock(clock, a.acquireWithin(endpoint, "w2", "t", 600_000), async (n) => {
+    if (n === 2) await b.release(endpoint, "h2", "t", "answered");
+  });
+  expect(other.result).toMatchObject({ granted: true });
+  expect(other.elapsed).toBe(3 * SLOT_POLL_MS);
 
   // With jobs parked, a newcomer queues behind them at once (FIFO): no wait, refused as backlogged.
   const parked = await delayedJob(endpoint);
@@ -183,47 +238,45 @@ it("a job finding a busy endpoint's window full waits for the next slot instead 
 });
 
 it("a job waits longer for an endpoint that answered lately (up to five times its wait since the answer), and only its wait for one that did not", async () => {
-  const a = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 1 });
+  const clock = new TestClock();
+  const a = await EndpointScheduler.forQueue(q, { maxWindow: 1, clock });
   const quiet = randomUUID();
   const answering = randomUUID();
-  const elapsed = async (endpoint: string, job: string): Promise<number> => {
-    const started = Date.now();
-    expect(await a.acquireWithin(endpoint, job, "t", 200)).toMatchObject({ granted: false, backlogged: false });
-    return Date.now() - started;
+  const refusedAfter = async (endpoint: string, job: string): Promise<number> => {
+    const { result, elapsed } = await onClock(clock, a.acquireWithin(endpoint, job, "t", 200));
+    expect(result).toMatchObject({ granted: false, backlogged: false });
+    return elapsed;
   };
 
   // Never answered here (hung, or new): refused once its 200 ms have passed.
   await a.acquire(quiet, "holder", "t");
-  const quietWait = await elapsed(quiet, "q1");
-  expect(quietWait).toBeGreaterThanOrEqual(195);
-  expect(quietWait).toBeLessThan(900);
+  expect(await refusedAfter(quiet, "q1")).toBe(200);
   // A timeout is no answer: still 200 ms.
   await a.release(quiet, "holder", "t", "unresponsive");
   await a.acquire(quiet, "holder2", "t");
-  expect(await elapsed(quiet, "q2")).toBeLessThan(900);
+  expect(await refusedAfter(quiet, "q2")).toBe(200);
 
   // Answered just now, then its window filled again and stalled: the waiter gives it five times its
   // wait from that answer (1 s) before parking.
   await a.acquire(answering, "first", "t");
   await a.release(answering, "first", "t", "answered");
   await a.acquire(answering, "stalled", "t");
-  const answeringWait = await elapsed(answering, "w1");
-  expect(answeringWait).toBeGreaterThanOrEqual(900);
-  expect(answeringWait).toBeLessThan(4_000);
-  // The answer is now over a second old: back to the plain 200 ms.
-  expect(await elapsed(answering, "w2")).toBeLessThan(900);
+  expect(await refusedAfter(answering, "w1")).toBe(1000);
+  // The answer is now a second old: back to the plain 200 ms.
+  expect(await refusedAfter(answering, "w2")).toBe(200);
 
-  // Within the longer wait, the stalled attempt's answer frees the slot for the waiter.
+  // Within the longer wait, the stalled attempt's answer frees the slot for the waiter, 500 ms in.
   await a.release(answering, "stalled", "t", "answered");
   await a.acquire(answering, "again", "t");
-  const waiting = a.acquireWithin(answering, "w3", "t", 200);
-  await new Promise((r) => setTimeout(r, 500));
-  await a.release(answering, "again", "t", "answered");
-  expect(await waiting).toMatchObject({ granted: true });
+  const { result, elapsed } = await onClock(clock, a.acquireWithin(answering, "w3", "t", 200), async (n) => {
+    if (n === 500 / SLOT_POLL_MS) await a.release(answering, "again", "t", "answered");
+  });
+  expect(result).toMatchObject({ granted: true });
+  expect(elapsed).toBe(500);
 });
 
 it("a run's release takes its job out of the parked set, where a producer's re-enqueue may have put it meanwhile", async () => {
-  const scheduler = await EndpointScheduler.forQueue(h.deliveries, { maxWindow: 2 });
+  const scheduler = await EndpointScheduler.forQueue(q, { maxWindow: 2 });
   const endpoint = randomUUID();
   const parkedKey = `${scheduler.base}ep:${endpoint}:parked`;
   const running = { deliveryId: randomUUID(), endpointId: endpoint, run: 0 };
@@ -242,7 +295,7 @@ it("a run's release takes its job out of the parked set, where a producer's re-e
   // The run ends: its id leaves the parked set, and the freed slot goes to the other job.
   await scheduler.release(endpoint, running.deliveryId, "run-1", "answered");
   expect(await h.redis.zcard(parkedKey)).toBe(0);
-  expect(await h.deliveries.getJobState(other)).toBe("waiting");
+  expect(await q.getJobState(other)).toBe("waiting");
   expect(await h.redis.zscore(`${scheduler.base}backlogged`, endpoint)).toBeNull();
   expect(await scheduler.inUse(endpoint)).toBe(2); // the holder and the other job's reservation
 });
@@ -256,7 +309,7 @@ it("the sweep parks a job whose process died between moving it to the delayed se
   // timeout (an hour), and is killed before the park itself.
   const orphan = randomUUID();
   await scheduler.intendPark(new Map([[endpoint, [orphan]]]));
-  await h.deliveries.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, run: 0 }, { jobId: orphan, delay: 3_600_000 });
+  await q.add(JOB_NAMES.deliver, { deliveryId: orphan, endpointId: endpoint, run: 0 }, { jobId: orphan, delay: 3_600_000 });
   // Another was killed before even the move: its job is not delayed (here: it does not exist).
   await scheduler.intendPark(new Map([[endpoint, ["never-moved"]]]));
   expect(await h.redis.zcard(parking)).toBe(2);
@@ -266,7 +319,7 @@ it("the sweep parks a job whose process died between moving it to the delayed se
   expect(await h.redis.zcard(parking)).toBe(0);
   // Parked now, the job gets the next free slot instead of waiting out the hour.
   await scheduler.release(endpoint, "holder", "t", "none");
-  expect(await h.deliveries.getJobState(orphan)).toBe("waiting");
+  expect(await q.getJobState(orphan)).toBe("waiting");
 
   // Within the grace (10 s by default), an intent is left to the process that recorded it.
   const patient = await EndpointScheduler.forQueue(otherQueue, { maxWindow: 1 });

@@ -8,15 +8,16 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { LookupFunction } from "node:net";
-import { Queue, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, bullPrefix, createRedisConnection, enqueueDeliveries, openQueue, type DeliverJobData } from "@vw/queues";
+import { parseEnv, readRedisTopology } from "@vw/service-kit";
+import { QUEUE_NAMES, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { createTestDatabase, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
+import { createTestDatabase, deleteKeysUnder, redisReady, testRedisEnv, type TestTopology, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
 import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@vw/queues";
 
 /** Requests held at once, and the most seen: one receiver's, or shared by several. */
 export class InFlight {
@@ -60,6 +61,10 @@ export interface HarnessOptions {
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
   inProcessWorker?: boolean;
+  /** QUEUE_SHARDS of the worker and of `deliveries` (default: the platform's default). */
+  queueShards?: number;
+  /** The run's Redis to use (packages/testing test-topologies.ts); the standalone one by default. */
+  topology?: TestTopology;
   /** The in-process worker's reconciler (RECONCILE_INTERVAL_MS and its marker check); default: as in production. */
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
   /** DNS lookup of the deliveries' connections; the system's unless given. */
@@ -76,15 +81,15 @@ export interface Harness {
   /** This file's own database (see the file comment). */
   databaseUrl: string;
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisClient;
   keyPrefix: string;
   secretBox: SecretBox;
   secretsKey: string;
   smtp: SmtpSink;
   /** The in-process worker (throws when the harness was started without one). */
   worker: DeliveryWorker;
-  /** The deliveries queue (a producer handle). */
-  deliveries: Queue;
+  /** The deliveries queue's shards (a producer handle); `queueFor(endpointId)` is an endpoint's shard queue. */
+  deliveries: DeliveryQueues;
   /** Resolves with the processor's result when the job with this id completes. */
   completion(jobId: string, timeoutMs?: number): Promise<string>;
   createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
@@ -109,10 +114,11 @@ export interface Harness {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase();
   const databaseUrl = database.url;
-  const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const redisEnv = testRedisEnv(options.topology ?? "standalone");
   const prisma = createPrismaClient(databaseUrl, { max: 5 });
   const pool = createPgPool(databaseUrl, { max: 3 });
-  const redis = createRedisConnection(redisUrl, "worker");
+  const redis = createRedisConnection(parseEnv(redisEnv, readRedisTopology), "worker");
+  await redisReady(redis);
   const keyPrefix = testKeyPrefix("worker-");
   const secretsKey = generateSecretBoxKey();
   const secretBox = createSecretBox(secretsKey);
@@ -122,6 +128,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     pool,
     connection: redis,
     keyPrefix,
+    ...(options.queueShards === undefined ? {} : { queueShards: options.queueShards }),
     logger: silentLogger,
     secretBox,
     endpointUrlPolicy: options.endpointUrlPolicy ?? "any",
@@ -149,12 +156,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const done = new Map<string, string>();
   const waiters = new Map<string, (result: string) => void>();
-  const deliveries = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
-  worker?.workers[0]!.on("completed", (job: Job, result: string) => {
-    const id = String(job.id);
-    done.set(id, result);
-    waiters.get(id)?.(result);
-  });
+  const deliveries = openDeliveryQueues(redis, keyPrefix, options.queueShards);
+  for (const shardWorker of worker?.workers.filter((w) => w.name === QUEUE_NAMES.deliveries) ?? []) {
+    shardWorker.on("completed", (job: Job, result: string) => {
+      const id = String(job.id);
+      done.set(id, result);
+      waiters.get(id)?.(result);
+    });
+  }
 
   const organizationIds: string[] = [];
   return {
@@ -216,7 +225,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     processEnv(extra = {}) {
       return {
         DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
+        ...redisEnv,
         REDIS_KEY_PREFIX: keyPrefix,
         SECRETS_ENCRYPTION_KEY: secretsKey,
         ENDPOINT_URL_POLICY: "any",
@@ -229,18 +238,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await worker?.close();
       await deliveries.close();
-      for (const name of Object.values(QUEUE_NAMES)) {
-        const handle = new Queue(name, { connection: redis, prefix: bullPrefix(keyPrefix) });
-        await handle.obliterate({ force: true });
-        await handle.close();
-      }
-      // The scheduler's keys (windows, leases, parked sets) live beside the queue's.
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${keyPrefix}:*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await redis.del(...keys);
-      } while (cursor !== "0");
+      // Every key of the file (queues, scheduler, analytics, markers) starts with its prefix.
+      await deleteKeysUnder(redis, `${keyPrefix}:`);
       await prisma.organization.deleteMany({ where: { id: { in: organizationIds } } });
       mail.close();
       await smtp.close();

@@ -87,11 +87,11 @@ describe("GET /metrics on the delivery worker", () => {
 
   it("reports every queue's depth and the age of its oldest waiting job", async () => {
     // Paused for every worker (jobs stay in the wait list), so nothing takes them meanwhile.
-    await h.deliveries.pause();
+    await Promise.all(h.deliveries.shards.map((q) => q.pause()));
     const enqueuedAt = Date.now();
     const job = (ageMs: number): Promise<unknown> => {
       const data: DeliverJobData = { deliveryId: randomUUID(), endpointId: randomUUID(), run: 0 };
-      return h.deliveries.add(JOB_NAMES.deliver, data, { jobId: data.deliveryId, timestamp: enqueuedAt - ageMs });
+      return h.deliveries.queueFor(data.endpointId).add(JOB_NAMES.deliver, data, { jobId: data.deliveryId, timestamp: enqueuedAt - ageMs });
     };
     // The older job first, then a newer one: the gauge must report the older.
     await job(60_000);
@@ -112,7 +112,7 @@ describe("GET /metrics on the delivery worker", () => {
       expect(age).toBeLessThanOrEqual((scrapeEnd - (enqueuedAt - 60_000)) / 1000);
       expect(sampleSum(exp, "vw_queue_oldest_waiting_seconds", { queue: QUEUE_NAMES.notifications })).toBe(0);
     } finally {
-      await h.deliveries.resume();
+      await Promise.all(h.deliveries.shards.map((q) => q.resume()));
     }
   });
 });

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
-import { QUEUE_NAMES, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, openDeliveryQueues } from "@vw/queues";
 import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { runRecovery } from "../src/recover.js";
 import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
@@ -50,8 +50,9 @@ function recoverCompletion(recoveryId: string): Promise<unknown> {
 
 /** Resolves with the results of the replay runs of `deliveryIds` (in that order) once the deliveries worker completed them all. */
 function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
-  const worker = h.worker.workers.find((w) => w.name === QUEUE_NAMES.deliveries);
-  if (!worker) throw new Error("no deliveries worker");
+  // One worker per delivery shard: the replays complete on their endpoint's.
+  const workers = h.worker.workers.filter((w) => w.name === QUEUE_NAMES.deliveries);
+  if (workers.length === 0) throw new Error("no deliveries worker");
   const results = new Map<string, unknown>();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`replays completed: ${results.size} of ${deliveryIds.length}`)), 30_000);
@@ -60,10 +61,10 @@ function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
       results.set(job.data.deliveryId, result);
       if (results.size < deliveryIds.length) return;
       clearTimeout(timer);
-      worker.off("completed", onDone);
+      for (const worker of workers) worker.off("completed", onDone);
       resolve(deliveryIds.map((id) => results.get(id)));
     };
-    worker.on("completed", onDone);
+    for (const worker of workers) worker.on("completed", onDone);
   });
 }
 
@@ -156,8 +157,9 @@ describe("runRecovery", () => {
     const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 5 });
     // A deliveries queue no worker reads, so the jobs added are all still there to look at.
-    const idle = openQueue(QUEUE_NAMES.deliveries, h.redis, `${h.keyPrefix}-idle`);
-    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idle, logger: silentLogger, batchSize: 2 }, recovery.id);
+    const idleShards = openDeliveryQueues(h.redis, `${h.keyPrefix}-idle`, 1);
+    const idle = idleShards.shards[0]!;
+    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idleShards, logger: silentLogger, batchSize: 2 }, recovery.id);
     expect(outcome).toEqual({ status: "done", requeued: 5 });
     const row = await recoveries.get(recovery.id);
     expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
@@ -169,7 +171,7 @@ describe("runRecovery", () => {
     const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
     expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));
     // Run again (a duplicate or retried job): the recovery has ended, nothing more is queued.
-    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idle, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idleShards, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
     expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 5 });
     await idle.obliterate({ force: true });
     await idle.close();

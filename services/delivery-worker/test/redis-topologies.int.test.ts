@@ -6,14 +6,16 @@
  * scripts over the queues' keys (admin-api's /readyz counts a queue's jobs; the worker runs them
  * all) need those keys to share a hash tag, which is the queue key layout's business: here,
  * map-storage and event-ingest, whose readiness pings Redis, and event-ingest's throttle of wrong
- * tokens, whose counters are single keys.
+ * tokens, whose counters are single keys. On each topology, a primary is then SIGKILLed under
+ * load (on the Cluster, the one holding the endpoint's delivery shard).
  */
 import { randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { EVENT_SAMPLES } from "@vw/contracts";
-import { redisCommand, spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type ServiceProcess } from "@vw/testing";
+import { DEFAULT_QUEUE_SHARDS, shardOf, shardTag } from "@vw/queues";
+import { eventually, redisCommand, spawnService, startRedisCluster, startSentinelGroup, startWebhookReceiver, type RedisNodeAddress, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -117,4 +119,108 @@ describe("the services on a Cluster (REDIS_CLUSTER_NODES)", () => {
       await cluster.stop();
     }
   }, 120_000);
+});
+
+/**
+ * Events POSTed to event-ingest in small batches until `stop` resolves, through the failover;
+ * resolves with the ids of those accepted (202). Refused requests (the primary gone) are not
+ * accepted and owe nothing.
+ */
+async function postUnderLoad(ingestUrl: string, worldRef: string, stop: Promise<unknown>): Promise<{ accepted: string[]; acceptedAt: Map<string, number> }> {
+  let stopping = false;
+  void stop.then(() => (stopping = true));
+  const accepted: string[] = [];
+  const acceptedAt = new Map<string, number>();
+  while (!stopping) {
+    const events = Array.from({ length: 5 }, () => ({ id: randomUUID(), world: worldRef, type: "visitor.registered", timestamp: "2026-11-22T10:00:00.000Z", data: EVENT_SAMPLES["visitor.registered"] }));
+    const res = await fetch(`${ingestUrl}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${INGEST_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+      signal: AbortSignal.timeout(5_000),
+    }).catch(() => null);
+    if (res?.status === 202) {
+      for (const e of events) {
+        accepted.push(e.id);
+        acceptedAt.set(e.id, Date.now());
+      }
+    }
+    await res?.body?.cancel().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { accepted, acceptedAt };
+}
+
+/**
+ * The failover test of one topology: event-ingest and the worker on it, events flowing to one
+ * endpoint; `kill` SIGKILLs the primary holding the endpoint's shard and resolves once a replica is
+ * promoted. Passes when every accepted event is delivered, both processes are alive, and an event
+ * accepted after the promotion is delivered within 15 s of it.
+ */
+async function failoverUnderLoad(redisEnv: Record<string, string>, kill: (endpointId: string) => Promise<RedisNodeAddress>): Promise<void> {
+  const receiver: WebhookReceiver = await startWebhookReceiver({ answer: 200 });
+  let promoted: () => void = () => undefined;
+  let services = new Map<string, ServiceProcess>();
+  try {
+    services = await startServices({ ...redisEnv, RECONCILE_INTERVAL_MS: "2000" }, ["event-ingest", "delivery-worker"]);
+    const world = await h.createWorld();
+    const endpoint = await h.createEndpoint(world.id, { url: receiver.url, subscriptions: ["visitor"] });
+    receiver.setSecret(endpoint.secret);
+    const ingestUrl = services.get("event-ingest")!.url;
+    const done = new Promise<void>((resolve) => (promoted = resolve));
+    const load = postUnderLoad(ingestUrl, `${world.organizationSlug}/${world.slug}`, done);
+    await eventually("deliveries flow before the failover", () => receiver.received.length >= 10, { timeoutMs: 15_000 });
+    await kill(endpoint.id);
+    const promotedAt = Date.now();
+    // Keep posting after the promotion: those events must flow within 15 s of it.
+    const receivedAtPromotion = receiver.received.length;
+    await eventually("deliveries flow again after the promotion", () => receiver.received.length > receivedAtPromotion + 10, { timeoutMs: 15_000 });
+    promoted();
+    const { accepted, acceptedAt } = await load;
+    const eventIdsDelivered = async () => {
+      const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id, status: "delivered" }, select: { eventProducerId: true } });
+      return new Set(rows.map((r) => r.eventProducerId));
+    };
+    await eventually("every accepted event was delivered", async () => {
+      const delivered = await eventIdsDelivered();
+      return accepted.every((id) => delivered.has(id));
+    }, { timeoutMs: 60_000 });
+    const after = accepted.filter((id) => (acceptedAt.get(id) ?? 0) > promotedAt);
+    expect(after.length).toBeGreaterThan(0);
+    const firstAfter = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id, eventProducerId: after[0] } });
+    const attempt = await h.prisma.deliveryAttempt.findFirstOrThrow({ where: { deliveryId: firstAfter.id }, orderBy: { attemptNumber: "asc" } });
+    expect(attempt.startedAt.getTime() - promotedAt).toBeLessThan(15_000);
+    for (const [name, service] of services) expect([name, service.child.exitCode, service.child.signalCode]).toEqual([name, null, null]);
+  } finally {
+    promoted();
+    await stopServices(services);
+    await receiver.close();
+  }
+}
+
+describe("a primary SIGKILLed under load", () => {
+  it("on Sentinel: a replica is promoted, no accepted event is lost, both processes live, deliveries flow again within 15 s", async () => {
+    const group = await startSentinelGroup();
+    try {
+      await failoverUnderLoad({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_MASTER: group.masterName }, async () => {
+        const killed = await group.killPrimary();
+        return group.waitForFailover(killed, { timeoutMs: 30_000 });
+      });
+    } finally {
+      await group.stop();
+    }
+  }, 180_000);
+
+  it("on a Cluster: the replica of the endpoint's shard is promoted, no accepted event is lost, both processes live, deliveries flow again within 15 s", async () => {
+    const cluster = await startRedisCluster();
+    try {
+      await failoverUnderLoad({ REDIS_CLUSTER_NODES: cluster.seeds }, async (endpointId) => {
+        const victim = await cluster.primaryForKey(`{${shardTag(shardOf(endpointId, DEFAULT_QUEUE_SHARDS), DEFAULT_QUEUE_SHARDS)}}`);
+        await cluster.kill(victim);
+        return cluster.waitForPromotion(victim, { timeoutMs: 30_000 });
+      });
+    } finally {
+      await cluster.stop();
+    }
+  }, 180_000);
 });

@@ -168,7 +168,7 @@ describe("429 and 503", () => {
     await receiver.waitFor(before + 1, 20_000);
     await eventually(
       `the attempt of ${id} is logged and its slot released`,
-      async () => (await h.prisma.deliveryAttempt.count({ where: { deliveryId: id } })) === 1 && (await h.worker.scheduler.inUse(endpoint.id)) === 0,
+      async () => (await h.prisma.deliveryAttempt.count({ where: { deliveryId: id } })) === 1 && (await h.worker.schedulerFor(endpoint.id).inUse(endpoint.id)) === 0,
       { intervalMs: 20 },
     );
     return id;
@@ -179,24 +179,24 @@ describe("429 and 503", () => {
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
     receiver.setSecret(endpoint.secret);
     // A new endpoint's window opens at the largest; answers keep it there.
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(10);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(10);
     await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(10);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(10);
 
     receiver.answerWith(503);
     const throttled = await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(5);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(5);
     receiver.answerWith(429);
     await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(2);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(2);
     await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(1);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(1);
     await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(1);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(1);
     // A 500 is an answer like any other: the window grows again.
     receiver.answerWith(500);
     await oneAttempt(endpoint);
-    expect(await h.worker.scheduler.windowOf(endpoint.id)).toBe(2);
+    expect(await h.worker.schedulerFor(endpoint.id).windowOf(endpoint.id)).toBe(2);
 
     // The 503'd delivery waits for its first retry exactly as the schedule says (60 s + up to 10%).
     const attempt = await h.prisma.deliveryAttempt.findFirstOrThrow({ where: { deliveryId: throttled } });
@@ -226,7 +226,7 @@ describe("parked jobs", () => {
     const world = await h.createWorld();
     const endpoint = await h.createEndpoint(world.id, { url: receiver.url });
     receiver.setSecret(endpoint.secret);
-    const scheduler = h.worker.scheduler;
+    const scheduler = h.worker.schedulerFor(endpoint.id);
     // Two holders fill the endpoint's window (2). A job queued meanwhile goes to the wait list (no
     // job is parked yet); the worker takes it, finds no slot and parks it: its next run is its second.
     await scheduler.acquire(endpoint.id, "holder-1", "t");
@@ -234,13 +234,13 @@ describe("parked jobs", () => {
     const first = await h.seedDelivery(endpoint);
     const parkedSet = `${scheduler.base}ep:${endpoint.id}:parked`;
     await eventually("the worker parked the first job", async () => (await h.redis.zcard(parkedSet)) > 0, { intervalMs: 20 });
-    expect(await h.deliveries.getJobState(first)).toBe("delayed");
+    expect(await h.deliveries.queueFor(endpoint.id).getJobState(first)).toBe("delayed");
     // The producer parks new jobs of the endpoint behind it: added delayed, and promoted later for
     // their first run.
     const later: string[] = [];
     for (let i = 0; i < 3; i += 1) later.push(await h.seedDelivery(endpoint, { enqueue: false }));
     await h.enqueue(later.map((deliveryId) => ({ deliveryId, endpointId: endpoint.id, run: 0 })));
-    expect(await Promise.all(later.map((id) => h.deliveries.getJobState(id)))).toEqual(["delayed", "delayed", "delayed"]);
+    expect(await Promise.all(later.map((id) => h.deliveries.queueFor(endpoint.id).getJobState(id)))).toEqual(["delayed", "delayed", "delayed"]);
 
     // The holders finish: each freed slot is reserved for the oldest parked job and promoted.
     const all = [first, ...later];

@@ -98,6 +98,7 @@ export class AnalyticsIntake {
     const pushed = await pushWorldAnalyticsEvents(
       this.redis,
       this.options.keyPrefix,
+      world.id,
       endpoints.map((e) => e.id),
       kept,
       { perEndpointMax: this.options.bufferMax, worldMax },

@@ -1,6 +1,5 @@
 import { Router, type Express } from "express";
-import type { Queue } from "bullmq";
-import type { RedisClient } from "@vw/queues";
+import type { DeliveryQueues, RedisClient } from "@vw/queues";
 import { MemberDirectory, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
@@ -39,8 +38,8 @@ export interface IngestAppDeps {
   pool: PgPool;
   /** The producer connection (fails fast); `/readyz` pings it. */
   redis: RedisClient;
-  /** The deliveries queue (`QUEUE_NAMES.deliveries`) opened on `redis`. */
-  queue: Queue;
+  /** The deliveries queue's shards (`openDeliveryQueues`) opened on `redis`. */
+  queue: DeliveryQueues;
   logger: Logger;
   /** The bearer token every `/v1` request must present. */
   ingestToken: string;

@@ -1,4 +1,5 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
+import { readQueueShards } from "@vw/queues";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
@@ -41,6 +42,8 @@ export function loadConfig(env: Env) {
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`, trailing colons dropped); the worker's must match. */
       redisKeyPrefix,
+      /** QUEUE_SHARDS: the deliveries queue's shards; producers and workers must agree (see readQueueShards). */
+      queueShards: readQueueShards(r),
       /** Bearer token of every `/v1` request. */
       ingestToken,
       /**

@@ -15,10 +15,9 @@
  * runs is not doubled. The one window for a second POST is a job that completes and leaves Redis
  * between our read and our add; receivers deduplicate on deliveryId (spec: Delivery guarantees).
  */
-import type { Queue } from "bullmq";
 import { DeliveryLog, newDeliveryId, newEventRowId, pgRunner, type IntakeEvent as LogEvent, type IntakeWorld, type MemberDirectory, type NewDelivery, type PgPool } from "@vw/db";
 import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
-import { enqueueDeliveries, type DeliverJobData, type DeliverJobRequest } from "@vw/queues";
+import { enqueueDeliveries, type DeliverJobData, type DeliverJobRequest, type DeliveryQueues } from "@vw/queues";
 import { AppError, Coalescer, isDependencyUnavailable, traceMetadata, withSpan } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { IntakeEvent, IntakeRequest } from "./events.schema.js";
@@ -86,7 +85,7 @@ export class IngestService {
 
   constructor(
     pool: PgPool,
-    private readonly queue: Queue,
+    private readonly queue: DeliveryQueues,
     private readonly members: MemberDirectory,
     private readonly options: IngestServiceOptions,
   ) {

@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue } from "@vw/queues";
+import { createRedisConnection, openDeliveryQueues } from "@vw/queues";
 import {
   Counter,
   METRICS_PREFIX,
@@ -37,8 +37,8 @@ const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
 // failure as a 503, and the log gets one line when Redis goes and one when it is back.
 watchRedisConnection(redis, logger);
-const queue = openQueue(QUEUE_NAMES.deliveries, redis, config.redisKeyPrefix);
-queue.on("error", redisClientErrorListener(logger, "deliveries queue error"));
+const queue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
+for (const shard of queue.shards) shard.on("error", redisClientErrorListener(logger, "deliveries queue error"));
 
 // The auth hook's HTTP agents enforce ENDPOINT_URL_POLICY at connect time, like the worker's.
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);

@@ -75,7 +75,8 @@ async function worldWith(analytics: Partial<Omit<WorldAnalytics, "categories">> 
 
 /** The inner events buffered for an endpoint, parsed. */
 async function buffered(endpointId: string): Promise<any[]> {
-  const texts = await h.redis.lrange(analyticsKeys(h.keyPrefix).buffer(endpointId), 0, -1);
+  const { worldId } = await h.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId }, select: { worldId: true } });
+  const texts = await h.redis.lrange(analyticsKeys(h.keyPrefix, worldId).buffer(endpointId), 0, -1);
   return texts.map((t) => JSON.parse(t));
 }
 
@@ -123,7 +124,7 @@ describe("privacy rules", () => {
     const res = await post({ world: world.ref, events: [inner("area.dwell"), inner("user.connected")] });
     expect(res).toEqual({ status: 202, body: { accepted: 0, dropped: 2, endpoints: 0 } });
     expect(await buffered(endpointId)).toEqual([]);
-    expect(await h.redis.sismember(analyticsKeys(h.keyPrefix).pending, endpointId)).toBe(0);
+    expect(await h.redis.sismember(analyticsKeys(h.keyPrefix, world.id).pending, endpointId)).toBe(0);
   });
 
   it("a category switched off drops its families, and only them", async () => {
@@ -190,7 +191,7 @@ describe("buffering", () => {
     const { world, endpointId } = await worldWith();
     const disabled = await h.createEndpoint(world, { subscriptions: ["analytics"], enabled: false });
     const other = await h.createEndpoint(world, { subscriptions: ["visitor"] });
-    const keys = analyticsKeys(h.keyPrefix);
+    const keys = analyticsKeys(h.keyPrefix, world.id);
     const events = Array.from({ length: 80 }, (_, n) => inner("area.dwell", { properties: { durationSeconds: n } }));
     expect((await post({ world: world.ref, events })).body).toEqual({ accepted: 80, dropped: 0, endpoints: 1 });
 

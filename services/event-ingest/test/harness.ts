@@ -12,7 +12,7 @@ import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import type { Express } from "express";
 import { createIngestApp } from "../src/app.js";
@@ -81,7 +81,7 @@ export interface IngestHarness {
   /** The intake's pg pool (ended by `close`). */
   pool: PgPool;
   redis: Redis;
-  queue: Queue;
+  queue: DeliveryQueues;
   keyPrefix: string;
   logs: LogLine[];
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
@@ -124,7 +124,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   const redis = createRedisConnection(redisUrl, "producer");
   const ownsPrefix = options.keyPrefix === undefined;
   const keyPrefix = options.keyPrefix ?? testKeyPrefix("ingest-");
-  const queue = openQueue(QUEUE_NAMES.deliveries, redis, keyPrefix);
+  const queue = openDeliveryQueues(redis, keyPrefix);
   const logs: LogLine[] = [];
   // Failures of a deliberately dead Redis are expected; keep them off the console.
   redis.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "redis error" }));

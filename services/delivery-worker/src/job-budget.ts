@@ -1,0 +1,140 @@
+/**
+ * One budget of jobs in hand for the whole process, shared by the BullMQ workers of every delivery
+ * shard (delivery-shards.ts). Each shard's worker may use all of it (one busy shard gets the whole
+ * process), but together they never hold more jobs than the budget: `DELIVERY_CONCURRENCY` means
+ * the same with 16 shards as with one, instead of sixteen times as much.
+ *
+ * BullMQ's worker has no such hook, so {@link shareJobBudget} wraps two of its methods on the
+ * instance (kept small and tested: job-budget.int.test.ts):
+ * - the fetch of a job (`_getNextJob`) takes a permit first (synchronously when one is free, so
+ *   BullMQ's fetch starts as it would without the budget). With none free it waits only when
+ *   this worker holds no fetched job that has not started (that job's permit could be the one
+ *   awaited); otherwise it comes back empty, so BullMQ starts what it holds, and asks again when
+ *   one of its jobs ends. While it blocks on an empty shard it holds no permit;
+ * - a job's processing (`processJob`) gives its permit back when it ends, unless BullMQ fetched
+ *   the next job in the same call (then the permit passes to that job).
+ */
+import type { Job, Worker } from "bullmq";
+
+/** A counting semaphore of jobs in hand, FIFO, whose waits can be abandoned. */
+export class JobBudget {
+  private used = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly size: number) {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`JobBudget: size must be a positive integer, got ${size}`);
+  }
+
+  /** Jobs held now. */
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Takes a permit if one is free. */
+  tryTake(): boolean {
+    if (this.used >= this.size) return false;
+    this.used += 1;
+    return true;
+  }
+
+  /** Resolves true with a permit, or false when `ms` passed first (nothing taken then). */
+  take(ms: number): Promise<boolean> {
+    if (this.tryTake()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const grant = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const at = this.waiting.indexOf(grant);
+        if (at >= 0) this.waiting.splice(at, 1);
+        resolve(false);
+      }, ms);
+      timer.unref();
+      this.waiting.push(grant);
+    });
+  }
+
+  /** Takes a permit even past the budget (a worker closing must not wait for one). */
+  takeAnyway(): void {
+    this.used += 1;
+  }
+
+  /** Gives a permit back; it passes straight to the oldest waiter, if any. */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.used = Math.max(0, this.used - 1);
+  }
+}
+
+/** How often a fetch waiting for a permit looks again at whether its worker got a job to start meanwhile. */
+const PERMIT_RECHECK_MS = 50;
+
+/** The BullMQ worker internals {@link shareJobBudget} wraps (BullMQ 6's `Worker`). */
+interface WorkerInternals {
+  _getNextJob(token: string, opts?: { block?: boolean }): Promise<Job | undefined>;
+  waitForJob(blockUntil: number): Promise<number>;
+  processJob(job: Job, token: string, fetchNextCallback?: () => boolean): Promise<void | Job>;
+  mainLoopQueue: { numQueued(): number } | null;
+}
+
+/** Makes `worker` take and give back permits of `budget` for every job it holds (see the file comment). */
+export function shareJobBudget(worker: Worker, budget: JobBudget): void {
+  const internals = worker as unknown as WorkerInternals;
+  const getNextJob = internals._getNextJob.bind(worker);
+  const waitForJob = internals.waitForJob.bind(worker);
+  const processJob = internals.processJob.bind(worker);
+  const holdsUnstarted = () => (internals.mainLoopQueue?.numQueued() ?? 0) > 0;
+
+  /** A permit, waited for only while this worker holds no fetched job that has not started. */
+  const permit = async (): Promise<boolean> => {
+    while (!budget.tryTake()) {
+      if (holdsUnstarted() || worker.closing !== undefined) return false;
+      if (await budget.take(PERMIT_RECHECK_MS)) return true;
+    }
+    return true;
+  };
+
+  /** Gives the permit back when the fetch brought no job. */
+  const keepIfJob = async (fetching: Promise<Job | undefined>): Promise<Job | undefined> => {
+    let job: Job | undefined;
+    try {
+      job = await fetching;
+    } finally {
+      if (job === undefined) budget.release();
+    }
+    return job;
+  };
+  // With a permit free, BullMQ's fetch starts synchronously, as without the budget: its main loop
+  // reads the `waiting` flag the fetch sets before its first await, and starts the jobs it holds
+  // instead of waiting on a blocking read behind them.
+  internals._getNextJob = (token, opts) => {
+    if (budget.tryTake()) return keepIfJob(getNextJob(token, opts));
+    return permit().then((ok) => (ok ? keepIfJob(getNextJob(token, opts)) : undefined));
+  };
+  // Blocking on an empty shard holds no permit: given back for the wait, taken again after it.
+  internals.waitForJob = async (blockUntil) => {
+    budget.release();
+    try {
+      return await waitForJob(blockUntil);
+    } finally {
+      // Only the permit of this fetch is awaited: nothing this worker holds waits for it.
+      while (!(await budget.take(PERMIT_RECHECK_MS))) {
+        if (worker.closing !== undefined) {
+          budget.takeAnyway();
+          break;
+        }
+      }
+    }
+  };
+  internals.processJob = async (job, token, fetchNextCallback) => {
+    let next: void | Job = undefined;
+    try {
+      next = await processJob(job, token, fetchNextCallback);
+    } finally {
+      if (!next) budget.release();
+    }
+    return next;
+  };
+}
