@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import net, { type AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
-import { JOB_NAMES, QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
+import { JOB_NAMES, createRedisConnection, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
 import { createDeliveryAgents, destroyDeliveryAgents } from "@vw/webhook-core";

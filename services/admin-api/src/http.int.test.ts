@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { AddressInfo } from "node:net";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
+import { createRedisConnection, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey } from "@vw/webhook-core";
 import type { Queue } from "bullmq";

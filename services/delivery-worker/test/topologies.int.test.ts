@@ -71,7 +71,8 @@ describe.each(HA_TEST_TOPOLOGIES)("on %s", (topology) => {
 
     const flushed = await flushAnalytics({
       redis: h.redis,
-      prisma: h.prisma,
+      sql: h.worker.db.sql,
+      log: h.worker.db.log,
       deliveries: h.deliveries,
       keyPrefix: h.keyPrefix,
       playUrl: "https://play.example.test",

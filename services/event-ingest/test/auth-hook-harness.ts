@@ -9,7 +9,7 @@ import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import { CURRENT_API_VERSION, type IdentityProvider, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues } from "@vw/queues";
+import { createRedisConnection, openDeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
 import { createIngestApp } from "../src/app.js";

@@ -8,11 +8,11 @@
 import { randomBytes } from "node:crypto";
 import { testKeyPrefix } from "@vw/testing";
 import type { AddressInfo } from "node:net";
-import type { Job, Queue } from "bullmq";
+import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue, type DeliverJobData , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
+import { createRedisConnection, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import type { Express } from "express";
 import { createIngestApp } from "../src/app.js";
