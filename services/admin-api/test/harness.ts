@@ -13,7 +13,7 @@ import type { AddressInfo, LookupFunction } from "node:net";
 import type { Queue } from "bullmq";
 import type { Express } from "express";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openQueue , openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
+import { QUEUE_NAMES, createRedisConnection, openQueue, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import {
   createDeliveryAgents,
