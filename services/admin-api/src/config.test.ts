@@ -48,6 +48,7 @@ describe("loadConfig", () => {
       databaseUrl: valid.DATABASE_URL,
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",
+      queueShards: 16,
       playUrl: "https://play.localhost",
       endpointUrlPolicy: "public-https",
       secretsEncryptionKey: KEY_A,

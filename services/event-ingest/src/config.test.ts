@@ -32,6 +32,7 @@ describe("loadConfig", () => {
       redisKeyPrefix: "vw",
       ingestToken: valid.INGEST_TOKEN,
       playUrl: "https://play.localhost",
+      queueShards: 16,
       maxEventsPerRequest: 500,
       authHookTimeoutMs: 5000,
       endpointUrlPolicy: "public-https",
