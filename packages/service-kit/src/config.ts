@@ -4,7 +4,6 @@
  */
 
 import { isIP } from "node:net";
-import { readTracing, type TracingConfig } from "./tracing.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -273,4 +272,54 @@ export function loadConfigOrExit<T>(service: string, load: () => T): T {
     }
     throw err;
   }
+}
+
+/** Values of OTEL_EXPORTER_OTLP_PROTOCOL this platform exports with (gRPC is not built in). */
+export const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** Values of OTEL_TRACES_SAMPLER understood here (the specification's built-in samplers). */
+export const TRACE_SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
+export type TraceSamplerName = (typeof TRACE_SAMPLERS)[number];
+
+/** What the `OTEL_*` variables say; `endpoint` null means tracing is off. */
+export interface TracingConfig {
+  /** Where spans are POSTed (the traces URL itself, `.../v1/traces`), or null: off. */
+  endpoint: string | null;
+  protocol: OtlpProtocol;
+  /** OTEL_SERVICE_NAME, or null for the service's own name. */
+  serviceName: string | null;
+  sampler: TraceSamplerName;
+  /** OTEL_TRACES_SAMPLER_ARG: the ratio of the `*traceidratio` samplers, 0 to 1. */
+  samplerRatio: number;
+}
+
+/**
+ * Reads the tracing variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is) or
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended), `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`,
+ * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`; `OTEL_SDK_DISABLED=true`
+ * or `OTEL_TRACES_EXPORTER=none` turn tracing off whatever the endpoint.
+ */
+export function readTracing(r: EnvReader): TracingConfig {
+  const tracesEndpoint = r.optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const baseEndpoint = r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT");
+  let endpoint: string | null = null;
+  if (tracesEndpoint !== undefined) endpoint = r.url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  else if (baseEndpoint !== undefined) endpoint = `${r.url("OTEL_EXPORTER_OTLP_ENDPOINT")}/v1/traces`;
+  const protocolName = r.optionalString("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") === undefined ? "OTEL_EXPORTER_OTLP_PROTOCOL" : "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+  const protocol = r.oneOf(protocolName, OTLP_PROTOCOLS, "http/protobuf");
+  const sampler = r.oneOf("OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
+  const ratioText = r.optionalString("OTEL_TRACES_SAMPLER_ARG");
+  let samplerRatio = 1;
+  if (ratioText !== undefined && sampler.endsWith("traceidratio")) {
+    samplerRatio = Number(ratioText);
+    if (!Number.isFinite(samplerRatio) || samplerRatio < 0 || samplerRatio > 1) {
+      r.problem(`OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got "${ratioText}"`);
+      samplerRatio = 1;
+    }
+  }
+  const exporter = r.optionalString("OTEL_TRACES_EXPORTER");
+  if (exporter !== undefined && exporter !== "otlp" && exporter !== "none") r.problem(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  const off = r.bool("OTEL_SDK_DISABLED", false) || exporter === "none";
+  return { endpoint: off ? null : endpoint, protocol, serviceName: r.optionalString("OTEL_SERVICE_NAME") ?? null, sampler, samplerRatio };
 }

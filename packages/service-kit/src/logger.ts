@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { pino, type Logger } from "pino";
 import pinoPretty from "pino-pretty";
 import type { LogFormat } from "./config.js";
-import { traceLogFields } from "./tracing.js";
+import { traceLogFields } from "./tracing-runtime.js";
 
 export type { Logger };
 

@@ -22,7 +22,8 @@ import {
 } from "@opentelemetry/sdk-trace-node";
 import { BullMQOtel } from "bullmq-otel";
 import type { Logger } from "./logger.js";
-import type { TraceSamplerName, TracingConfig, TracingRuntime } from "./tracing.js";
+import type { TraceSamplerName, TracingConfig } from "./config.js";
+import type { TracingRuntime } from "./tracing-runtime.js";
 
 /** Name of this platform's tracer (its own spans: HTTP requests, intake, attempts, Test, Replay...). */
 export const TRACER_NAME = "vw";

@@ -6,72 +6,16 @@
  *
  * Outbound HTTP is never instrumented: a delivery to a customer carries no trace header.
  */
-import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { Telemetry } from "bullmq";
 import type { RequestHandler } from "express";
-import type { EnvReader } from "./config.js";
+import type { TracingConfig } from "./config.js";
 import type { Logger } from "./logger.js";
+import { currentRuntime, setRuntime, type TracingRuntime } from "./tracing-runtime.js";
 
-/** Values of OTEL_EXPORTER_OTLP_PROTOCOL this platform exports with (gRPC is not built in). */
-export const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const;
-export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+export { OTLP_PROTOCOLS, TRACE_SAMPLERS, readTracing, type OtlpProtocol, type TraceSamplerName, type TracingConfig } from "./config.js";
+export { traceLogFields, type TracingRuntime } from "./tracing-runtime.js";
 
-/** Values of OTEL_TRACES_SAMPLER understood here (the specification's built-in samplers). */
-export const TRACE_SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
-export type TraceSamplerName = (typeof TRACE_SAMPLERS)[number];
-
-/** What the `OTEL_*` variables say; `endpoint` null means tracing is off. */
-export interface TracingConfig {
-  /** Where spans are POSTed (the traces URL itself, `.../v1/traces`), or null: off. */
-  endpoint: string | null;
-  protocol: OtlpProtocol;
-  /** OTEL_SERVICE_NAME, or null for the service's own name. */
-  serviceName: string | null;
-  sampler: TraceSamplerName;
-  /** OTEL_TRACES_SAMPLER_ARG: the ratio of the `*traceidratio` samplers, 0 to 1. */
-  samplerRatio: number;
-}
-
-/**
- * Reads the tracing variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is) or
- * `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended), `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`,
- * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`; `OTEL_SDK_DISABLED=true`
- * or `OTEL_TRACES_EXPORTER=none` turn tracing off whatever the endpoint.
- */
-export function readTracing(r: EnvReader): TracingConfig {
-  const tracesEndpoint = r.optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-  const baseEndpoint = r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT");
-  let endpoint: string | null = null;
-  if (tracesEndpoint !== undefined) endpoint = r.url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-  else if (baseEndpoint !== undefined) endpoint = `${r.url("OTEL_EXPORTER_OTLP_ENDPOINT")}/v1/traces`;
-  const protocolName = r.optionalString("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") === undefined ? "OTEL_EXPORTER_OTLP_PROTOCOL" : "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
-  const protocol = r.oneOf(protocolName, OTLP_PROTOCOLS, "http/protobuf");
-  const sampler = r.oneOf("OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
-  const ratioText = r.optionalString("OTEL_TRACES_SAMPLER_ARG");
-  let samplerRatio = 1;
-  if (ratioText !== undefined && sampler.endsWith("traceidratio")) {
-    samplerRatio = Number(ratioText);
-    if (!Number.isFinite(samplerRatio) || samplerRatio < 0 || samplerRatio > 1) {
-      r.problem(`OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got "${ratioText}"`);
-      samplerRatio = 1;
-    }
-  }
-  const exporter = r.optionalString("OTEL_TRACES_EXPORTER");
-  if (exporter !== undefined && exporter !== "otlp" && exporter !== "none") r.problem(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
-  const off = r.bool("OTEL_SDK_DISABLED", false) || exporter === "none";
-  return { endpoint: off ? null : endpoint, protocol, serviceName: r.optionalString("OTEL_SERVICE_NAME") ?? null, sampler, samplerRatio };
-}
-
-/** What the SDK module hands back once started. */
-export interface TracingRuntime {
-  tracer: Tracer;
-  /** BullMQ's `telemetry` option (bullmq-otel). */
-  bullmq: Telemetry;
-  /** Sends what is buffered and stops. */
-  shutdown: () => Promise<void>;
-}
-
-let runtime: TracingRuntime | null = null;
 
 /** A started (or disabled) tracing set-up: `shutdown` flushes the last spans. */
 export interface Tracing {
@@ -87,13 +31,13 @@ export interface Tracing {
 export async function startTracing(config: TracingConfig, service: string, logger: Logger): Promise<Tracing> {
   if (config.endpoint === null) return { enabled: false, shutdown: async () => undefined };
   const sdk = await import("./tracing-sdk.js");
-  runtime = sdk.startSdk({ ...config, endpoint: config.endpoint, serviceName: config.serviceName ?? service }, logger);
+  setRuntime(sdk.startSdk({ ...config, endpoint: config.endpoint, serviceName: config.serviceName ?? service }, logger));
   logger.info({ endpoint: config.endpoint, protocol: config.protocol, sampler: config.sampler, samplerRatio: config.samplerRatio }, "tracing: exporting spans over OTLP");
-  const started = runtime;
+  const started = currentRuntime() as TracingRuntime;
   return {
     enabled: true,
     shutdown: async () => {
-      if (runtime === started) runtime = null;
+      if (currentRuntime() === started) setRuntime(null);
       await started.shutdown();
     },
   };
@@ -101,7 +45,7 @@ export async function startTracing(config: TracingConfig, service: string, logge
 
 /** Whether spans are being recorded in this process. */
 export function tracingEnabled(): boolean {
-  return runtime !== null;
+  return currentRuntime() !== null;
 }
 
 /** What a traced piece of work may add to its span. */
@@ -116,8 +60,9 @@ const NO_NOTES: SpanNotes = { setAttributes: () => undefined };
  * settles and records a thrown error. With tracing off, runs `work` as it is.
  */
 export function withSpan<T>(name: string, attributes: Attributes, work: (span: SpanNotes) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
-  if (runtime === null) return work(NO_NOTES);
-  return runtime.tracer.startActiveSpan(name, { kind, attributes }, async (span: Span) => {
+  const rt = currentRuntime();
+  if (rt === null) return work(NO_NOTES);
+  return rt.tracer.startActiveSpan(name, { kind, attributes }, async (span: Span) => {
     try {
       return await work(span);
     } catch (err) {
@@ -132,17 +77,8 @@ export function withSpan<T>(name: string, attributes: Attributes, work: (span: S
 
 /** Adds attributes to the active span, if any (tracing on). */
 export function noteOnSpan(attributes: Attributes): void {
-  if (runtime === null) return;
+  if (currentRuntime() === null) return;
   trace.getActiveSpan()?.setAttributes(attributes);
-}
-
-/** `trace_id` and `span_id` of the active span, for log lines; empty when there is none. */
-export function traceLogFields(): { trace_id?: string; span_id?: string } {
-  if (runtime === null) return {};
-  const span = trace.getActiveSpan();
-  if (span === undefined) return {};
-  const { traceId, spanId } = span.spanContext();
-  return { trace_id: traceId, span_id: spanId };
 }
 
 /**
@@ -151,13 +87,15 @@ export function traceLogFields(): { trace_id?: string; span_id?: string } {
  * trace. Undefined with tracing off.
  */
 export function traceMetadata(): string | undefined {
-  if (runtime === null) return undefined;
-  return runtime.bullmq.contextManager.getMetadata(context.active());
+  const rt = currentRuntime();
+  if (rt === null) return undefined;
+  return rt.bullmq.contextManager.getMetadata(context.active());
 }
 
 /** BullMQ's `telemetry` option while tracing is on, else nothing: spread it into Queue and Worker options. */
 export function queueTelemetryOption(): { telemetry?: Telemetry } {
-  return runtime === null ? {} : { telemetry: runtime.bullmq };
+  const rt = currentRuntime();
+  return rt === null ? {} : { telemetry: rt.bullmq };
 }
 
 /**
@@ -166,7 +104,7 @@ export function queueTelemetryOption(): { telemetry?: Telemetry } {
  */
 export function traceRequests(): RequestHandler {
   return (req, res, next) => {
-    const rt = runtime;
+    const rt = currentRuntime();
     if (rt === null) return next();
     const parent = propagation.extract(context.active(), req.headers);
     const span = rt.tracer.startSpan(
@@ -211,7 +149,8 @@ export interface TracedAttemptResult {
  * tokens). The request itself carries no trace header: nothing injects one into webhook POSTs.
  */
 export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { deliveryId: string; endpointId: string; trigger?: string }, send: () => Promise<T>): Promise<T> {
-  if (runtime === null) return send();
+  const rt = currentRuntime();
+  if (rt === null) return send();
   let host = "";
   let port = 0;
   let scheme = "";
@@ -232,7 +171,7 @@ export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { 
     "webhook.endpoint_id": ids.endpointId,
   };
   if (ids.trigger !== undefined) attributes["webhook.trigger"] = ids.trigger;
-  return runtime.tracer.startActiveSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes }, async (span: Span) => {
+  return rt.tracer.startActiveSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes }, async (span: Span) => {
     try {
       const sent = await send();
       span.setAttributes({ "webhook.verdict": sent.verdict, "webhook.duration_ms": sent.durationMs });
