@@ -1,16 +1,17 @@
 /**
  * Harness of the auth-hook integration tests: event-ingest mounted in-process with its
  * AuthHookService (ENDPOINT_URL_POLICY any, a short AUTH_HOOK_TIMEOUT_MS, a fresh secret box)
- * against the real PostgreSQL and Redis of the test run; worlds and endpoints are created with
- * Prisma under random slugs and removed by `close`.
+ * against the real PostgreSQL and Redis of the test run (REDIS_URL, or the run's Sentinel group or
+ * Cluster: `topology`); worlds and endpoints are created with Prisma under random slugs and
+ * removed by `close`.
  */
 import { randomBytes } from "node:crypto";
-import { testKeyPrefix } from "@vw/testing";
+import { deleteKeysUnder, redisReady, testKeyPrefix, testRedisEnv, type TestTopology } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import { CURRENT_API_VERSION, type IdentityProvider, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
-import { createRedisConnection, openDeliveryQueues } from "@vw/queues";
-import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createRedisConnection, openDeliveryQueues, type RedisClient } from "@vw/queues";
+import { closeServer, listen, parseEnv, readRedisTopology, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
@@ -45,6 +46,9 @@ export interface HookHarness {
   cache: WorldSettingsCache<HookTarget> | null;
   listener: WorldSettingsListener | null;
   secretBox: SecretBox;
+  /** The app's Redis connection and key prefix (its failed-authentication counters). */
+  redis: RedisClient;
+  keyPrefix: string;
   logs: { level: string; fields: unknown; msg: unknown }[];
   post(body: unknown, token?: string | null): Promise<{ status: number; headers: Headers; body: any; ms: number }>;
   createWorld(identityProviders?: IdentityProvider[]): Promise<HookWorld>;
@@ -58,12 +62,22 @@ function recordingLogger(logs: HookHarness["logs"]): Logger {
   return logger as unknown as Logger;
 }
 
-export async function startHookHarness(options: { timeoutMs: number; historyFlushMs?: number; cache?: boolean; monotonic?: () => number }): Promise<HookHarness> {
+export interface HookHarnessOptions {
+  timeoutMs: number;
+  historyFlushMs?: number;
+  cache?: boolean;
+  monotonic?: () => number;
+  /** The run's Redis to use (packages/testing test-topologies.ts); the standalone one by default. */
+  topology?: TestTopology;
+}
+
+export async function startHookHarness(options: HookHarnessOptions): Promise<HookHarness> {
   const databaseUrl = process.env.DATABASE_URL;
-  const redisUrl = process.env.REDIS_URL;
-  if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest");
+  if (!databaseUrl) throw new Error("DATABASE_URL is not set: run the tests through jest");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
-  const redis = createRedisConnection(redisUrl, "producer");
+  const redis = createRedisConnection(parseEnv(testRedisEnv(options.topology ?? "standalone"), readRedisTopology), "producer");
+  // A producer connection refuses commands until it is ready (a Cluster's until it knows its slots).
+  await redisReady(redis);
   const keyPrefix = testKeyPrefix("hook-");
   const queue = openDeliveryQueues(redis, keyPrefix);
   const logs: HookHarness["logs"] = [];
@@ -96,6 +110,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
     cache,
     listener,
     secretBox,
+    redis,
+    keyPrefix,
     logs,
     async post(body, bearer = token) {
       const headers: Record<string, string> = { "content-type": "application/json" };
@@ -140,8 +156,8 @@ export async function startHookHarness(options: { timeoutMs: number; historyFlus
       // The hook never queues, but opening the queue wrote its meta key.
       await queue.obliterate({ force: true });
       await queue.close();
-      const counters = await redis.keys(`${keyPrefix}:auth-failures:*`);
-      if (counters.length > 0) await redis.del(...counters);
+      // Scanned on every primary of a Cluster, where KEYS would see one node's keys only.
+      await deleteKeysUnder(redis, `${keyPrefix}:auth-failures:`);
       await redis.quit();
       await prisma.$disconnect();
     },

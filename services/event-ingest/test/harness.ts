@@ -1,20 +1,22 @@
 /**
  * Test harness of event-ingest's integration tests: the app mounted in-process on an ephemeral
- * port against the real PostgreSQL (DATABASE_URL from the jest global setup) and Redis
- * (REDIS_URL) of the test run, a random Redis key prefix and random slugs per harness so test
- * files never see each other's rows or jobs, and helpers that create worlds and endpoints
- * directly with Prisma.
+ * port against the real PostgreSQL (DATABASE_URL from the jest global setup) and Redis of the
+ * test run (REDIS_URL, or the run's Sentinel group or Cluster: `topology`), a random Redis key
+ * prefix and random slugs per harness so test files never see each other's rows or jobs, and
+ * helpers that create worlds and endpoints directly with Prisma.
  */
 import { randomBytes } from "node:crypto";
-import { testKeyPrefix } from "@vw/testing";
+import { deleteKeysUnder, redisReady, testKeyPrefix, testRedisEnv, type TestTopology } from "@vw/testing";
 import type { AddressInfo } from "node:net";
 import type { Job } from "bullmq";
-import type { Redis } from "ioredis";
 import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from "@vw/db";
-import { createRedisConnection, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
-import { closeServer, listen, type Logger } from "@vw/service-kit";
+import { createRedisConnection, openDeliveryQueues, type DeliverJobData, type DeliveryQueues, type RedisClient } from "@vw/queues";
+import { closeServer, listen, parseEnv, readRedisTopology, type Logger } from "@vw/service-kit";
+import { generateSecretBoxKey } from "@vw/webhook-core";
 import type { Express } from "express";
+import { pseudonymKey } from "../src/analytics-privacy.js";
+import { AnalyticsIntake } from "../src/analytics.service.js";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
 
@@ -46,6 +48,12 @@ export interface RequestOptions {
 export interface IngestHarnessOptions {
   /** Redis of the app's producer connection; REDIS_URL by default (a dead address to test failures). */
   redisUrl?: string;
+  /** The run's Redis to use instead (packages/testing test-topologies.ts); waits until it is ready. Not with `redisUrl`. */
+  topology?: TestTopology;
+  /** QUEUE_SHARDS of the deliveries queue; the platform's default unless given. */
+  queueShards?: number;
+  /** Mounts `POST /v1/analytics` with these ANALYTICS_BUFFER_MAX and ANALYTICS_BUFFER_MAX_PER_WORLD; not mounted unless given. */
+  analytics?: { bufferMax: number; worldBufferMax?: number };
   /** Key prefix of the deliveries queue; a fresh random one (obliterated by `close`) unless given. */
   keyPrefix?: string;
   maxEventsPerRequest?: number;
@@ -80,7 +88,7 @@ export interface IngestHarness {
   prisma: PrismaClient;
   /** The intake's pg pool (ended by `close`). */
   pool: PgPool;
-  redis: Redis;
+  redis: RedisClient;
   queue: DeliveryQueues;
   keyPrefix: string;
   logs: LogLine[];
@@ -119,12 +127,16 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   const databaseUrl = process.env.DATABASE_URL;
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
   if (!databaseUrl || !redisUrl) throw new Error("DATABASE_URL and REDIS_URL are not set: run the tests through jest (test/global-setup.js)");
+  if (options.topology !== undefined && options.redisUrl !== undefined) throw new Error("give the harness a topology or a redisUrl, not both");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const pool = createPgPool(databaseUrl, { max: 4 });
-  const redis = createRedisConnection(redisUrl, "producer");
+  const redis: RedisClient =
+    options.topology === undefined ? createRedisConnection(redisUrl, "producer") : createRedisConnection(parseEnv(testRedisEnv(options.topology), readRedisTopology), "producer");
+  // A producer connection refuses commands until it is ready (a Cluster's until it knows its slots).
+  if (options.topology !== undefined) await redisReady(redis);
   const ownsPrefix = options.keyPrefix === undefined;
   const keyPrefix = options.keyPrefix ?? testKeyPrefix("ingest-");
-  const queue = openDeliveryQueues(redis, keyPrefix);
+  const queue = openDeliveryQueues(redis, keyPrefix, options.queueShards);
   const logs: LogLine[] = [];
   // Failures of a deliberately dead Redis are expected; keep them off the console.
   redis.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "redis error" }));
@@ -146,6 +158,15 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     ...(options.maxEventsPerRequest === undefined ? {} : { maxEventsPerRequest: options.maxEventsPerRequest }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
+    ...(options.analytics === undefined
+      ? {}
+      : {
+          analytics: new AnalyticsIntake(prisma, redis, recordingLogger(logs), {
+            keyPrefix,
+            pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
+            ...options.analytics,
+          }),
+        }),
   });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
@@ -223,8 +244,9 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
       await closeServer(server);
       if (redis.status === "ready") {
         if (ownsPrefix) await queue.obliterate({ force: true });
-        const counters = await redis.keys(`${keyPrefix}:auth-failures:*`);
-        if (counters.length > 0) await redis.del(...counters);
+        // Scanned on every primary of a Cluster, where KEYS would see one node's keys only. A
+        // prefix of the harness's own holds nobody else's keys: the scheduler's and analytics' go too.
+        await deleteKeysUnder(redis, ownsPrefix ? `${keyPrefix}:` : `${keyPrefix}:auth-failures:`);
         await queue.close();
         await redis.quit();
       } else {
