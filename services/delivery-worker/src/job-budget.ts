@@ -12,14 +12,23 @@
  *   awaited); otherwise it comes back empty, so BullMQ starts what it holds, and asks again when
  *   one of its jobs ends. While it blocks on an empty shard it holds no permit;
  * - a job's processing (`processJob`) gives its permit back when it ends, unless BullMQ fetched
- *   the next job in the same call (then the permit passes to that job).
+ *   the next job in the same call (then the permit passes to that job). It fetches the next job
+ *   so only while this worker holds no more than its share of the budget, or nobody else waits:
+ *   otherwise a shard that took the whole budget first would keep it until it ran dry, its few
+ *   endpoints' windows would hold a fraction of the jobs it holds (the rest parked), and the
+ *   other shards would wait.
  */
 import type { Job, Worker } from "bullmq";
 
-/** A counting semaphore of jobs in hand, FIFO, whose waits can be abandoned. */
+/**
+ * A counting semaphore of jobs in hand, FIFO, whose waits can be abandoned, that knows which owner
+ * (a shard's worker) holds each permit: an owner holding more than its fair share while another
+ * waits gives its permit back instead of passing it to a next job of its own ({@link shouldYield}).
+ */
 export class JobBudget {
   private used = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { owner: object; grant: () => void }[] = [];
+  private readonly held = new Map<object, number>();
 
   constructor(readonly size: number) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`JobBudget: size must be a positive integer, got ${size}`);
@@ -30,41 +39,72 @@ export class JobBudget {
     return this.used;
   }
 
-  /** Takes a permit if one is free. */
-  tryTake(): boolean {
+  /** Permits `owner` holds now. */
+  heldBy(owner: object): number {
+    return this.held.get(owner) ?? 0;
+  }
+
+  /** Takes a permit for `owner` if one is free. */
+  tryTake(owner: object): boolean {
     if (this.used >= this.size) return false;
     this.used += 1;
+    this.count(owner, 1);
     return true;
   }
 
-  /** Resolves true with a permit, or false when `ms` passed first (nothing taken then). */
-  take(ms: number): Promise<boolean> {
-    if (this.tryTake()) return Promise.resolve(true);
+  /** Resolves true with a permit for `owner`, or false when `ms` passed first (nothing taken then). */
+  take(owner: object, ms: number): Promise<boolean> {
+    if (this.tryTake(owner)) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        resolve(true);
+      const waiter = {
+        owner,
+        grant: () => {
+          clearTimeout(timer);
+          this.count(owner, 1);
+          resolve(true);
+        },
       };
       const timer = setTimeout(() => {
-        const at = this.waiting.indexOf(grant);
+        const at = this.waiting.indexOf(waiter);
         if (at >= 0) this.waiting.splice(at, 1);
         resolve(false);
       }, ms);
       timer.unref();
-      this.waiting.push(grant);
+      this.waiting.push(waiter);
     });
   }
 
-  /** Takes a permit even past the budget (a worker closing must not wait for one). */
-  takeAnyway(): void {
+  /** Takes a permit for `owner` even past the budget (a worker closing must not wait for one). */
+  takeAnyway(owner: object): void {
     this.used += 1;
+    this.count(owner, 1);
   }
 
-  /** Gives a permit back; it passes straight to the oldest waiter, if any. */
-  release(): void {
+  /** Gives a permit of `owner` back; it passes straight to the oldest waiter, if any. */
+  release(owner: object): void {
+    this.count(owner, -1);
     const next = this.waiting.shift();
-    if (next) next();
+    if (next) next.grant();
     else this.used = Math.max(0, this.used - 1);
+  }
+
+  /**
+   * Whether `owner` should give a permit back rather than keep it for another job of its own:
+   * another owner waits for one, and `owner` holds more than an equal share of the budget among
+   * the owners that want jobs (those holding permits or waiting for one). One busy owner alone
+   * keeps the whole budget; several share it evenly, each keeping its share between its jobs.
+   */
+  shouldYield(owner: object): boolean {
+    if (!this.waiting.some((w) => w.owner !== owner)) return false;
+    const wanting = new Set<object>(this.held.keys());
+    for (const w of this.waiting) wanting.add(w.owner);
+    return this.heldBy(owner) > Math.ceil(this.size / wanting.size);
+  }
+
+  private count(owner: object, delta: number): void {
+    const n = (this.held.get(owner) ?? 0) + delta;
+    if (n > 0) this.held.set(owner, n);
+    else this.held.delete(owner);
   }
 }
 
@@ -89,9 +129,9 @@ export function shareJobBudget(worker: Worker, budget: JobBudget): void {
 
   /** A permit, waited for only while this worker holds no fetched job that has not started. */
   const permit = async (): Promise<boolean> => {
-    while (!budget.tryTake()) {
+    while (!budget.tryTake(worker)) {
       if (holdsUnstarted() || worker.closing !== undefined) return false;
-      if (await budget.take(PERMIT_RECHECK_MS)) return true;
+      if (await budget.take(worker, PERMIT_RECHECK_MS)) return true;
     }
     return true;
   };
@@ -102,7 +142,7 @@ export function shareJobBudget(worker: Worker, budget: JobBudget): void {
     try {
       job = await fetching;
     } finally {
-      if (job === undefined) budget.release();
+      if (job === undefined) budget.release(worker);
     }
     return job;
   };
@@ -110,19 +150,19 @@ export function shareJobBudget(worker: Worker, budget: JobBudget): void {
   // reads the `waiting` flag the fetch sets before its first await, and starts the jobs it holds
   // instead of waiting on a blocking read behind them.
   internals._getNextJob = (token, opts) => {
-    if (budget.tryTake()) return keepIfJob(getNextJob(token, opts));
+    if (budget.tryTake(worker)) return keepIfJob(getNextJob(token, opts));
     return permit().then((ok) => (ok ? keepIfJob(getNextJob(token, opts)) : undefined));
   };
   // Blocking on an empty shard holds no permit: given back for the wait, taken again after it.
   internals.waitForJob = async (blockUntil) => {
-    budget.release();
+    budget.release(worker);
     try {
       return await waitForJob(blockUntil);
     } finally {
       // Only the permit of this fetch is awaited: nothing this worker holds waits for it.
-      while (!(await budget.take(PERMIT_RECHECK_MS))) {
+      while (!(await budget.take(worker, PERMIT_RECHECK_MS))) {
         if (worker.closing !== undefined) {
-          budget.takeAnyway();
+          budget.takeAnyway(worker);
           break;
         }
       }
@@ -131,9 +171,11 @@ export function shareJobBudget(worker: Worker, budget: JobBudget): void {
   internals.processJob = async (job, token, fetchNextCallback) => {
     let next: void | Job = undefined;
     try {
-      next = await processJob(job, token, fetchNextCallback);
+      // The next job comes in the same call only while this worker keeps within its share; past
+      // it, the permit goes back to the budget and on to another shard's waiting fetch.
+      next = await processJob(job, token, () => (fetchNextCallback?.() ?? true) && !budget.shouldYield(worker));
     } finally {
-      if (!next) budget.release();
+      if (!next) budget.release(worker);
     }
     return next;
   };

@@ -4,7 +4,7 @@
  * job is processed (no permit is lost or leaked, also across BullMQ's fetch-next path).
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { afterAll, afterEach, beforeAll, expect, it } from "@jest/globals";
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedisConnection, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
@@ -15,11 +15,17 @@ const SHARDS = 4;
 const BUDGET = 3;
 let redis: Redis;
 let queues: DeliveryQueues;
+/** Closed after each test, passed or not (a worker left running would keep jest alive). */
+let running: Worker[] = [];
 const prefix = testKeyPrefix("budget-");
 
 beforeAll(() => {
   redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "worker");
   queues = openDeliveryQueues(redis, prefix, SHARDS);
+});
+afterEach(async () => {
+  await Promise.all(running.map((w) => w.close()));
+  running = [];
 });
 afterAll(async () => {
   await queues.close();
@@ -45,6 +51,7 @@ it("holds at most its budget of jobs across every shard's worker, and processes 
       { connection: redis, prefix: queue.opts.prefix!, concurrency: BUDGET, autorun: false },
     );
     shareJobBudget(worker, budget);
+    running.push(worker);
     void worker.run();
     return worker;
   });
@@ -57,6 +64,48 @@ it("holds at most its budget of jobs across every shard's worker, and processes 
   await eventually("every job of every shard was processed", () => ids.every((id) => done.has(id)), { timeoutMs: 20_000 });
   expect(most).toBeLessThanOrEqual(BUDGET);
   expect(most).toBeGreaterThan(1);
+  await Promise.all(workers.map((w) => w.close()));
+  expect(budget.inUse).toBe(0);
+});
+
+it("shares the budget between shards: a shard that took all of it gives permits up when another shard has jobs", async () => {
+  const budget = new JobBudget(4);
+  const [busy, late] = queues.shards;
+  const started: string[] = [];
+  let release = () => {};
+  let gate = new Promise<void>((resolve) => (release = resolve));
+  const workers = [busy, late].map((queue) => {
+    const worker = new Worker(
+      queue.name,
+      async () => {
+        started.push(queue.name + queue.opts.prefix!);
+        await gate;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      },
+      { connection: redis, prefix: queue.opts.prefix!, concurrency: 4, autorun: false },
+    );
+    shareJobBudget(worker, budget);
+    running.push(worker);
+    void worker.run();
+    return worker;
+  });
+  const busyName = busy.name + busy.opts.prefix!;
+  const lateName = late.name + late.opts.prefix!;
+  const jobs = (n: number) => Array.from({ length: n }, () => ({ name: "job", data: {}, opts: { jobId: randomUUID() } }));
+  await busy.addBulk(jobs(40));
+  // The busy shard's worker holds the whole budget before the other shard has any job.
+  await eventually("the busy shard holds the whole budget", () => started.length === 4 && budget.heldBy(workers[0]!) === 4);
+  await late.addBulk(jobs(20));
+  const before = started.length;
+  release();
+  // Jobs stop waiting from now on.
+  gate = Promise.resolve();
+  await eventually("twenty more jobs started", () => started.length >= before + 20, { timeoutMs: 20_000 });
+  const next = started.slice(before, before + 20);
+  // Without sharing, the busy shard would keep every permit until its 40 jobs ran out.
+  expect(next.filter((name) => name === lateName).length).toBeGreaterThanOrEqual(5);
+  expect(next.filter((name) => name === busyName).length).toBeGreaterThanOrEqual(5);
+  await eventually("every job ran", () => started.length === 60, { timeoutMs: 20_000 });
   await Promise.all(workers.map((w) => w.close()));
   expect(budget.inUse).toBe(0);
 });
