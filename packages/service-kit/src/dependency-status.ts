@@ -123,8 +123,13 @@ export function isDependencyUnavailable(err: unknown): boolean {
   // too many connections (53300).
   if (typeof e.code === "string" && (NETWORK_CODES.has(e.code) || /^P10(0[1-2]|17)$|^08...$|^57P0[1-3]$|^53300$/.test(e.code))) return true;
   if (e.name === "MaxRetriesPerRequestError" || e.name === "TimeoutError") return true;
-  // ioredis offline or closed; Prisma unreachable; pg's pool or client losing its connection.
-  if (typeof e.message === "string" && /enableOfflineQueue|Connection is closed|Can't reach database server|Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
+  // ioredis offline or closed; Prisma unreachable; pg's pool or client losing its connection (or
+  // asked for a statement on a connection it lost before).
+  if (
+    typeof e.message === "string" &&
+    /enableOfflineQueue|Connection is closed|Can't reach database server|Connection terminated|timeout exceeded when trying to connect|encountered a connection error and is not queryable/.test(e.message)
+  )
+    return true;
   const status = e.$metadata?.httpStatusCode;
   return typeof status === "number" && status >= 500;
 }

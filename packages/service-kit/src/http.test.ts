@@ -13,6 +13,9 @@ describe("isDependencyUnavailable", () => {
     expect(isDependencyUnavailable(pgError("the database system is starting up", "57P03"))).toBe(true);
     expect(isDependencyUnavailable(pgError("sorry, too many clients already", "53300"))).toBe(true);
     expect(isDependencyUnavailable(pgError("connection failure", "08006"))).toBe(true);
+    expect(isDependencyUnavailable(pgError("the database system is shutting down", "57P03"))).toBe(true);
+    expect(isDependencyUnavailable(pgError("read ECONNRESET", "ECONNRESET"))).toBe(true);
+    expect(isDependencyUnavailable(pgError("Client has encountered a connection error and is not queryable"))).toBe(true);
   });
 
   it("leaves a statement's own errors (a bug or bad data) as internal (500)", () => {

@@ -225,6 +225,65 @@ describe.each(transports)("%s against real loopback receivers (policy any)", (_t
     expect(r.connections()).toBe(1);
   });
 
+  it("sends again on a new connection when the receiver closed the kept-alive one as the request arrived: no failure", async () => {
+    // As a receiver's keep-alive timeout closing an idle connection at the instant it is reused.
+    const used = new WeakSet<object>();
+    const r = await receiver((_req, res) => {
+      const socket = res.socket!;
+      if (used.has(socket)) return void socket.destroy();
+      used.add(socket);
+      res.writeHead(200).end("ok");
+    });
+    expect((await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents })).status).toBe(200);
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+
+    expect(outcome).toMatchObject({ status: 200, responseBody: "ok" });
+    expect(outcome.error).toBeUndefined();
+    expect(r.connections()).toBe(2);
+    // The copy written to the closed connection carries the same bytes and webhook-id.
+    expect(r.requests.map((q) => [q.headers["webhook-id"], q.body.equals(body)])).toEqual(Array.from({ length: 3 }, () => [headers["webhook-id"], true]));
+  });
+
+  it("reports a connection error once a new connection is closed without an answer too", async () => {
+    let answered = false;
+    const r = await receiver((_req, res) => {
+      if (answered) return void res.socket?.destroy();
+      answered = true;
+      res.writeHead(200).end("ok");
+    });
+    await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+
+    expect(outcome.status).toBeUndefined();
+    expect(outcome.error?.kind).toBe("connection");
+    expect(classify(outcome)).toBe("retry");
+    // The kept-alive connection, then one new one: a failure on a new connection is the receiver's.
+    expect({ requests: r.requests.length, connections: r.connections() }).toEqual({ requests: 3, connections: 2 });
+  });
+
+  it("does not send again when the receiver had begun answering on a kept-alive connection", async () => {
+    let answers = 0;
+    const r = await receiver((_req, res) => {
+      answers += 1;
+      if (answers === 1) return void res.writeHead(200).end("ok");
+      res.writeHead(500, { "content-length": "100" });
+      res.write("only part", () => res.socket?.destroy());
+    });
+    await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+
+    expect(outcome).toMatchObject({ status: 500, responseBody: "only part", error: { kind: "connection" } });
+    expect({ requests: r.requests.length, connections: r.connections() }).toEqual({ requests: 2, connections: 1 });
+  });
+
+  it("reports a connection error for a new connection closed without an answer, sent once", async () => {
+    const r = await receiver((_req, res) => void res.socket?.destroy());
+    const outcome = await postDelivery({ url: r.origin, body, headers, timeoutMs: 5000, agents });
+    expect(outcome.status).toBeUndefined();
+    expect(outcome.error).toEqual({ kind: "connection", message: expect.stringContaining("socket hang up") });
+    expect(r.requests).toHaveLength(1);
+  });
+
   it("measures the response time with the injected clock", async () => {
     const r = await receiver((_req, res) => res.writeHead(200).end("ok"));
     const ticks = [1_000, 1_250.4];

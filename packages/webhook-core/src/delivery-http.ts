@@ -93,26 +93,70 @@ interface OutcomeSource {
 }
 
 /**
+ * How many times one call sends its request again on another connection because a kept-alive one
+ * turned out to be closed by the receiver (see {@link isStaleConnectionFailure}).
+ */
+export const MAX_STALE_CONNECTION_RESENDS = 3;
+
+/**
+ * True when a request failed because the kept-alive connection it was written to had been closed
+ * by the receiver: the connection was reused, it was reset or hung up before any byte of an answer.
+ * Receivers close idle connections after their own keep-alive timeout (Node's servers after 5 s,
+ * plus a second), and Node 20's agent does not drop them first: a request sent at that instant
+ * meets the close. Such a request was not made to the receiver, so it is not the receiver's
+ * failure; it is sent again on another connection, within the same attempt and its one timeout.
+ * Should the receiver have read it after all, the copy carries the same `webhook-id` (at least once).
+ */
+function isStaleConnectionFailure(req: { reusedSocket: boolean }, answered: boolean, err: unknown): boolean {
+  if (answered || !req.reusedSocket) return false;
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "ECONNRESET" || code === "EPIPE";
+}
+
+/**
  * One node:http POST seen as a stream of events: `response` (status and headers), `data`
  * (decoded body chunks), then exactly one of `end` or `error`. `destroy()` drops the connection.
+ * A POST that meets a kept-alive connection the receiver just closed is sent again on another one
+ * ({@link isStaleConnectionFailure}).
  */
 class DirectRequest extends EventEmitter implements OutcomeSource {
-  private readonly req: ClientRequest;
+  private req: ClientRequest;
   private res: IncomingMessage | undefined;
   private decoder: Transform | undefined;
   private readonly timer: NodeJS.Timeout;
   private settled = false;
+  private resends = 0;
 
-  constructor(url: URL, input: PostDeliveryInput) {
+  constructor(
+    private readonly url: URL,
+    private readonly input: PostDeliveryInput,
+  ) {
     super();
-    const secure = url.protocol === "https:";
-    const headers = { ...input.headers, "content-length": String(input.body.length), "accept-encoding": "gzip, deflate, br" };
     // Throws (before anything is sent or any timer is set) for a header value node:http refuses.
-    this.req = (secure ? httpsRequest : httpRequest)(url, { method: "POST", agent: secure ? input.agents.https : input.agents.http, headers });
+    this.req = this.send();
     this.timer = setTimeout(() => this.fail(Object.assign(new Error(`Timeout awaiting 'request' for ${input.timeoutMs}ms`), { name: "TimeoutError", code: "ETIMEDOUT" })), input.timeoutMs);
-    this.req.on("error", (err) => this.fail(err));
-    this.req.on("response", (res) => this.onResponse(res));
-    this.req.end(input.body);
+  }
+
+  /** Writes the POST (on a kept-alive connection when the agent has one free). */
+  private send(): ClientRequest {
+    const secure = this.url.protocol === "https:";
+    const headers = { ...this.input.headers, "content-length": String(this.input.body.length), "accept-encoding": "gzip, deflate, br" };
+    const req = (secure ? httpsRequest : httpRequest)(this.url, { method: "POST", agent: secure ? this.input.agents.https : this.input.agents.http, headers });
+    req.on("error", (err) => this.onRequestError(req, err));
+    req.on("response", (res) => this.onResponse(res));
+    req.end(this.input.body);
+    return req;
+  }
+
+  private onRequestError(req: ClientRequest, err: Error): void {
+    // A request given up for another one: its connection is already destroyed.
+    if (req !== this.req || this.settled) return;
+    if (this.resends < MAX_STALE_CONNECTION_RESENDS && isStaleConnectionFailure(req, this.res !== undefined, err)) {
+      this.resends += 1;
+      this.req = this.send();
+      return;
+    }
+    this.fail(err);
   }
 
   /** Drops the connection and stops decoding; no event follows. */
