@@ -70,7 +70,8 @@ it("holds at most its budget of jobs across every shard's worker, and processes 
 
 it("shares the budget between shards: a shard that took all of it gives permits up when another shard has jobs", async () => {
   const budget = new JobBudget(4);
-  const [busy, late] = queues.shards;
+  const busy = queues.shards[0]!;
+  const late = queues.shards[1]!;
   const started: string[] = [];
   let release = () => {};
   let gate = new Promise<void>((resolve) => (release = resolve));
