@@ -40,10 +40,9 @@ it("keeps a healthy endpoint flowing while another one hangs on every request", 
   // The dead endpoint got at most its per-endpoint share of requests, all still hanging.
   expect(dead.received.length).toBeGreaterThan(0);
   expect(dead.received.length).toBeLessThanOrEqual(4);
-  // Every healthy delivery was answered before the first hung request could even time out.
-  const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: healthyIds } } });
-  const firstHang = Math.min(...dead.received.map((r) => r.at));
-  expect(Math.max(...attempts.map((a) => a.startedAt.getTime() + a.durationMs))).toBeLessThan(firstHang + TIMEOUT_MS);
+  // Every healthy delivery was answered while the dead endpoint's first requests still hung: none
+  // of them has ended (timed out and been logged), so no healthy delivery waited for a slot they held.
+  expect(await h.prisma.deliveryAttempt.count({ where: { endpointId: deadEndpoint.id } })).toBe(0);
   expect(await metricValue(h.worker.metrics.parked)).toBeGreaterThan(0);
   // The rest of the dead endpoint's backlog waits parked (in BullMQ's delayed set), not in the
   // wait list in front of the others' jobs.
