@@ -4,6 +4,7 @@
  */
 import { createRequire } from "node:module";
 import { context, diag, trace, DiagLogLevel, TraceFlags, type Attributes, type Context, type Link, type SpanKind } from "@opentelemetry/api";
+import { suppressTracing } from "@opentelemetry/core";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtoTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
@@ -107,13 +108,17 @@ export function redisStatement(command: string, args: readonly unknown[]): strin
 }
 
 /**
- * BullMQ's `telemetry` option: bullmq-otel, except for spans that make a trace longer without
- * saying more. Those are not started at all (their work runs in the caller's context, so their
- * Redis calls are children of the caller's span, or make no span without one):
+ * BullMQ's `telemetry` option: bullmq-otel, with less of what makes a trace longer without saying
+ * more, which a worker would otherwise record for every job:
  * - the housekeeping of a worker or queue with no span around it (a worker polling for its next
- *   job, the stalled-job check, pauses, closing): a trace per poll that says nothing of any event;
- * - `complete <queue>`, BullMQ's step that marks a job done once the processor returned: its one
- *   Redis call (the `evalsha` of moveToFinished) is then the job span's child directly.
+ *   job, the stalled-job check, pauses, closing) starts no trace: a trace per poll says nothing of
+ *   any event. Its Redis calls make no spans either;
+ * - `complete <queue>`, BullMQ's step that marks a job done once the processor returned, is not a
+ *   span, and its Redis call (the `evalsha` of moveToFinished, which also fetches the next job)
+ *   makes none: that is BullMQ's bookkeeping, whose time the job's span already holds;
+ * - the job's span (`process <queue>`) leaves out what its name, start and end already say: the
+ *   operation, the worker's random id, the processed and finished timestamps and a `job
+ *   completed` event. It keeps the queue, the job's id, name and attempts, and a failure's event.
  */
 export class PlatformBullMQTelemetry implements Telemetry<Context> {
   readonly contextManager: Telemetry<Context>["contextManager"];
@@ -123,9 +128,10 @@ export class PlatformBullMQTelemetry implements Telemetry<Context> {
     this.contextManager = inner.contextManager;
     this.tracer = {
       startSpan: (name, options, ctx) => {
-        if (BULLMQ_FOLDED.test(name)) return UNSTARTED;
-        if (BULLMQ_HOUSEKEEPING.test(name) && trace.getSpan(ctx ?? context.active()) === undefined) return UNSTARTED;
-        return inner.tracer.startSpan(name, options, ctx);
+        if (BULLMQ_FOLDED.test(name)) return UNTRACED;
+        if (BULLMQ_HOUSEKEEPING.test(name) && trace.getSpan(ctx ?? context.active()) === undefined) return UNTRACED;
+        const span = inner.tracer.startSpan(name, options, ctx);
+        return BULLMQ_JOB_RUN.test(name) ? new TrimmedJobSpan(span) : span;
       },
     };
   }
@@ -133,16 +139,57 @@ export class PlatformBullMQTelemetry implements Telemetry<Context> {
 
 const BULLMQ_HOUSEKEEPING = /^(getNextJob|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs)( |$)/;
 const BULLMQ_FOLDED = /^complete( |$)/;
+const BULLMQ_JOB_RUN = /^process( |$)/;
 
-/** A span BullMQ is handed instead of starting one: its work stays in the context it was given. */
-const UNSTARTED: ReturnType<Telemetry<Context>["tracer"]["startSpan"]> = {
-  setSpanOnContext: (ctx: Context) => ctx,
+type BullSpan = ReturnType<Telemetry<Context>["tracer"]["startSpan"]>;
+type BullAttributes = Parameters<BullSpan["setAttributes"]>[0];
+
+/**
+ * What BullMQ is handed instead of a span: its work runs without the caller's span (so the pg and
+ * ioredis instrumentations, which require a parent, skip its calls at their first check) and with
+ * tracing suppressed (so nothing else starts a trace there).
+ */
+const UNTRACED: BullSpan = {
+  setSpanOnContext: (ctx: Context) => suppressTracing(trace.deleteSpan(ctx)),
   setAttribute: () => undefined,
   setAttributes: () => undefined,
   addEvent: () => undefined,
   recordException: () => undefined,
   end: () => undefined,
 };
+
+const JOB_RUN_OMITTED = new Set(["bullmq.queue.operation", "bullmq.worker.id", "bullmq.job.attempt_finished_timestamp", "bullmq.job.processed.timestamp"]);
+
+/** A job run's span without the attributes and event its name and times already say. */
+class TrimmedJobSpan implements BullSpan {
+  constructor(private readonly inner: BullSpan) {}
+
+  setSpanOnContext(ctx: Context): Context {
+    return this.inner.setSpanOnContext(ctx) as Context;
+  }
+
+  setAttribute(key: string, value: Parameters<BullSpan["setAttribute"]>[1]): void {
+    if (!JOB_RUN_OMITTED.has(key)) this.inner.setAttribute(key, value);
+  }
+
+  setAttributes(attributes: BullAttributes): void {
+    const kept: BullAttributes = {};
+    for (const key in attributes) if (!JOB_RUN_OMITTED.has(key)) kept[key] = attributes[key];
+    this.inner.setAttributes(kept);
+  }
+
+  addEvent(name: string, attributes?: BullAttributes): void {
+    if (name !== "job completed") this.inner.addEvent(name, attributes);
+  }
+
+  recordException(exception: Parameters<BullSpan["recordException"]>[0], time?: Parameters<BullSpan["recordException"]>[1]): void {
+    this.inner.recordException(exception, time);
+  }
+
+  end(): void {
+    this.inner.end();
+  }
+}
 
 /**
  * Starts the provider (W3C trace context propagation, AsyncLocalStorage context), the OTLP/HTTP
