@@ -1,5 +1,5 @@
 /**
- * What keeps tracing cheap per delivery: the sampler's two rules, the Redis statements, and the
+ * What keeps tracing cheap per delivery: the sampler's pipeline rule, the Redis statements, and the
  * BullMQ spans that are not started or are trimmed. The spans themselves are checked end to end
  * by tracing.int.test.ts and delivery-worker's traces.int.test.ts.
  */
@@ -11,8 +11,8 @@ import type { Telemetry } from "bullmq";
 import { PlatformBullMQTelemetry, PlatformSampler, redisStatement } from "./tracing-sdk.js";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
-const under = (spanId: string, sampled: boolean, isRemote = false): Context =>
-  trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE, spanId, traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, isRemote });
+/** A context under a recorded span of this process. */
+const under = (spanId: string): Context => trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE, spanId, traceFlags: TraceFlags.SAMPLED });
 
 describe("redisStatement", () => {
   it("names the command and its first key, never the values", () => {
@@ -33,20 +33,11 @@ describe("redisStatement", () => {
 describe("PlatformSampler", () => {
   const sample = (sampler: PlatformSampler, ctx: Context, attributes: Attributes = {}) => sampler.shouldSample(ctx, TRACE, "evalsha", SpanKind.CLIENT, attributes, []).decision;
 
-  it("records nothing under a span of this process that was not recorded, even with always_on", () => {
-    const sampler = new PlatformSampler(new AlwaysOnSampler());
-    expect(sample(sampler, under("00f067aa0ba902b7", false))).toBe(SamplingDecision.NOT_RECORD);
-    expect(sample(sampler, under("00f067aa0ba902b7", true))).toBe(SamplingDecision.RECORD_AND_SAMPLED);
-    // A caller's unsampled traceparent is the configured sampler's to decide.
-    expect(sample(sampler, under("00f067aa0ba902b7", false, true))).toBe(SamplingDecision.RECORD_AND_SAMPLED);
-    expect(sample(sampler, ROOT_CONTEXT)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
-  });
-
   it("records the first of the Redis commands one pipeline or MULTI sends under a span, not the others", async () => {
     const sampler = new PlatformSampler(new AlwaysOnSampler());
     const pipelined = { "db.operation.name": "PIPELINE evalsha" };
-    const a = under("00f067aa0ba902b7", true);
-    const b = under("11f067aa0ba902b7", true);
+    const a = under("00f067aa0ba902b7");
+    const b = under("11f067aa0ba902b7");
     expect([sample(sampler, a, pipelined), sample(sampler, a, pipelined), sample(sampler, a, pipelined)]).toEqual([
       SamplingDecision.RECORD_AND_SAMPLED,
       SamplingDecision.NOT_RECORD,
@@ -84,9 +75,9 @@ describe("PlatformBullMQTelemetry", () => {
   const telemetry = new PlatformBullMQTelemetry(inner);
 
   it("starts no span for BullMQ's complete step, and no span is made inside it", () => {
-    const span = telemetry.tracer.startSpan("complete webhook-deliveries", { kind: 0 }, under("00f067aa0ba902b7", true));
+    const span = telemetry.tracer.startSpan("complete webhook-deliveries", { kind: 0 }, under("00f067aa0ba902b7"));
     expect(started).toEqual([]);
-    const inside = span.setSpanOnContext(under("00f067aa0ba902b7", true));
+    const inside = span.setSpanOnContext(under("00f067aa0ba902b7"));
     expect(isTracingSuppressed(inside)).toBe(true);
     // No parent there: the pg and ioredis instrumentations (requireParentSpan) skip its calls at once.
     expect(trace.getSpan(inside)).toBeUndefined();
@@ -95,7 +86,7 @@ describe("PlatformBullMQTelemetry", () => {
   it("starts no trace for a worker's housekeeping, but does under a span", () => {
     telemetry.tracer.startSpan("getNextJob webhook-deliveries", { kind: 0 }, ROOT_CONTEXT);
     expect(started).toEqual([]);
-    telemetry.tracer.startSpan("getNextJob webhook-deliveries", { kind: 0 }, under("00f067aa0ba902b7", true));
+    telemetry.tracer.startSpan("getNextJob webhook-deliveries", { kind: 0 }, under("00f067aa0ba902b7"));
     expect(started.map((s) => s.name)).toEqual(["getNextJob webhook-deliveries"]);
     started.length = 0;
   });

@@ -3,7 +3,7 @@
  * a process with tracing off never loads this module nor anything it imports.
  */
 import { createRequire } from "node:module";
-import { context, diag, trace, DiagLogLevel, TraceFlags, type Attributes, type Context, type Link, type SpanKind } from "@opentelemetry/api";
+import { context, diag, trace, DiagLogLevel, type Attributes, type Context, type Link, type SpanKind } from "@opentelemetry/api";
 import { suppressTracing } from "@opentelemetry/core";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtoTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -49,14 +49,11 @@ export function samplerOf(name: TraceSamplerName, ratio: number): Sampler {
 }
 
 /**
- * The sampler every process uses: the configured one (OTEL_TRACES_SAMPLER), after two rules that
- * keep spans that say nothing from being recorded, whatever that sampler is (`always_on` included):
- * - a span under a span of this process that was not recorded is not recorded either (a child of
- *   BullMQ's housekeeping, of a span a `*traceidratio` sampler left out);
- * - of the Redis commands one pipeline or MULTI transaction sends together (BullMQ's `addBulk`:
- *   one script call per job, thousands for one request), only the first gets a span; it stands
- *   for the round trip. They are sent in one synchronous run, so "together" is "under the same
- *   parent before the next microtask".
+ * The sampler every process uses: the configured one (OTEL_TRACES_SAMPLER), except that of the
+ * Redis commands one pipeline or MULTI transaction sends together (BullMQ's `addBulk`: one script
+ * call per job, thousands for one request), only the first gets a span, whatever that sampler is
+ * (`always_on` included); it stands for the round trip. They are sent in one synchronous run, so
+ * "together" is "under the same parent before the next microtask".
  */
 export class PlatformSampler implements Sampler {
   private batchParent: string | undefined;
@@ -65,7 +62,6 @@ export class PlatformSampler implements Sampler {
 
   shouldSample(ctx: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
     const parent = trace.getSpanContext(ctx);
-    if (parent !== undefined && parent.isRemote !== true && (parent.traceFlags & TraceFlags.SAMPLED) === 0) return { decision: SamplingDecision.NOT_RECORD };
     if (parent !== undefined && isBatchedRedisCommand(attributes)) {
       if (this.batchParent === parent.spanId) return { decision: SamplingDecision.NOT_RECORD };
       this.batchParent = parent.spanId;
