@@ -6,8 +6,8 @@
  * starts. End-to-end bursts alternate between the two pairs BENCH_ROUNDS times, and the medians
  * are compared: tracing on should keep 85% or more of the throughput with it off.
  * BENCH_TRACING_CENSUS=1 decodes the spans instead of only counting their bytes and prints how many
- * of each (service, name) one delivery makes and their encoded size (the decoding costs this
- * process CPU, so take throughput from a run without it). BENCH_PROFILE_DIR CPU-profiles the four
+ * of each (service, name, parent's name) one delivery makes and their estimated share of the bytes
+ * (the decoding costs this process CPU, so take throughput from a run without it). BENCH_PROFILE_DIR CPU-profiles the four
  * services under `<dir>/<off|on>-<service>/` (written when they are stopped at the end).
  */
 import { randomBytes } from "node:crypto";
@@ -57,13 +57,14 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
   const processes: ServiceProcess[] = [];
   try {
     const spawnPair = async (name: string, prefix: string, env: Record<string, string>): Promise<Pair> => {
+      const side = prefix.endsWith("-on") ? "on" : "off";
       const common = { DATABASE_URL: o.databaseUrl, REDIS_URL: o.redisUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: o.secretsKey, ...env };
-      const ingest = await spawnService(serviceDir("event-ingest"), { ...common, INGEST_TOKEN: o.ingestToken }, { nodeArgs: nodeArgs(`${prefix.endsWith("-on") ? "on" : "off"}-ingest`) });
+      const ingest = await spawnService(serviceDir("event-ingest"), { ...common, INGEST_TOKEN: o.ingestToken }, { nodeArgs: nodeArgs(`${side}-ingest`) });
       processes.push(ingest);
       const worker = await spawnService(
         serviceDir("delivery-worker"),
         { ...common, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(o.concurrency) },
-        { nodeArgs: nodeArgs(`${prefix.endsWith("-on") ? "on" : "off"}-worker`) },
+        { nodeArgs: nodeArgs(`${side}-worker`) },
       );
       processes.push(worker);
       return { name, ingest, worker };
@@ -151,7 +152,7 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
   }
 }
 
-/** Spans per delivery by service and name, with their share of the encoded bytes (BENCH_TRACING_CENSUS=1). */
+/** Spans per delivery by service, name and parent's name, with their estimated share of the bytes (BENCH_TRACING_CENSUS=1). */
 function printCensus(spans: ReceivedSpan[], deliveries: number, log: (line: string) => void): void {
   const rows = new Map<string, { count: number; bytes: number; example: string }>();
   const names = new Map(spans.map((s) => [s.spanId, s.name]));
@@ -170,7 +171,7 @@ function printCensus(spans: ReceivedSpan[], deliveries: number, log: (line: stri
   }
   log(`span census: ${spans.length} spans for ${deliveries} deliveries (${(spans.length / deliveries).toFixed(2)} per delivery)`);
   for (const [key, row] of [...rows].sort((a, b) => b[1].count - a[1].count)) {
-    log(`  ${(row.count / deliveries).toFixed(3).padStart(7)} per delivery, ${((row.bytes / total) * 100).toFixed(1).padStart(5)}% of bytes  ${key}`);
+    log(`  ${(row.count / deliveries).toFixed(3).padStart(7)} per delivery, ${((row.bytes / total) * 100).toFixed(1).padStart(5)}% of the bytes  ${key}`);
     if (row.count / deliveries >= 0.01) log(`          e.g. ${row.example.slice(0, 400)}`);
   }
 }
