@@ -73,7 +73,7 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
     const on = await spawnPair("tracing on", `${o.keyPrefix}-on`, {
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
-      OTEL_TRACES_SAMPLER: "always_on",
+      OTEL_TRACES_SAMPLER: process.env.BENCH_TRACING_SAMPLER ?? "always_on",
     });
     const organization = await o.prisma.organization.create({ data: { slug: `bench-otel-${randomBytes(4).toString("hex")}`, name: "Bench" } });
 

@@ -106,12 +106,14 @@ export function redisStatement(command: string, args: readonly unknown[]): strin
 /**
  * BullMQ's `telemetry` option: bullmq-otel, with less of what makes a trace longer without saying
  * more, which a worker would otherwise record for every job:
- * - the housekeeping of a worker or queue with no span around it (a worker polling for its next
- *   job, the stalled-job check, pauses, closing) starts no trace: a trace per poll says nothing of
+ * - the housekeeping of a worker or queue with no span around it (its lock renewals, the
+ *   stalled-job check, pauses, closing) starts no trace: a trace per timer tick says nothing of
  *   any event. Its Redis calls make no spans either;
- * - `complete <queue>`, BullMQ's step that marks a job done once the processor returned, is not a
- *   span, and its Redis call (the `evalsha` of moveToFinished, which also fetches the next job)
- *   makes none: that is BullMQ's bookkeeping, whose time the job's span already holds;
+ * - `getNextJob <queue>` (a worker's fetch, which BullMQ opens after the fetch, as a child of the
+ *   fetched job's trace) and `complete <queue>` (marking a job done once the processor returned)
+ *   are not spans, and the latter's Redis call (the `evalsha` of moveToFinished, which also
+ *   fetches the next job) makes none: that is BullMQ's bookkeeping, whose time the job's span
+ *   already holds;
  * - the job's span (`process <queue>`) leaves out what its name, start and end already say: the
  *   operation, the worker's random id, the processed and finished timestamps and a `job
  *   completed` event. It keeps the queue, the job's id, name and attempts, and a failure's event.
@@ -133,8 +135,8 @@ export class PlatformBullMQTelemetry implements Telemetry<Context> {
   }
 }
 
-const BULLMQ_HOUSEKEEPING = /^(getNextJob|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs)( |$)/;
-const BULLMQ_FOLDED = /^complete( |$)/;
+const BULLMQ_HOUSEKEEPING = /^(extendLocks|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs)( |$)/;
+const BULLMQ_FOLDED = /^(complete|getNextJob)( |$)/;
 const BULLMQ_JOB_RUN = /^process( |$)/;
 
 type BullSpan = ReturnType<Telemetry<Context>["tracer"]["startSpan"]>;
