@@ -7,8 +7,10 @@
  * are compared: tracing on should keep 85% or more of the throughput with it off.
  * BENCH_TRACING_CENSUS=1 decodes the spans instead of only counting their bytes and prints how many
  * of each (service, name, parent's name) one delivery makes and their estimated share of the bytes
- * (the decoding costs this process CPU, so take throughput from a run without it). BENCH_PROFILE_DIR CPU-profiles the four
- * services under `<dir>/<off|on>-<service>/` (written when they are stopped at the end).
+ * (the decoding costs this process CPU, so take throughput from a run without it).
+ * BENCH_PROFILE_DIR CPU-profiles the four services under `<dir>/<off|on>-<service>/` (written when
+ * they are stopped at the end). BENCH_TRACING_SAMPLER replaces `always_on` on the traced pair:
+ * `always_off` measures what tracing's machinery costs with no span recorded or exported.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
