@@ -5,10 +5,17 @@
  * span (OTEL_TRACES_SAMPLER=always_on, `http/protobuf`) to an OTLP/HTTP receiver this benchmark
  * starts. End-to-end bursts alternate between the two pairs BENCH_ROUNDS times, and the medians
  * are compared: tracing on should keep 85% or more of the throughput with it off.
+ * BENCH_TRACING_CENSUS=1 decodes the spans instead of only counting their bytes and prints how many
+ * of each (service, name, parent's name) one delivery makes and their estimated share of the bytes
+ * (the decoding costs this process CPU, so take throughput from a run without it).
+ * BENCH_PROFILE_DIR CPU-profiles the four services under `<dir>/<off|on>-<service>/` (written when
+ * they are stopped at the end). BENCH_TRACING_SAMPLER replaces `always_on` on the traced pair:
+ * `always_off` measures what tracing's machinery costs with no span recorded or exported.
  */
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import type { PrismaClient } from "@vw/db";
-import { spawnService, startOtlpReceiver, type ServiceProcess } from "@vw/testing";
+import { spawnService, startOtlpReceiver, type ReceivedSpan, type ServiceProcess } from "@vw/testing";
 import { generateSecret, type SecretBox } from "@vw/webhook-core";
 import { metricValues, postBurst, receiverReached, resetReceiver, startReceiver } from "./bench-kit.js";
 import { GoalTally } from "./goals.js";
@@ -45,14 +52,22 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
   const goals = new GoalTally();
   const receiver = await startReceiver();
   // A sink: it answers like a collector and counts, without decoding (that CPU is not ours to measure).
-  const otlp = await startOtlpReceiver({ decode: false });
+  const census = process.env.BENCH_TRACING_CENSUS === "1";
+  const otlp = await startOtlpReceiver({ decode: census });
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  const nodeArgs = (name: string): string[] => (profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, name)}`] : []);
   const processes: ServiceProcess[] = [];
   try {
     const spawnPair = async (name: string, prefix: string, env: Record<string, string>): Promise<Pair> => {
+      const side = prefix.endsWith("-on") ? "on" : "off";
       const common = { DATABASE_URL: o.databaseUrl, REDIS_URL: o.redisUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: o.secretsKey, ...env };
-      const ingest = await spawnService(serviceDir("event-ingest"), { ...common, INGEST_TOKEN: o.ingestToken });
+      const ingest = await spawnService(serviceDir("event-ingest"), { ...common, INGEST_TOKEN: o.ingestToken }, { nodeArgs: nodeArgs(`${side}-ingest`) });
       processes.push(ingest);
-      const worker = await spawnService(serviceDir("delivery-worker"), { ...common, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(o.concurrency) });
+      const worker = await spawnService(
+        serviceDir("delivery-worker"),
+        { ...common, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(o.concurrency) },
+        { nodeArgs: nodeArgs(`${side}-worker`) },
+      );
       processes.push(worker);
       return { name, ingest, worker };
     };
@@ -60,10 +75,11 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
     const on = await spawnPair("tracing on", `${o.keyPrefix}-on`, {
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
-      OTEL_TRACES_SAMPLER: "always_on",
+      OTEL_TRACES_SAMPLER: process.env.BENCH_TRACING_SAMPLER ?? "always_on",
     });
     const organization = await o.prisma.organization.create({ data: { slug: `bench-otel-${randomBytes(4).toString("hex")}`, name: "Bench" } });
 
+    let tracedDeliveries = 0;
     const run = async (pair: Pair, deliveries: number) => {
       const world = await o.prisma.world.create({ data: { organizationId: organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
       for (let i = 0; i < o.endpoints; i += 1) {
@@ -81,6 +97,7 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
       await postBurst(pair.ingest.url, o.ingestToken, `${organization.slug}/${world.slug}`, events, o.batch, o.posters);
       const s = await receiverReached(receiver.origin, expected);
       const seconds = (s.lastAt - start) / 1000;
+      if (pair === on) tracedDeliveries += expected;
       const [workerAfter, ingestAfter] = await Promise.all([metricValues(pair.worker, ["process_cpu_seconds_total"]), metricValues(pair.ingest, ["process_cpu_seconds_total"])]);
       return {
         rate: expected / seconds,
@@ -121,6 +138,11 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
     const onRate = report("on");
     goals.judge(otlp.requests["http/protobuf"] > 0 && otlp.rejected.length === 0);
     o.log(`  spans reached the receiver: ${otlp.requests["http/protobuf"]} exports, ${(otlp.bytes.total / 1024 / 1024).toFixed(1)} MiB (goal: some, none refused)`);
+    if (census || profileDir) {
+      // A graceful stop flushes the last spans and writes the profiles.
+      for (const p of processes.splice(0)) await p.stop();
+    }
+    if (census) printCensus(otlp.spans, tracedDeliveries, o.log);
     goals.judge(onRate / offRate >= 0.85);
     o.log(`  = ${((onRate / offRate) * 100).toFixed(1)}% of the throughput with tracing off (goal >= 85%)`);
     o.log(goals.summary());
@@ -129,5 +151,29 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
     for (const p of processes) await p.kill9();
     receiver.stop();
     await otlp.close();
+  }
+}
+
+/** Spans per delivery by service, name and parent's name, with their estimated share of the bytes (BENCH_TRACING_CENSUS=1). */
+function printCensus(spans: ReceivedSpan[], deliveries: number, log: (line: string) => void): void {
+  const rows = new Map<string, { count: number; bytes: number; example: string }>();
+  const names = new Map(spans.map((s) => [s.spanId, s.name]));
+  let total = 0;
+  for (const s of spans) {
+    // The size of the span's variable parts as a proxy of its encoded size: ids, name, times, attributes.
+    const bytes = 16 + 8 + 8 + 16 + s.name.length + JSON.stringify(s.attributes).length;
+    const operation = s.attributes["db.operation.name"];
+    const parent = s.parentSpanId === "" ? "(root)" : (names.get(s.parentSpanId) ?? "(parent not received)");
+    const key = `${s.service} | ${s.name}${typeof operation === "string" && operation !== s.name ? ` [${operation}]` : ""} < ${parent}`;
+    const row = rows.get(key) ?? { count: 0, bytes: 0, example: JSON.stringify(s.attributes) };
+    row.count += 1;
+    row.bytes += bytes;
+    rows.set(key, row);
+    total += bytes;
+  }
+  log(`span census: ${spans.length} spans for ${deliveries} deliveries (${(spans.length / deliveries).toFixed(2)} per delivery)`);
+  for (const [key, row] of [...rows].sort((a, b) => b[1].count - a[1].count)) {
+    log(`  ${(row.count / deliveries).toFixed(3).padStart(7)} per delivery, ${((row.bytes / total) * 100).toFixed(1).padStart(5)}% of the bytes  ${key}`);
+    if (row.count / deliveries >= 0.01) log(`          e.g. ${row.example.slice(0, 400)}`);
   }
 }

@@ -3,7 +3,8 @@
  * a process with tracing off never loads this module nor anything it imports.
  */
 import { createRequire } from "node:module";
-import { diag, trace, DiagLogLevel, type Attributes, type Context, type Link, type SpanKind } from "@opentelemetry/api";
+import { context, diag, trace, DiagLogLevel, type Attributes, type Context, type Link, type SpanKind } from "@opentelemetry/api";
+import { suppressTracing } from "@opentelemetry/core";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtoTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
@@ -20,6 +21,7 @@ import {
   type Sampler,
   type SamplingResult,
 } from "@opentelemetry/sdk-trace-node";
+import type { Telemetry } from "bullmq";
 import { BullMQOtel } from "bullmq-otel";
 import type { Logger } from "./logger.js";
 import type { TraceSamplerName, TracingConfig } from "./config.js";
@@ -47,22 +49,143 @@ export function samplerOf(name: TraceSamplerName, ratio: number): Sampler {
 }
 
 /**
- * BullMQ's own housekeeping (a worker polling for its next job, the stalled-job check, pauses)
- * opens a root span each time: a trace per poll that says nothing about any event. Those roots,
- * and so their Redis children, are not recorded; every other decision is the configured sampler's.
+ * The sampler every process uses: the configured one (OTEL_TRACES_SAMPLER), except that of the
+ * Redis commands one pipeline or MULTI transaction sends together (BullMQ's `addBulk`: one script
+ * call per job, thousands for one request), only the first gets a span, whatever that sampler is
+ * (`always_on` included); it stands for the round trip. They are sent in one synchronous run, so
+ * "together" is "under the same parent before the next microtask".
  */
-const BULLMQ_HOUSEKEEPING = /^(getNextJob|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs) /;
+export class PlatformSampler implements Sampler {
+  private batchParent: string | undefined;
 
-class QuietHousekeepingSampler implements Sampler {
   constructor(private readonly inner: Sampler) {}
 
   shouldSample(ctx: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
-    if (trace.getSpanContext(ctx) === undefined && BULLMQ_HOUSEKEEPING.test(name)) return { decision: SamplingDecision.NOT_RECORD };
+    const parent = trace.getSpanContext(ctx);
+    if (parent !== undefined && isBatchedRedisCommand(attributes)) {
+      if (this.batchParent === parent.spanId) return { decision: SamplingDecision.NOT_RECORD };
+      this.batchParent = parent.spanId;
+      queueMicrotask(() => {
+        this.batchParent = undefined;
+      });
+    }
     return this.inner.shouldSample(ctx, traceId, name, kind, attributes, links);
   }
 
   toString(): string {
-    return `QuietHousekeeping{${this.inner.toString()}}`;
+    return `Platform{${this.inner.toString()}}`;
+  }
+}
+
+/** A command the ioredis instrumentation saw queued in a pipeline or a MULTI (it prefixes its operation name), or MULTI/EXEC themselves. */
+function isBatchedRedisCommand(attributes: Attributes): boolean {
+  const operation = attributes["db.operation.name"];
+  if (typeof operation !== "string") return false;
+  return operation.startsWith("PIPELINE ") || operation.startsWith("MULTI ") || operation === "multi" || operation === "exec";
+}
+
+/**
+ * `db.query.text` of a Redis span: the command and its first key, never the values. A Lua call
+ * (`evalsha`, `eval`) names its first key instead of the script or its digest: BullMQ's scripts
+ * take whole job payloads and options as arguments, which would make every span kilobytes long
+ * and copy customers' event data into the traces.
+ */
+export function redisStatement(command: string, args: readonly unknown[]): string {
+  let first = 0;
+  if (/^(evalsha|eval)(_ro)?$/i.test(command)) {
+    const keys = Number(args[1]);
+    if (!(keys > 0)) return args.length === 0 ? command : `${command} [${args.length} arguments]`;
+    first = 2;
+  }
+  if (args.length <= first) return args.length === 0 ? command : `${command} [${args.length} arguments]`;
+  const key = args[first];
+  const rest = args.length - 1;
+  return `${command} ${Buffer.isBuffer(key) ? key.toString("utf8") : String(key)}${rest > 0 ? ` [${rest} other arguments]` : ""}`;
+}
+
+/**
+ * BullMQ's `telemetry` option: bullmq-otel, with less of what makes a trace longer without saying
+ * more, which a worker would otherwise record for every job:
+ * - the housekeeping of a worker or queue with no span around it (its lock renewals, the
+ *   stalled-job check, pauses, closing) starts no trace: a trace per timer tick says nothing of
+ *   any event. Its Redis calls make no spans either;
+ * - `getNextJob <queue>` (a worker's fetch, which BullMQ opens after the fetch, as a child of the
+ *   fetched job's trace) and `complete <queue>` (marking a job done once the processor returned)
+ *   are not spans, and the latter's Redis call (the `evalsha` of moveToFinished, which also
+ *   fetches the next job) makes none: that is BullMQ's bookkeeping, whose time the job's span
+ *   already holds;
+ * - the job's span (`process <queue>`) leaves out what its name, start and end already say: the
+ *   operation, the worker's random id, the processed and finished timestamps and a `job
+ *   completed` event. It keeps the queue, the job's id, name and attempts, and a failure's event.
+ */
+export class PlatformBullMQTelemetry implements Telemetry<Context> {
+  readonly contextManager: Telemetry<Context>["contextManager"];
+  readonly tracer: Telemetry<Context>["tracer"];
+
+  constructor(inner: Telemetry<Context>) {
+    this.contextManager = inner.contextManager;
+    this.tracer = {
+      startSpan: (name, options, ctx) => {
+        if (BULLMQ_FOLDED.test(name)) return UNTRACED;
+        if (BULLMQ_HOUSEKEEPING.test(name) && trace.getSpan(ctx ?? context.active()) === undefined) return UNTRACED;
+        const span = inner.tracer.startSpan(name, options, ctx);
+        return BULLMQ_JOB_RUN.test(name) ? new TrimmedJobSpan(span) : span;
+      },
+    };
+  }
+}
+
+const BULLMQ_HOUSEKEEPING = /^(extendLocks|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs)( |$)/;
+const BULLMQ_FOLDED = /^(complete|getNextJob)( |$)/;
+const BULLMQ_JOB_RUN = /^process( |$)/;
+
+type BullSpan = ReturnType<Telemetry<Context>["tracer"]["startSpan"]>;
+type BullAttributes = Parameters<BullSpan["setAttributes"]>[0];
+
+/**
+ * What BullMQ is handed instead of a span: its work runs without the caller's span (so the pg and
+ * ioredis instrumentations, which require a parent, skip its calls at their first check) and with
+ * tracing suppressed (so nothing else starts a trace there).
+ */
+const UNTRACED: BullSpan = {
+  setSpanOnContext: (ctx: Context) => suppressTracing(trace.deleteSpan(ctx)),
+  setAttribute: () => undefined,
+  setAttributes: () => undefined,
+  addEvent: () => undefined,
+  recordException: () => undefined,
+  end: () => undefined,
+};
+
+const JOB_RUN_OMITTED = new Set(["bullmq.queue.operation", "bullmq.worker.id", "bullmq.job.attempt_finished_timestamp", "bullmq.job.processed.timestamp"]);
+
+/** A job run's span without the attributes and event its name and times already say. */
+class TrimmedJobSpan implements BullSpan {
+  constructor(private readonly inner: BullSpan) {}
+
+  setSpanOnContext(ctx: Context): Context {
+    return this.inner.setSpanOnContext(ctx) as Context;
+  }
+
+  setAttribute(key: string, value: Parameters<BullSpan["setAttribute"]>[1]): void {
+    if (!JOB_RUN_OMITTED.has(key)) this.inner.setAttribute(key, value);
+  }
+
+  setAttributes(attributes: BullAttributes): void {
+    const kept: BullAttributes = {};
+    for (const key in attributes) if (!JOB_RUN_OMITTED.has(key)) kept[key] = attributes[key];
+    this.inner.setAttributes(kept);
+  }
+
+  addEvent(name: string, attributes?: BullAttributes): void {
+    if (name !== "job completed") this.inner.addEvent(name, attributes);
+  }
+
+  recordException(exception: Parameters<BullSpan["recordException"]>[0], time?: Parameters<BullSpan["recordException"]>[1]): void {
+    this.inner.recordException(exception, time);
+  }
+
+  end(): void {
+    this.inner.end();
   }
 }
 
@@ -77,19 +200,23 @@ export function startSdk(config: TracingConfig & { endpoint: string; serviceName
   const exporter = config.protocol === "http/json" ? new JsonTraceExporter({ url: config.endpoint }) : new ProtoTraceExporter({ url: config.endpoint });
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ "service.name": config.serviceName }),
-    sampler: new QuietHousekeepingSampler(samplerOf(config.sampler, config.samplerRatio)),
+    sampler: new PlatformSampler(samplerOf(config.sampler, config.samplerRatio)),
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   provider.register();
-  // Only spans under one of ours: a query of a timer (the reconciler's sweep) starts no trace.
-  const instrumentations = [new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })];
+  // Only spans under one of ours: a query of a timer (the reconciler's sweep) starts no trace. A
+  // pool's connect is not a span (the query's span holds its wait); Redis statements name keys, not values.
+  const instrumentations = [
+    new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+    new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: redisStatement }),
+  ];
   const require = createRequire(import.meta.url);
   const pgRequire = createRequire(require.resolve("pg"));
   for (const id of ["pg", "ioredis"]) require(id);
   pgRequire("pg-pool");
   return {
     tracer: provider.getTracer(TRACER_NAME),
-    bullmq: new BullMQOtel({ tracerName: "bullmq" }),
+    bullmq: new PlatformBullMQTelemetry(new BullMQOtel({ tracerName: "bullmq" })),
     shutdown: async () => {
       for (const i of instrumentations) i.disable();
       await provider.shutdown();

@@ -126,6 +126,9 @@ it(
     expect(dbSpans("redis", "ingest-under-test").length).toBeGreaterThan(0);
     expect(dbSpans("redis", "delivery-worker").length).toBeGreaterThan(0);
 
+    // The event's data stays out of the trace: Redis statements name keys, never arguments (job payloads).
+    for (const s of spans) expect(JSON.stringify(s.attributes)).not.toContain("ada@example.com");
+
     // Both encodings arrived and were decoded.
     expect(otlp.requests["http/json"]).toBeGreaterThan(0);
     expect(otlp.requests["http/protobuf"]).toBeGreaterThan(0);
