@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
-import { QUEUE_NAMES, createRedisConnection, openDeliveryQueues, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, closeRedisConnection, createRedisConnection, openDeliveryQueues, openQueue } from "@vw/queues";
 import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
@@ -76,7 +76,7 @@ registerShutdown(logger, [
   { name: "delivery queue", run: () => deliveryQueue.close() },
   { name: "recovery queue", run: () => recoveryQueue.close() },
   // QUIT needs a live connection; one that is down is simply dropped.
-  { name: "redis", run: async () => (redis.status === "ready" ? redis.quit() : redis.disconnect()) },
+  { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "tracing", run: () => tracing.shutdown() },
   { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), membersPool.end()])) },

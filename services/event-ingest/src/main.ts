@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
-import { createRedisConnection, openDeliveryQueues } from "@vw/queues";
+import { closeRedisConnection, createRedisConnection, openDeliveryQueues } from "@vw/queues";
 import {
   Counter,
   METRICS_PREFIX,
@@ -116,7 +116,7 @@ registerShutdown(logger, [
   { name: "auth hook history", run: () => authHook.drain() },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "queue", run: () => queue.close() },
-  { name: "redis", run: () => redis.quit() },
+  { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "tracing", run: () => tracing.shutdown() },
   { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), intakePool.end(), hookPool.end(), hookCacheListener.stop()])) },
 ]);
