@@ -32,6 +32,7 @@ import { createDeliveriesWorker } from "./deliveries.worker.js";
 import { DependencyGate } from "./dependency-gate.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
 import { JobBudget } from "./job-budget.js";
+import { LegacyQueues } from "./legacy-queues.js";
 import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
@@ -227,9 +228,18 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   };
   const deliveryWorkers = queues.deliveries.shards.map(shardWorker);
   for (const [layout, served] of draining) served.push(...layout.shards.map(shardWorker));
+  const notificationsWorker = (prefix?: string) =>
+    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger, ...(prefix === undefined ? {} : { prefix }) });
+  const recoveriesWorker = (prefix?: string) =>
+    createRecoveriesWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
+      ...(prefix === undefined ? {} : { prefix }),
+    });
   const workers = [
     ...deliveryWorkers,
-    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger }),
+    notificationsWorker(),
     createMaintenanceWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
@@ -239,12 +249,17 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       metrics,
       logger: options.logger,
     }),
-    createRecoveriesWorker({
-      connection: options.connection,
-      keyPrefix: options.keyPrefix,
-      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
-    }),
+    recoveriesWorker(),
   ];
+  // Mails and recover jobs queued under the key layout before hash tags are run from there (legacy-queues.ts).
+  const legacy = new LegacyQueues({
+    redis: options.connection,
+    keyPrefix: options.keyPrefix,
+    startWorker: (queue, prefix) => (queue === QUEUE_NAMES.notifications ? notificationsWorker(prefix) : recoveriesWorker(prefix)),
+    onStarted: (queue) => options.logger.info({ legacyQueue: queue }, "running the jobs left under the old key layout"),
+    onDrained: (queue) => options.logger.info({ legacyQueue: queue }, "no job left under the old key layout"),
+  });
+  await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
   if (options.analytics) {
     const flushDeps: AnalyticsFlushDeps = {
       redis: options.connection,
@@ -275,12 +290,13 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     : null;
   reconciler?.start();
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
-  // A drained earlier layout is forgotten and its workers closed.
+  // A drained earlier layout is forgotten and its workers closed; so are the old key layout's.
   let sweeping = false;
   const sweepAll = async () => {
     for (const scheduler of schedulers.values()) {
       await scheduler.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"));
     }
+    await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
     for (const [layout, served] of draining) {
       if (!(await layoutDrained(layout))) continue;
       await retireLayout(options.connection, options.keyPrefix, layout.count);
@@ -325,6 +341,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
         });
       const drainingWorkers = [...draining.values()].flat();
       await Promise.all([...workers, ...drainingWorkers].map((w) => within(w.close(), boundMs, `worker ${w.name}`)));
+      await within(legacy.close(), boundMs, "workers of the old key layout");
       const allQueues = [...queues.deliveries.shards, ...[...draining.keys()].flatMap((l) => l.shards), ...otherQueues];
       await Promise.all(allQueues.map((q) => within(q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
       destroyDeliveryAgents(agents);
