@@ -12,9 +12,13 @@ import {
   DEFAULT_QUEUE_SHARDS,
   EndpointScheduler,
   QUEUE_NAMES,
+  clearLayout,
+  keepAnnouncingLayout,
   layoutDrained,
+  layoutInUse,
   openDeliveryQueues,
   openQueue,
+  otherLayouts,
   registerLayout,
   retireLayout,
   sumBacklogStats,
@@ -160,13 +164,20 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     for (const queue of layout.shards) schedulers.set(queue, await EndpointScheduler.forQueue(queue, schedulerOptions));
   };
   await schedulersOf(queues.deliveries);
-  // Earlier shard counts whose queues may still hold jobs: served (and swept) until drained.
+  // Other shard counts whose queues may still hold jobs (an earlier QUEUE_SHARDS, or producers
+  // still on it during a rollout): served (and swept) until drained and no process uses them.
   const draining = new Map<DeliveryQueues, Worker[]>();
-  for (const count of await registerLayout(options.connection, options.keyPrefix, queues.deliveries.count)) {
+  const openDraining = async (count: number) => {
     const layout = openDeliveryQueues(options.connection, options.keyPrefix, count);
+    layout.on("error", redisClientErrorListener(options.logger, "queue error"));
     await schedulersOf(layout);
     draining.set(layout, []);
-  }
+    return layout;
+  };
+  for (const count of await registerLayout(options.connection, options.keyPrefix, queues.deliveries.count)) await openDraining(count);
+  const announcer = keepAnnouncingLayout(options.connection, options.keyPrefix, queues.deliveries.count, (err) =>
+    options.logger.debug({ err }, "announcing the delivery shard layout in use failed; tried again shortly"),
+  );
   const schedulerFor = (endpointId: string) => schedulers.get(queues.deliveries.queueFor(endpointId)) as EndpointScheduler;
   const backlog = async () => sumBacklogStats(await Promise.all([...schedulers.values()].map((s) => s.stats())));
   metrics.watchQueues([...queues.deliveries.shards, ...otherQueues], { queues: queues.deliveries.shards, stats: backlog });
@@ -292,19 +303,31 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
   // A drained earlier layout is forgotten and its workers closed; so are the old key layout's.
   let sweeping = false;
+  let closing = false;
   const sweepAll = async () => {
     for (const scheduler of schedulers.values()) {
       await scheduler.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"));
     }
     await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
+    // A layout registered since (a producer started on another count) is served too.
+    for (const count of await otherLayouts(options.connection, options.keyPrefix, queues.deliveries.count)) {
+      if (closing) return;
+      if ([...draining.keys()].some((l) => l.count === count)) continue;
+      const layout = await openDraining(count);
+      (draining.get(layout) as Worker[]).push(...layout.shards.map(shardWorker));
+      options.logger.info({ queueShards: count }, "another delivery shard layout is in use; its queues are served until drained");
+    }
     for (const [layout, served] of draining) {
+      // Not while a process may still queue into it (it announces the layout), nor while it holds a job.
+      if (await layoutInUse(options.connection, options.keyPrefix, layout.count)) continue;
       if (!(await layoutDrained(layout))) continue;
       await retireLayout(options.connection, options.keyPrefix, layout.count);
       draining.delete(layout);
       for (const queue of layout.shards) schedulers.delete(queue);
       await Promise.all(served.map((w) => w.close()));
+      await clearLayout(options.connection, layout);
       await layout.close();
-      options.logger.info({ queueShards: layout.count }, "an earlier delivery shard layout is drained; its queues are no longer served");
+      options.logger.info({ queueShards: layout.count }, "an earlier delivery shard layout is drained; its queues are no longer served and its keys are deleted");
     }
   };
   const sweeper = setInterval(() => {
@@ -326,7 +349,9 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     reconciler,
     gate,
     async close() {
+      closing = true;
       clearInterval(sweeper);
+      announcer.stop();
       gate.stop();
       await reconciler?.stop();
       // An attempt in flight ends within its timeout and its log write, so by then every job this
