@@ -190,10 +190,17 @@ export async function announceLayout(redis: RedisClient, keyPrefix: string, shar
  */
 export function keepAnnouncingLayout(redis: RedisClient, keyPrefix: string, shards: number, onError: (err: Error) => void): { stop(): void } {
   const announce = () => void announceLayout(redis, keyPrefix, shards).catch(onError);
-  announce();
+  // At once when connected (before this process queues anything), and again after each reconnection.
+  if (redis.status === "ready") announce();
+  redis.on("ready", announce);
   const timer = setInterval(announce, LAYOUT_ANNOUNCE_MS);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      redis.off("ready", announce);
+    },
+  };
 }
 
 /** Whether a process announced layout `shards` within the last {@link LAYOUT_IN_USE_MS}. */

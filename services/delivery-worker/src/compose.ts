@@ -286,11 +286,28 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
+  let closing = false;
+  // A layout registered since start (a producer started on another count) is served too; looked
+  // for at each sweep and by the reconciler before it queues a run again (its job may be there).
+  let discovering: Promise<void> | null = null;
+  const discoverLayouts = (): Promise<void> =>
+    (discovering ??= (async () => {
+      for (const count of await otherLayouts(options.connection, options.keyPrefix, queues.deliveries.count)) {
+        if (closing) return;
+        if ([...draining.keys()].some((l) => l.count === count)) continue;
+        const layout = await openDraining(count);
+        (draining.get(layout) as Worker[]).push(...layout.shards.map(shardWorker));
+        options.logger.info({ queueShards: count }, "another delivery shard layout is in use; its queues are served until drained");
+      }
+    })().finally(() => (discovering = null)));
   const reconciler = options.reconcile
     ? new Reconciler({
         log: db.log,
         queues: queues.deliveries,
-        draining: () => [...draining.keys()],
+        draining: async () => {
+          await discoverLayouts();
+          return [...draining.keys()];
+        },
         redis: options.connection,
         leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
         sweepIntervalMs: options.reconcile.sweepIntervalMs,
@@ -303,20 +320,12 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
   // A drained earlier layout is forgotten and its workers closed; so are the old key layout's.
   let sweeping = false;
-  let closing = false;
   const sweepAll = async () => {
     for (const scheduler of schedulers.values()) {
       await scheduler.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"));
     }
     await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
-    // A layout registered since (a producer started on another count) is served too.
-    for (const count of await otherLayouts(options.connection, options.keyPrefix, queues.deliveries.count)) {
-      if (closing) return;
-      if ([...draining.keys()].some((l) => l.count === count)) continue;
-      const layout = await openDraining(count);
-      (draining.get(layout) as Worker[]).push(...layout.shards.map(shardWorker));
-      options.logger.info({ queueShards: count }, "another delivery shard layout is in use; its queues are served until drained");
-    }
+    await discoverLayouts();
     for (const [layout, served] of draining) {
       // Not while a process may still queue into it (it announces the layout), nor while it holds a job.
       if (await layoutInUse(options.connection, options.keyPrefix, layout.count)) continue;
