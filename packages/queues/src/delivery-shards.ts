@@ -11,7 +11,9 @@
  * primaries hold equal slot ranges gets an equal share of the shards. Changing `QUEUE_SHARDS`
  * therefore starts a new key space: its index markers are missing, and the reconciler rebuilds
  * the dispatch index from PostgreSQL into it; the layouts registry (one Redis set) tells workers
- * which earlier layouts still hold jobs to drain (see the delivery-worker README).
+ * which other layouts may still hold jobs to drain, and every process that queues or serves
+ * deliveries keeps its layout marked in use, so none is retired while a process may still queue
+ * into it (see the delivery-worker README).
  */
 import type { Job, JobType, Queue } from "bullmq";
 import { QUEUE_NAMES } from "./catalogue.js";
