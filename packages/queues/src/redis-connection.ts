@@ -60,7 +60,7 @@ export function createRedisConnection(target: string | RedisTopology, role: Redi
   }
   const redis = plan.url === null ? new Redis(plan.options) : new Redis(plan.url, plan.options);
   if (role === "worker") coalesceWritesPerTick(redis);
-  if (plan.options.failoverDetector === true) quietFailoverDetector(redis);
+  if (plan.options.failoverDetector === true) tendFailoverDetector(redis);
   return redis;
 }
 
@@ -145,25 +145,32 @@ function clusterOptions(topology: { password: string | null; tls: boolean }, rol
 }
 
 /**
- * ioredis's failover detector (`failoverDetector`) opens a connection of its own to each sentinel
- * and puts no `error` listener on them, so a sentinel that goes away (a rolling restart, a lost
- * node) makes ioredis print "[ioredis] Unhandled error event" and a stack trace to stderr at every
- * reconnection attempt: plain text outside the JSON log. Those errors are dropped here: a missing
- * sentinel is not a missing Redis (the others still answer, and the data connection reports its
- * own errors). The detector is rebuilt at each connection, after which ioredis emits `connect`; the
- * copies BullMQ makes for blocking reads (`duplicate()`) get the same treatment.
+ * Two things ioredis's failover detector (`failoverDetector`: a connection of its own to each
+ * sentinel, subscribed to `+switch-master`) needs from us:
+ * - it puts no `error` listener on its connections, so a sentinel that goes away (a rolling
+ *   restart, a lost node) makes ioredis print "[ioredis] Unhandled error event" and a stack trace
+ *   to stderr at every reconnection attempt: plain text outside the JSON log. Those errors are
+ *   dropped here: a missing sentinel is not a missing Redis (the others still answer, and the data
+ *   connection reports its own errors). The detector is rebuilt at each connection, after which
+ *   ioredis emits `connect`;
+ * - QUIT ends the data connection but not the detector's (only `disconnect()` reaches them), and
+ *   they reconnect forever: a process that closed everything, BullMQ's blocking connections
+ *   included (BullMQ closes them with QUIT), stayed alive. The detector is closed here when the
+ *   connection ends (`end`: closed for good, whichever way).
+ * The copies BullMQ makes for blocking reads (`duplicate()`) get the same treatment.
  */
-function quietFailoverDetector(redis: Redis): void {
+function tendFailoverDetector(redis: Redis): void {
+  const detector = () => (redis as unknown as { connector?: { failoverDetector?: { sentinels?: { client: Redis }[]; cleanup(): void } | null } }).connector?.failoverDetector;
   redis.on("connect", () => {
-    const connector = (redis as unknown as { connector?: { failoverDetector?: { sentinels?: { client: Redis }[] } | null } }).connector;
-    for (const { client } of connector?.failoverDetector?.sentinels ?? []) {
+    for (const { client } of detector()?.sentinels ?? []) {
       if (client.listenerCount("error") === 0) client.on("error", () => undefined);
     }
   });
+  redis.on("end", () => detector()?.cleanup());
   const duplicate = redis.duplicate.bind(redis);
   redis.duplicate = (override?: Partial<RedisOptions>): Redis => {
     const copy = duplicate(override);
-    quietFailoverDetector(copy);
+    tendFailoverDetector(copy);
     return copy;
   };
 }
@@ -201,4 +208,26 @@ function coalesceWritesPerTick(redis: Redis): void {
       return write.apply(this, args);
     } as typeof write;
   });
+}
+
+/** How long {@link closeRedisConnection} waits for the answer to QUIT. */
+const QUIT_WAIT_MS = 2000;
+
+/**
+ * Closes a connection at shutdown, the same way in every process and on every topology: QUIT when
+ * it is ready (the replies still due are read first), at most `quitWaitMs`; a disconnect when it is
+ * not (reconnecting during an outage: there is nothing to wait for, and a QUIT would only be
+ * queued or refused) or when QUIT got no answer in time. Never rejects: a connection that cannot
+ * say goodbye is closed all the same.
+ */
+export async function closeRedisConnection(client: RedisClient, quitWaitMs: number = QUIT_WAIT_MS): Promise<void> {
+  if (client.status === "end") return;
+  if (client.status === "ready") {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), quitWaitMs)));
+    const quit = await Promise.race([client.quit().then(() => "quit" as const, () => "failed" as const), waited]);
+    clearTimeout(timer);
+    if (quit === "quit") return;
+  }
+  client.disconnect();
 }

@@ -12,9 +12,13 @@ import {
   DEFAULT_QUEUE_SHARDS,
   EndpointScheduler,
   QUEUE_NAMES,
+  clearLayout,
+  keepAnnouncingLayout,
   layoutDrained,
+  layoutInUse,
   openDeliveryQueues,
   openQueue,
+  otherLayouts,
   registerLayout,
   retireLayout,
   sumBacklogStats,
@@ -32,6 +36,7 @@ import { createDeliveriesWorker } from "./deliveries.worker.js";
 import { DependencyGate } from "./dependency-gate.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
 import { JobBudget } from "./job-budget.js";
+import { LegacyQueues } from "./legacy-queues.js";
 import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
 import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
 import { WorkerMetrics } from "./metrics.js";
@@ -159,13 +164,20 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     for (const queue of layout.shards) schedulers.set(queue, await EndpointScheduler.forQueue(queue, schedulerOptions));
   };
   await schedulersOf(queues.deliveries);
-  // Earlier shard counts whose queues may still hold jobs: served (and swept) until drained.
+  // Other shard counts whose queues may still hold jobs (an earlier QUEUE_SHARDS, or producers
+  // still on it during a rollout): served (and swept) until drained and no process uses them.
   const draining = new Map<DeliveryQueues, Worker[]>();
-  for (const count of await registerLayout(options.connection, options.keyPrefix, queues.deliveries.count)) {
+  const openDraining = async (count: number) => {
     const layout = openDeliveryQueues(options.connection, options.keyPrefix, count);
+    layout.on("error", redisClientErrorListener(options.logger, "queue error"));
     await schedulersOf(layout);
     draining.set(layout, []);
-  }
+    return layout;
+  };
+  for (const count of await registerLayout(options.connection, options.keyPrefix, queues.deliveries.count)) await openDraining(count);
+  const announcer = keepAnnouncingLayout(options.connection, options.keyPrefix, queues.deliveries.count, (err) =>
+    options.logger.debug({ err }, "announcing the delivery shard layout in use failed; tried again shortly"),
+  );
   const schedulerFor = (endpointId: string) => schedulers.get(queues.deliveries.queueFor(endpointId)) as EndpointScheduler;
   const backlog = async () => sumBacklogStats(await Promise.all([...schedulers.values()].map((s) => s.stats())));
   metrics.watchQueues([...queues.deliveries.shards, ...otherQueues], { queues: queues.deliveries.shards, stats: backlog });
@@ -227,9 +239,18 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   };
   const deliveryWorkers = queues.deliveries.shards.map(shardWorker);
   for (const [layout, served] of draining) served.push(...layout.shards.map(shardWorker));
+  const notificationsWorker = (prefix?: string) =>
+    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger, ...(prefix === undefined ? {} : { prefix }) });
+  const recoveriesWorker = (prefix?: string) =>
+    createRecoveriesWorker({
+      connection: options.connection,
+      keyPrefix: options.keyPrefix,
+      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
+      ...(prefix === undefined ? {} : { prefix }),
+    });
   const workers = [
     ...deliveryWorkers,
-    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger: options.logger }),
+    notificationsWorker(),
     createMaintenanceWorker({
       connection: options.connection,
       keyPrefix: options.keyPrefix,
@@ -239,12 +260,17 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       metrics,
       logger: options.logger,
     }),
-    createRecoveriesWorker({
-      connection: options.connection,
-      keyPrefix: options.keyPrefix,
-      deps: { sql, log: db.log, history: db.history, deliveries: queues.deliveries, logger: options.logger },
-    }),
+    recoveriesWorker(),
   ];
+  // Mails and recover jobs queued under the key layout before hash tags are run from there (legacy-queues.ts).
+  const legacy = new LegacyQueues({
+    redis: options.connection,
+    keyPrefix: options.keyPrefix,
+    startWorker: (queue, prefix) => (queue === QUEUE_NAMES.notifications ? notificationsWorker(prefix) : recoveriesWorker(prefix)),
+    onStarted: (queue) => options.logger.info({ legacyQueue: queue }, "running the jobs left under the old key layout"),
+    onDrained: (queue) => options.logger.info({ legacyQueue: queue }, "no job left under the old key layout"),
+  });
+  await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
   if (options.analytics) {
     const flushDeps: AnalyticsFlushDeps = {
       redis: options.connection,
@@ -260,11 +286,28 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
     workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
   }
+  let closing = false;
+  // A layout registered since start (a producer started on another count) is served too; looked
+  // for at each sweep and by the reconciler before it queues a run again (its job may be there).
+  let discovering: Promise<void> | null = null;
+  const discoverLayouts = (): Promise<void> =>
+    (discovering ??= (async () => {
+      for (const count of await otherLayouts(options.connection, options.keyPrefix, queues.deliveries.count)) {
+        if (closing) return;
+        if ([...draining.keys()].some((l) => l.count === count)) continue;
+        const layout = await openDraining(count);
+        (draining.get(layout) as Worker[]).push(...layout.shards.map(shardWorker));
+        options.logger.info({ queueShards: count }, "another delivery shard layout is in use; its queues are served until drained");
+      }
+    })().finally(() => (discovering = null)));
   const reconciler = options.reconcile
     ? new Reconciler({
         log: db.log,
         queues: queues.deliveries,
-        draining: () => [...draining.keys()],
+        draining: async () => {
+          await discoverLayouts();
+          return [...draining.keys()];
+        },
         redis: options.connection,
         leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
         sweepIntervalMs: options.reconcile.sweepIntervalMs,
@@ -275,20 +318,25 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     : null;
   reconciler?.start();
   // Expired leases (a killed worker's slots) free nobody by themselves: the sweep hands them on.
-  // A drained earlier layout is forgotten and its workers closed.
+  // A drained earlier layout is forgotten and its workers closed; so are the old key layout's.
   let sweeping = false;
   const sweepAll = async () => {
     for (const scheduler of schedulers.values()) {
       await scheduler.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "scheduler sweep failed; retried next interval"));
     }
+    await legacy.sweep().catch((err: unknown) => options.logger.warn({ err: err as Error }, "looking for jobs under the old key layout failed; retried next interval"));
+    await discoverLayouts();
     for (const [layout, served] of draining) {
+      // Not while a process may still queue into it (it announces the layout), nor while it holds a job.
+      if (await layoutInUse(options.connection, options.keyPrefix, layout.count)) continue;
       if (!(await layoutDrained(layout))) continue;
       await retireLayout(options.connection, options.keyPrefix, layout.count);
       draining.delete(layout);
       for (const queue of layout.shards) schedulers.delete(queue);
       await Promise.all(served.map((w) => w.close()));
+      await clearLayout(options.connection, layout);
       await layout.close();
-      options.logger.info({ queueShards: layout.count }, "an earlier delivery shard layout is drained; its queues are no longer served");
+      options.logger.info({ queueShards: layout.count }, "an earlier delivery shard layout is drained; its queues are no longer served and its keys are deleted");
     }
   };
   const sweeper = setInterval(() => {
@@ -310,7 +358,9 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     reconciler,
     gate,
     async close() {
+      closing = true;
       clearInterval(sweeper);
+      announcer.stop();
       gate.stop();
       await reconciler?.stop();
       // An attempt in flight ends within its timeout and its log write, so by then every job this
@@ -325,6 +375,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
         });
       const drainingWorkers = [...draining.values()].flat();
       await Promise.all([...workers, ...drainingWorkers].map((w) => within(w.close(), boundMs, `worker ${w.name}`)));
+      await within(legacy.close(), boundMs, "workers of the old key layout");
       const allQueues = [...queues.deliveries.shards, ...[...draining.keys()].flatMap((l) => l.shards), ...otherQueues];
       await Promise.all(allQueues.map((q) => within(q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
       destroyDeliveryAgents(agents);

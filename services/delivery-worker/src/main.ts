@@ -1,5 +1,5 @@
 import { createPgPool } from "@vw/db";
-import { createRedisConnection } from "@vw/queues";
+import { closeRedisConnection, createRedisConnection } from "@vw/queues";
 import { closeServer, createLogger, dependencyStatus, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createSecretBox } from "@vw/webhook-core";
 import { createWorkerApp } from "./app.js";
@@ -81,7 +81,7 @@ registerShutdown(
     { name: "workers", run: () => worker.close() },
     { name: "http", run: () => closeServer(server) },
     { name: "smtp", run: async () => mail?.close() },
-    { name: "redis", run: () => redis.quit() },
+    { name: "redis", run: () => closeRedisConnection(redis) },
     { name: "tracing", run: () => tracing.shutdown() },
     { name: "database", run: () => pool.end() },
   ],

@@ -22,6 +22,8 @@ export function createNotificationsWorker(options: {
   mailer: EndpointDisabledMailer;
   metrics: WorkerMetrics;
   logger: Logger;
+  /** The queue's BullMQ prefix; today's (`queuePrefix`) unless given (src/legacy-queues.ts gives the old layout's). */
+  prefix?: string;
 }): Worker {
   const worker = new Worker(
     QUEUE_NAMES.notifications,
@@ -40,7 +42,7 @@ export function createNotificationsWorker(options: {
     },
     {
       connection: options.connection,
-      prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.notifications),
+      prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.notifications),
       concurrency: 4,
       settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
     },

@@ -34,8 +34,8 @@ export interface ReconcilerOptions {
   log: Pick<DeliveryLog, "pendingDue">;
   /** The deliveries queue's shards (QUEUE_SHARDS): the index rebuilt into. */
   queues: DeliveryQueues;
-  /** Earlier layouts still being drained: a run with a job there has one. */
-  draining?: () => readonly DeliveryQueues[];
+  /** Other layouts being drained (an earlier QUEUE_SHARDS, or producers on another one): a run with a job there has one. */
+  draining?: () => readonly DeliveryQueues[] | Promise<readonly DeliveryQueues[]>;
   redis: RedisClient;
   /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
   leaseKey: string;
@@ -236,7 +236,8 @@ export class Reconciler {
 
   private async queueMissing(page: readonly ScheduledDelivery[]): Promise<number> {
     const missing = await this.withoutJob(this.options.queues, page);
-    for (const layout of this.options.draining?.() ?? []) {
+    const draining = missing.some((d) => d !== null) ? ((await this.options.draining?.()) ?? []) : [];
+    for (const layout of draining) {
       // Runs with a job in a layout being drained are sent from there.
       const unseen = missing.filter((d) => d !== null);
       if (unseen.length === 0) break;

@@ -20,7 +20,13 @@ import { redisClientErrorListener, queueTelemetryOption } from "@vw/service-kit"
 import { runRecovery, type RecoverDeps } from "./recover.js";
 
 /** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
-export function createRecoveriesWorker(options: { connection: RedisClient; keyPrefix: string; deps: RecoverDeps }): Worker {
+export function createRecoveriesWorker(options: {
+  connection: RedisClient;
+  keyPrefix: string;
+  deps: RecoverDeps;
+  /** The queue's BullMQ prefix; today's (`queuePrefix`) unless given (src/legacy-queues.ts gives the old layout's). */
+  prefix?: string;
+}): Worker {
   const { deps } = options;
   const worker = new Worker(
     QUEUE_NAMES.recoveries,
@@ -37,7 +43,7 @@ export function createRecoveriesWorker(options: { connection: RedisClient; keyPr
     },
     {
       connection: options.connection,
-      prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
+      prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
       // With tracing on, each job's run is a span continuing the trace of whoever added it.
       ...queueTelemetryOption(),
       concurrency: 2,

@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
-import { createRedisConnection, openDeliveryQueues } from "@vw/queues";
+import { closeRedisConnection, createRedisConnection, keepAnnouncingLayout, openDeliveryQueues } from "@vw/queues";
 import {
   Counter,
   METRICS_PREFIX,
@@ -39,6 +39,8 @@ const redis = createRedisConnection(config.redis, "producer");
 watchRedisConnection(redis, logger);
 const queue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
 for (const shard of queue.shards) shard.on("error", redisClientErrorListener(logger, "deliveries queue error"));
+// The shard layout this process queues into stays in use (not retired by the workers) while it runs.
+const layoutAnnouncer = keepAnnouncingLayout(redis, config.redisKeyPrefix, config.queueShards, (err) => logger.debug({ err }, "announcing the delivery shard layout failed; tried again shortly"));
 
 // The auth hook's HTTP agents enforce ENDPOINT_URL_POLICY at connect time, like the worker's.
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
@@ -115,8 +117,14 @@ registerShutdown(logger, [
   // Hook calls past the budget and history rows happen after the answer: let them land before Prisma goes.
   { name: "auth hook history", run: () => authHook.drain() },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
-  { name: "queue", run: () => queue.close() },
-  { name: "redis", run: () => redis.quit() },
+  {
+    name: "queue",
+    run: async () => {
+      layoutAnnouncer.stop();
+      await queue.close();
+    },
+  },
+  { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "tracing", run: () => tracing.shutdown() },
   { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), intakePool.end(), hookPool.end(), hookCacheListener.stop()])) },
 ]);

@@ -1,5 +1,5 @@
 import { createPrismaClient } from "@vw/db";
-import { createRedisConnection } from "@vw/queues/redis-connection";
+import { closeRedisConnection, createRedisConnection } from "@vw/queues/redis-connection";
 import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { loadConfig } from "./config.js";
 import { composeMapStorage } from "./compose.js";
@@ -24,7 +24,7 @@ logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
-  { name: "redis", run: () => redis.quit() },
+  { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "database", run: () => prisma.$disconnect() },
   { name: "s3", run: async () => s3.destroy() },
   { name: "tracing", run: () => tracing.shutdown() },

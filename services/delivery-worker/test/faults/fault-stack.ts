@@ -79,8 +79,11 @@ export interface FaultStack {
   worldRef: string;
   /** INGEST_TOKEN of the stack's event-ingest. */
   ingestToken: string;
-  /** Starts (again) the process after a kill, with the same environment. */
-  restart(service: "ingest" | "worker"): Promise<ServiceProcess>;
+  /**
+   * Starts (again) the process after a kill or a stop, with the same environment; `env` changes
+   * it from now on (a configuration rolled out, `QUEUE_SHARDS` say).
+   */
+  restart(service: "ingest" | "worker", env?: Record<string, string>): Promise<ServiceProcess>;
   /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
   produce(options?: { perRequest?: number; everyMs?: number }): { stop(): Promise<ProducerRun> };
   /** Waits until every accepted event reached every endpoint, then checks copies, processes and logs; returns the extra copies since the last call. */
@@ -141,8 +144,9 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     LOG_FORMAT: "json",
     ...options.env,
   };
+  const rolledOut: Record<"ingest" | "worker", Record<string, string>> = { ingest: {}, worker: {} };
   const spawnOf = (service: "ingest" | "worker") =>
-    spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), { ...env, ...options.serviceEnv?.[service] }, { readyTimeoutMs: 60_000 });
+    spawnService(join(servicesDir, service === "ingest" ? "event-ingest" : "delivery-worker"), { ...env, ...options.serviceEnv?.[service], ...rolledOut[service] }, { readyTimeoutMs: 60_000 });
   const processes = { ingest: await spawnOf("ingest"), worker: await spawnOf("worker") };
   const httpServices: ServiceProcess[] = [];
   if (options.httpServices) {
@@ -176,10 +180,11 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     endpoints,
     worldRef: `${organization.slug}/${world.slug}`,
     ingestToken,
-    async restart(service) {
+    async restart(service, changed = {}) {
       const old = processes[service];
       if (old.child.exitCode === null && old.child.signalCode === null) throw new Error(`${service} still runs: kill it first`);
-      killed.add(old);
+      if (old.child.signalCode !== null) killed.add(old);
+      Object.assign(rolledOut[service], changed);
       processes[service] = await spawnOf(service);
       started.push(processes[service]);
       return processes[service];
