@@ -13,7 +13,7 @@
  *   one of its jobs ends. While it blocks on an empty shard it holds no permit;
  * - a job's processing (`processJob`) gives its permit back when it ends, unless BullMQ fetched
  *   the next job in the same call (then the permit passes to that job). It fetches the next job
- *   so only while this worker holds no more than its share of the budget, or nobody else waits:
+ *   so only while this worker holds about its share of the budget or less, or nobody else waits:
  *   otherwise a shard that took the whole budget first would keep it until it ran dry, its few
  *   endpoints' windows would hold a fraction of the jobs it holds (the rest parked), and the
  *   other shards would wait.
@@ -91,14 +91,17 @@ export class JobBudget {
   /**
    * Whether `owner` should give a permit back rather than keep it for another job of its own:
    * another owner waits for one, and `owner` holds more than an equal share of the budget among
-   * the owners that want jobs (those holding permits or waiting for one). One busy owner alone
-   * keeps the whole budget; several share it evenly, each keeping its share between its jobs.
+   * the owners that want jobs (those holding permits or waiting for one), by a margin (a quarter
+   * of the share, at least two). One busy owner alone keeps the whole budget; several end up
+   * near equal shares. The margin spares the permits' back and forth around the share: each
+   * move costs the receiving shard a fetch of its own instead of BullMQ's fetch-next.
    */
   shouldYield(owner: object): boolean {
     if (!this.waiting.some((w) => w.owner !== owner)) return false;
     const wanting = new Set<object>(this.held.keys());
     for (const w of this.waiting) wanting.add(w.owner);
-    return this.heldBy(owner) > Math.ceil(this.size / wanting.size);
+    const share = Math.ceil(this.size / wanting.size);
+    return this.heldBy(owner) > share + Math.max(2, Math.ceil(share / 4));
   }
 
   private count(owner: object, delta: number): void {

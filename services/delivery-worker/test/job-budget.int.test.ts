@@ -69,7 +69,7 @@ it("holds at most its budget of jobs across every shard's worker, and processes 
 });
 
 it("shares the budget between shards: a shard that took all of it gives permits up when another shard has jobs", async () => {
-  const budget = new JobBudget(4);
+  const budget = new JobBudget(16);
   const busy = queues.shards[0]!;
   const late = queues.shards[1]!;
   const started: string[] = [];
@@ -83,7 +83,7 @@ it("shares the budget between shards: a shard that took all of it gives permits 
         await gate;
         await new Promise((resolve) => setTimeout(resolve, 2));
       },
-      { connection: redis, prefix: queue.opts.prefix!, concurrency: 4, autorun: false },
+      { connection: redis, prefix: queue.opts.prefix!, concurrency: 16, autorun: false },
     );
     shareJobBudget(worker, budget);
     running.push(worker);
@@ -93,20 +93,20 @@ it("shares the budget between shards: a shard that took all of it gives permits 
   const busyName = busy.name + busy.opts.prefix!;
   const lateName = late.name + late.opts.prefix!;
   const jobs = (n: number) => Array.from({ length: n }, () => ({ name: "job", data: {}, opts: { jobId: randomUUID() } }));
-  await busy.addBulk(jobs(40));
+  await busy.addBulk(jobs(80));
   // The busy shard's worker holds the whole budget before the other shard has any job.
-  await eventually("the busy shard holds the whole budget", () => started.length === 4 && budget.heldBy(workers[0]!) === 4);
-  await late.addBulk(jobs(20));
+  await eventually("the busy shard holds the whole budget", () => started.length === 16 && budget.heldBy(workers[0]!) === 16);
+  await late.addBulk(jobs(40));
   const before = started.length;
   release();
   // Jobs stop waiting from now on.
   gate = Promise.resolve();
   await eventually("twenty more jobs started", () => started.length >= before + 20, { timeoutMs: 20_000 });
   const next = started.slice(before, before + 20);
-  // Without sharing, the busy shard would keep every permit until its 40 jobs ran out.
+  // Without sharing, the busy shard would keep every permit until its 80 jobs ran out.
   expect(next.filter((name) => name === lateName).length).toBeGreaterThanOrEqual(5);
   expect(next.filter((name) => name === busyName).length).toBeGreaterThanOrEqual(5);
-  await eventually("every job ran", () => started.length === 60, { timeoutMs: 20_000 });
+  await eventually("every job ran", () => started.length === 120, { timeoutMs: 20_000 });
   await Promise.all(workers.map((w) => w.close()));
   expect(budget.inUse).toBe(0);
 });
