@@ -98,13 +98,20 @@ it("QUEUE_SHARDS 4 -> 8 with deliveries queued and retries delayed: every accept
   report("QUEUE_SHARDS 4 -> 8 (worker first, then event-ingest)", run, extra);
 
   // No process announces the 4 any more: once it holds no job, the worker retires it and deletes its keys.
-  await eventually("the layout of 4 is retired and none of its keys is left", async () => (await keysOfLayout(4)).length === 0 && !(await redis.smembers(layoutsKey(KEY_PREFIX))).includes("4"), {
-    timeoutMs: 60_000,
-  });
+  await layoutRetired(4);
   expect(await redis.smembers(layoutsKey(KEY_PREFIX))).toEqual(["8"]);
   expect(stack.worker.stdout()).toContain("an earlier delivery shard layout is drained");
   expect((await keysOfLayout(8)).length).toBeGreaterThan(0);
 }, FAULT_TEST_TIMEOUT_MS * 2);
+
+/** Waits until no process announces the layout of `count`, the worker retired it and none of its keys is left. */
+async function layoutRetired(count: number): Promise<void> {
+  await eventually(
+    `the layout of ${count} is retired and none of its keys is left`,
+    async () => (await keysOfLayout(count)).length === 0 && !(await redis.smembers(layoutsKey(KEY_PREFIX))).includes(String(count)),
+    { timeoutMs: 60_000 },
+  );
+}
 
 it("QUEUE_SHARDS 8 -> 2, event-ingest first: the worker still on 8 serves the 2 meanwhile; every accepted event delivered, the 8 emptied", async () => {
   const producer = stack.produce();
@@ -121,8 +128,6 @@ it("QUEUE_SHARDS 8 -> 2, event-ingest first: the worker still on 8 serves the 2 
   const extra = await stack.verify(run);
   report("QUEUE_SHARDS 8 -> 2 (event-ingest first, then the worker)", run, extra);
 
-  await eventually("the layout of 8 is retired and none of its keys is left", async () => (await keysOfLayout(8)).length === 0 && !(await redis.smembers(layoutsKey(KEY_PREFIX))).includes("8"), {
-    timeoutMs: 60_000,
-  });
+  await layoutRetired(8);
   expect(await redis.smembers(layoutsKey(KEY_PREFIX))).toEqual(["2"]);
 }, FAULT_TEST_TIMEOUT_MS * 2);
