@@ -6,7 +6,20 @@
  *
  * Outbound HTTP is never instrumented: a delivery to a customer carries no trace header.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  createTraceState,
+  isSpanContextValid,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+} from "@opentelemetry/api";
 import type { Telemetry } from "bullmq";
 import type { RequestHandler } from "express";
 import type { TracingConfig } from "./config.js";
@@ -145,7 +158,14 @@ export function withJobSpan<T>(job: TracedJob, work: () => Promise<T>): Promise<
 /** What a processor throws to tell BullMQ where the job goes next, not that it failed. */
 const NOT_FAILURES = new Set(["DelayedError", "WaitingChildrenError", "WaitingError", "RateLimitError"]);
 
-/** The context a job's metadata carries (bullmq-otel's: the W3C headers as JSON); the root context if none or unreadable. */
+/** W3C `traceparent`, version 00: trace id, parent span id, flags. */
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * The context a job's metadata carries (bullmq-otel's: the W3C headers as JSON), read here rather
+ * than through the propagation API (whose composite propagator also parses baggage the platform
+ * never sets), once per job run; the root context if none or unreadable.
+ */
 function jobParent(metadata: string | undefined): Context {
   if (metadata === undefined || metadata === "") return ROOT_CONTEXT;
   let carrier: unknown;
@@ -154,7 +174,14 @@ function jobParent(metadata: string | undefined): Context {
   } catch {
     return ROOT_CONTEXT;
   }
-  return typeof carrier === "object" && carrier !== null ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
+  if (typeof carrier !== "object" || carrier === null) return ROOT_CONTEXT;
+  const { traceparent, tracestate } = carrier as { traceparent?: unknown; tracestate?: unknown };
+  const parts = typeof traceparent === "string" ? TRACEPARENT.exec(traceparent) : null;
+  if (parts === null) return ROOT_CONTEXT;
+  const parent: SpanContext = { traceId: parts[1] as string, spanId: parts[2] as string, traceFlags: parseInt(parts[3] as string, 16) & 1, isRemote: true };
+  if (!isSpanContextValid(parent)) return ROOT_CONTEXT;
+  if (typeof tracestate === "string" && tracestate !== "") parent.traceState = createTraceState(tracestate);
+  return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
 
 /**
