@@ -33,15 +33,15 @@ export function createRecoveriesWorker(options: {
     // With tracing on, each job's run is a span continuing the trace of whoever added it.
     (job) =>
       withJobSpan(job, async () => {
-      if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
-      let data;
-      try {
-        data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
-      } catch (err) {
-        if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
-        throw err;
-      }
-      return runRecovery(deps, data.recoveryId);
+        if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
+        let data;
+        try {
+          data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
+        } catch (err) {
+          if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
+          throw err;
+        }
+        return runRecovery(deps, data.recoveryId);
       }),
     {
       connection: options.connection,
