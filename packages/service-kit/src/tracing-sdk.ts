@@ -104,19 +104,11 @@ export function redisStatement(command: string, args: readonly unknown[]): strin
 }
 
 /**
- * BullMQ's `telemetry` option: bullmq-otel, with less of what makes a trace longer without saying
- * more, which a worker would otherwise record for every job:
- * - the housekeeping of a worker or queue with no span around it (its lock renewals, the
- *   stalled-job check, pauses, closing) starts no trace: a trace per timer tick says nothing of
- *   any event. Its Redis calls make no spans either;
- * - `getNextJob <queue>` (a worker's fetch, which BullMQ opens after the fetch, as a child of the
- *   fetched job's trace) and `complete <queue>` (marking a job done once the processor returned)
- *   are not spans, and the latter's Redis call (the `evalsha` of moveToFinished, which also
- *   fetches the next job) makes none: that is BullMQ's bookkeeping, whose time the job's span
- *   already holds;
- * - the job's span (`process <queue>`) leaves out what its name, start and end already say: the
- *   operation, the worker's random id, the processed and finished timestamps and a `job
- *   completed` event. It keeps the queue, the job's id, name and attempts, and a failure's event.
+ * BullMQ's `telemetry` option of the Queues (bullmq-otel): a job added carries its adder's trace
+ * context, and an `add`/`addBulk` is a span of that trace. A queue's housekeeping with no span
+ * around it (pausing, closing, trimming events, promoting jobs) starts no trace: a trace per timer
+ * tick says nothing of any event, and its Redis calls make no spans either. Workers do not take
+ * this option: `withJobSpan` (tracing.ts) opens a job's span around the processor alone.
  */
 export class PlatformBullMQTelemetry implements Telemetry<Context> {
   readonly contextManager: Telemetry<Context>["contextManager"];
@@ -126,26 +118,21 @@ export class PlatformBullMQTelemetry implements Telemetry<Context> {
     this.contextManager = inner.contextManager;
     this.tracer = {
       startSpan: (name, options, ctx) => {
-        if (BULLMQ_FOLDED.test(name)) return UNTRACED;
         if (BULLMQ_HOUSEKEEPING.test(name) && trace.getSpan(ctx ?? context.active()) === undefined) return UNTRACED;
-        const span = inner.tracer.startSpan(name, options, ctx);
-        return BULLMQ_JOB_RUN.test(name) ? new TrimmedJobSpan(span) : span;
+        return inner.tracer.startSpan(name, options, ctx);
       },
     };
   }
 }
 
 const BULLMQ_HOUSEKEEPING = /^(extendLocks|startStalledCheckTimer|moveStalledJobsToWait|rateLimit|pause|resume|close|trimEvents|promoteJobs)( |$)/;
-const BULLMQ_FOLDED = /^(complete|getNextJob)( |$)/;
-const BULLMQ_JOB_RUN = /^process( |$)/;
 
 type BullSpan = ReturnType<Telemetry<Context>["tracer"]["startSpan"]>;
-type BullAttributes = Parameters<BullSpan["setAttributes"]>[0];
 
 /**
- * What BullMQ is handed instead of a span: its work runs without the caller's span (so the pg and
- * ioredis instrumentations, which require a parent, skip its calls at their first check) and with
- * tracing suppressed (so nothing else starts a trace there).
+ * What BullMQ is handed instead of a span: its work runs without a span (so the pg and ioredis
+ * instrumentations, which require a parent, skip its calls at their first check) and with tracing
+ * suppressed (so nothing else starts a trace there).
  */
 const UNTRACED: BullSpan = {
   setSpanOnContext: (ctx: Context) => suppressTracing(trace.deleteSpan(ctx)),
@@ -155,39 +142,6 @@ const UNTRACED: BullSpan = {
   recordException: () => undefined,
   end: () => undefined,
 };
-
-const JOB_RUN_OMITTED = new Set(["bullmq.queue.operation", "bullmq.worker.id", "bullmq.job.attempt_finished_timestamp", "bullmq.job.processed.timestamp"]);
-
-/** A job run's span without the attributes and event its name and times already say. */
-class TrimmedJobSpan implements BullSpan {
-  constructor(private readonly inner: BullSpan) {}
-
-  setSpanOnContext(ctx: Context): Context {
-    return this.inner.setSpanOnContext(ctx) as Context;
-  }
-
-  setAttribute(key: string, value: Parameters<BullSpan["setAttribute"]>[1]): void {
-    if (!JOB_RUN_OMITTED.has(key)) this.inner.setAttribute(key, value);
-  }
-
-  setAttributes(attributes: BullAttributes): void {
-    const kept: BullAttributes = {};
-    for (const key in attributes) if (!JOB_RUN_OMITTED.has(key)) kept[key] = attributes[key];
-    this.inner.setAttributes(kept);
-  }
-
-  addEvent(name: string, attributes?: BullAttributes): void {
-    if (name !== "job completed") this.inner.addEvent(name, attributes);
-  }
-
-  recordException(exception: Parameters<BullSpan["recordException"]>[0], time?: Parameters<BullSpan["recordException"]>[1]): void {
-    this.inner.recordException(exception, time);
-  }
-
-  end(): void {
-    this.inner.end();
-  }
-}
 
 /**
  * Starts the provider (W3C trace context propagation, AsyncLocalStorage context), the OTLP/HTTP

@@ -1,8 +1,8 @@
 /**
  * The tracing helpers with the SDK on, exporting to an in-process OTLP/HTTP receiver: the request
  * middleware (continuing a caller's traceparent, named after the route), `withSpan` (what Test,
- * Replay, recover, the auth hook and the intake use), `traceAttempt`, the log mixin, and BullMQ's
- * propagation metadata.
+ * Replay, recover, the auth hook and the intake use), `traceAttempt`, the log mixin, BullMQ's
+ * propagation metadata and the job spans continuing it (`withJobSpan`).
  */
 import { randomBytes } from "node:crypto";
 import { PassThrough } from "node:stream";
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { eventually, startOtlpReceiver, type OtlpReceiver } from "@vw/testing";
 import { createApp, listen, closeServer } from "./http.js";
 import { createLogger } from "./logger.js";
-import { queueTelemetryOption, startTracing, traceAttempt, traceMetadata, withSpan, type Tracing } from "./tracing.js";
+import { queueTelemetryOption, startTracing, traceAttempt, traceMetadata, withJobSpan, withSpan, type Tracing } from "./tracing.js";
 
 let receiver: OtlpReceiver;
 let tracing: Tracing;
@@ -90,4 +90,35 @@ it("a request continues the caller's trace; spans, attempt attributes and log li
   expect(line).toMatchObject({ trace_id: traceId, span_id: test?.spanId });
   // A URL's query (a customer's token) never reaches a span.
   expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain("secret-token");
+});
+
+it("a job's run continues the trace its metadata carries; a DelayedError is no failure", async () => {
+  const traceId = randomBytes(16).toString("hex");
+  const adderSpanId = randomBytes(8).toString("hex");
+  const job = (id: string, metadata: string | undefined) => ({ id, name: "deliver.v2", queueName: "webhook-deliveries", attemptsStarted: 2, opts: { telemetry: { metadata } } });
+  const metadata = JSON.stringify({ traceparent: `00-${traceId}-${adderSpanId}-01` });
+  await withJobSpan(job("j-1", metadata), async () => {
+    logger.info("inside the job span");
+    return traceAttempt("http://127.0.0.1:9/in", { deliveryId: "d-1", endpointId: "e-1" }, async () => ({ verdict: "delivered", durationMs: 1, responseStatus: 200, errorKind: null }));
+  });
+  class DelayedError extends Error {
+    override name = "DelayedError";
+  }
+  await expect(withJobSpan(job("j-2", metadata), () => Promise.reject(new DelayedError("moved")))).rejects.toThrow("moved");
+  await expect(withJobSpan(job("j-3", metadata), () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");
+  // Metadata that is not bullmq-otel's JSON starts a trace of its own rather than failing the job.
+  await expect(withJobSpan(job("j-4", "not json"), async () => 4)).resolves.toBe(4);
+  await eventually("the job spans were exported", () => receiver.spans.filter((s) => s.name === "process webhook-deliveries").length >= 4, { timeoutMs: 15_000 });
+  const jobs = receiver.spans.filter((s) => s.name === "process webhook-deliveries");
+  const run = (id: string) => jobs.find((s) => s.attributes["bullmq.job.id"] === id);
+  expect(run("j-1")).toMatchObject({ traceId, parentSpanId: adderSpanId, kind: 5, statusCode: 0 });
+  expect(run("j-1")?.attributes).toEqual({ "bullmq.queue.name": "webhook-deliveries", "bullmq.job.id": "j-1", "bullmq.job.name": "deliver.v2", "bullmq.job.attempts.started": 2 });
+  const attempt = receiver.spans.find((s) => s.name === "webhook attempt" && s.traceId === traceId);
+  expect(attempt?.parentSpanId).toBe(run("j-1")?.spanId);
+  const logged = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "inside the job span");
+  expect(logged).toMatchObject({ trace_id: traceId, span_id: run("j-1")?.spanId });
+  expect(run("j-2")).toMatchObject({ traceId, statusCode: 0 });
+  expect(run("j-3")).toMatchObject({ traceId, statusCode: 2 });
+  expect(run("j-4")?.traceId).not.toBe(traceId);
+  expect(run("j-4")?.parentSpanId ?? "").toBe("");
 });

@@ -6,7 +6,20 @@
  *
  * Outbound HTTP is never instrumented: a delivery to a customer carries no trace header.
  */
-import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span } from "@opentelemetry/api";
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  createTraceState,
+  isSpanContextValid,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+} from "@opentelemetry/api";
 import type { Telemetry } from "bullmq";
 import type { RequestHandler } from "express";
 import type { TracingConfig } from "./config.js";
@@ -92,10 +105,83 @@ export function traceMetadata(): string | undefined {
   return rt.bullmq.contextManager.getMetadata(context.active());
 }
 
-/** BullMQ's `telemetry` option while tracing is on, else nothing: spread it into Queue and Worker options. */
+/**
+ * BullMQ's `telemetry` option while tracing is on, else nothing: spread it into Queue options, so
+ * that a job added carries its adder's trace context. Not into a Worker's: {@link withJobSpan} opens
+ * the job's span instead, around the processor only.
+ */
 export function queueTelemetryOption(): { telemetry?: Telemetry } {
   const rt = currentRuntime();
   return rt === null ? {} : { telemetry: rt.bullmq };
+}
+
+/** What {@link withJobSpan} reads of a BullMQ job. */
+export interface TracedJob {
+  readonly id?: string | undefined;
+  readonly name: string;
+  readonly queueName: string;
+  readonly attemptsStarted: number;
+  readonly opts: { telemetry?: { metadata?: string | undefined } | undefined };
+}
+
+/**
+ * Runs a worker's processor for `job` inside the job's span, `process <queue>` (kind CONSUMER),
+ * child of the trace context the job carries (BullMQ's telemetry metadata, written by the adder's
+ * Queue or by {@link traceMetadata}); a job without one starts a trace. The span covers the
+ * processor only: BullMQ's own work around it (fetching, lock renewals, marking the job done)
+ * runs under no span, so the pg and ioredis instrumentations leave its calls at their first
+ * check. A `DelayedError` (a retry or a park) is how a run ends normally, not a failure.
+ * With tracing off, runs `work` as it is.
+ */
+export function withJobSpan<T>(job: TracedJob, work: () => Promise<T>): Promise<T> {
+  const rt = currentRuntime();
+  if (rt === null) return work();
+  const parent = jobParent(job.opts.telemetry?.metadata);
+  const attributes: Attributes = { "bullmq.queue.name": job.queueName, "bullmq.job.name": job.name, "bullmq.job.attempts.started": job.attemptsStarted };
+  if (job.id !== undefined) attributes["bullmq.job.id"] = job.id;
+  const span = rt.tracer.startSpan(`process ${job.queueName}`, { kind: SpanKind.CONSUMER, attributes }, parent);
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err instanceof Error && NOT_FAILURES.has(err.name))) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      }
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** What a processor throws to tell BullMQ where the job goes next, not that it failed. */
+const NOT_FAILURES = new Set(["DelayedError", "WaitingChildrenError", "WaitingError", "RateLimitError"]);
+
+/** W3C `traceparent`, version 00: trace id, parent span id, flags. */
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * The context a job's metadata carries (bullmq-otel's: the W3C headers as JSON), read here rather
+ * than through the propagation API (whose composite propagator also parses baggage the platform
+ * never sets), once per job run; the root context if none or unreadable.
+ */
+function jobParent(metadata: string | undefined): Context {
+  if (metadata === undefined || metadata === "") return ROOT_CONTEXT;
+  let carrier: unknown;
+  try {
+    carrier = JSON.parse(metadata);
+  } catch {
+    return ROOT_CONTEXT;
+  }
+  if (typeof carrier !== "object" || carrier === null) return ROOT_CONTEXT;
+  const { traceparent, tracestate } = carrier as { traceparent?: unknown; tracestate?: unknown };
+  const parts = typeof traceparent === "string" ? TRACEPARENT.exec(traceparent) : null;
+  if (parts === null) return ROOT_CONTEXT;
+  const parent: SpanContext = { traceId: parts[1] as string, spanId: parts[2] as string, traceFlags: parseInt(parts[3] as string, 16) & 1, isRemote: true };
+  if (!isSpanContextValid(parent)) return ROOT_CONTEXT;
+  if (typeof tracestate === "string" && tracestate !== "") parent.traceState = createTraceState(tracestate);
+  return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
 
 /**

@@ -25,7 +25,7 @@ import {
   validateDeliverJob,
   validateLegacyDeliverJob,
 } from "@vw/queues";
-import { isDependencyUnavailable, redisClientErrorListener, type Logger, queueTelemetryOption } from "@vw/service-kit";
+import { isDependencyUnavailable, redisClientErrorListener, type Logger, withJobSpan } from "@vw/service-kit";
 import { deliver, type DeliverDeps, type DeliveryRun } from "./deliver.js";
 import { shareJobBudget, type JobBudget } from "./job-budget.js";
 
@@ -100,11 +100,12 @@ export async function processDeliverJob(job: Job, token: string | undefined, dep
 
 /** Starts the worker of one deliveries shard; `deps.scheduler` is that shard's. */
 export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker {
-  const worker = new Worker(QUEUE_NAMES.deliveries, (job, token) => processDeliverJob(job, token, options.deps, options.onDependencyDown), {
+  // With tracing on, each job's run is a span continuing the trace of whoever added it. Not
+  // BullMQ's `telemetry` option: that would run the worker's own Redis work under the span too.
+  const processor = (job: Job, token: string | undefined) => withJobSpan(job, () => processDeliverJob(job, token, options.deps, options.onDependencyDown));
+  const worker = new Worker(QUEUE_NAMES.deliveries, processor, {
     connection: options.connection,
     prefix: options.prefix,
-    // With tracing on, each job's run is a span continuing the trace of whoever added it.
-    ...queueTelemetryOption(),
     concurrency: options.concurrency,
     // Started below, once the budget is shared: no fetch may happen without a permit.
     autorun: false,

@@ -16,7 +16,7 @@ import {
   infraBackoffDelay,
   validateRecoverJob,
 } from "@vw/queues";
-import { redisClientErrorListener, queueTelemetryOption } from "@vw/service-kit";
+import { redisClientErrorListener, withJobSpan } from "@vw/service-kit";
 import { runRecovery, type RecoverDeps } from "./recover.js";
 
 /** Starts the recoveries worker (two recoveries at a time per replica; each is sequential batches). */
@@ -30,22 +30,22 @@ export function createRecoveriesWorker(options: {
   const { deps } = options;
   const worker = new Worker(
     QUEUE_NAMES.recoveries,
-    async (job) => {
-      if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
-      let data;
-      try {
-        data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
-      } catch (err) {
-        if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
-        throw err;
-      }
-      return runRecovery(deps, data.recoveryId);
-    },
+    // With tracing on, each job's run is a span continuing the trace of whoever added it.
+    (job) =>
+      withJobSpan(job, async () => {
+        if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
+        let data;
+        try {
+          data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
+        } catch (err) {
+          if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
+          throw err;
+        }
+        return runRecovery(deps, data.recoveryId);
+      }),
     {
       connection: options.connection,
       prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
-      // With tracing on, each job's run is a span continuing the trace of whoever added it.
-      ...queueTelemetryOption(),
       concurrency: 2,
       settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
     },
