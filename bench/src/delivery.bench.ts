@@ -20,6 +20,9 @@
  * stored its requests in: a steady intake arrives in small requests, whose fixed costs (round trips,
  * statements, BullMQ pipelines) a burst of 100 events per request spreads thinly, so the open loop
  * falls behind when 80% of the burst's maximum exceeds what the steady costs leave.
+ * `BENCH_STEADY_RATE=<deliveries/s>` runs only that: after the warm-up, an open loop at that rate
+ * for BENCH_STEADY_SECONDS, then one burst of BENCH_DELIVERIES to compare its costs with (keep
+ * BENCH_DELIVERIES small when profiling the open loop with BENCH_PROFILE_DIR).
  * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
  * ceiling's client, which runs in this process: the benchmark starts itself again with them when
  * it was started without (the ceiling would otherwise be measured on a slower runtime than the
@@ -79,6 +82,8 @@ const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 20);
 const BATCH = Number(process.env.BENCH_BATCH ?? 100);
 const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
 const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
+/** With a rate (deliveries/s), only an open loop at that rate and one burst to compare it with. */
+const STEADY_RATE = Number(process.env.BENCH_STEADY_RATE ?? 0);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
@@ -296,10 +301,89 @@ async function main(): Promise<void> {
       };
     };
 
+    /** The open loop: events posted at `rate` deliveries/s for STEADY_SECONDS to a new world, until all were received. */
+    const openLoopRun = async (rate: number) => {
+      const world = await createWorld(ENDPOINTS, 0);
+      await resetReceiver(receiver.origin);
+      const before = await soFar();
+      const threadBefore = mainThreadTime(worker.child.pid);
+      const start = Date.now();
+      const { posted, requests } = await openLoop({
+        ingestUrl: ingest.url,
+        token: INGEST_TOKEN,
+        world: `${organization.slug}/${world.slug}`,
+        eventsPerSecond: rate / ENDPOINTS,
+        seconds: STEADY_SECONDS,
+      });
+      const received = await receiverReached(receiver.origin, posted * ENDPOINTS);
+      const thread = threadShares(threadBefore, mainThreadTime(worker.child.pid));
+      const after = await soFar();
+      return {
+        rate,
+        posted,
+        requests,
+        received,
+        seconds: (received.lastAt - start) / 1000,
+        thread,
+        transactions: after.intakeBatches - before.intakeBatches,
+        cpu: cpuPer(before, after, posted * ENDPOINTS),
+        redis: redisPer(before, after, posted * ENDPOINTS),
+      };
+    };
+
+    /** Prints an open loop's lag and costs beside a burst's (`total`: the burst's CPU per delivery). */
+    const reportOpenLoop = (
+      title: string,
+      run: Awaited<ReturnType<typeof openLoopRun>>,
+      burst: Pick<Awaited<ReturnType<typeof endToEnd>>, "redis" | "thread" | "seconds" | "expected"> & { total: number },
+    ): void => {
+      const fmt = (n: number): string => n.toFixed(0);
+      const deliveries = run.posted * ENDPOINTS;
+      log(`${title} (${fmt(run.rate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt(deliveries / run.seconds)}/s received):`);
+      goals.judge(run.received.p99 < 1000);
+      log(`  lag from intake to receiver: p50 ${fmt(run.received.p50)} ms, p99 ${fmt(run.received.p99)} ms (goal p99 < 1000 ms)`);
+      // The requests' size follows the offered rate (what is due every tick): a slower machine's
+      // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
+      log(
+        `  ${run.requests} requests of ${(run.posted / Math.max(1, run.requests)).toFixed(2)} events (${fmt(deliveries / Math.max(1, run.requests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)` +
+          `; ingest stored them in ${fmt(run.transactions)} transactions (${(run.requests / Math.max(1, run.transactions)).toFixed(2)} requests each)`,
+      );
+      // A steady intake costs more per delivery than a burst drained after it (smaller batches in
+      // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
+      // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
+      const parts = CPU_PARTS.map((name) => [name, run.cpu[name]] as const);
+      const total = parts.reduce((sum, [, v]) => sum + v, 0);
+      log(
+        `  CPU per delivery: ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms (${((total / burst.total) * 100).toFixed(0)}% of the burst's)` +
+          (run.thread && burst.thread
+            ? `; the worker's main thread ran ${(run.thread.ran * 100).toFixed(0)}% of the run (${((run.thread.ran * run.seconds * 1000) / deliveries).toFixed(3)} ms per delivery, ` +
+              `burst ${((burst.thread.ran * burst.seconds * 1000) / burst.expected).toFixed(3)} ms) and waited for a core ${(run.thread.waited * 100).toFixed(0)}%`
+            : ""),
+      );
+      log(
+        `  ${run.redis.commands.toFixed(1)} Redis commands per delivery (${run.redis.scripts.toFixed(2)} script calls), against the burst's ${burst.redis.commands.toFixed(1)} (${burst.redis.scripts.toFixed(2)})`,
+      );
+    };
+
     log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters; Node ${process.version} ${RUNTIME_NODE_FLAGS.join(" ")}`);
     // Warm-up: JIT, connection pools, prepared paths.
     await endToEnd(ENDPOINTS, 0, 2000);
     await rawCeiling(receiver.origin, 2000);
+
+    if (STEADY_RATE > 0) {
+      // The open loop alone at a given rate, then one burst to compare its costs with: both on
+      // this run's machine and its load.
+      const run = await openLoopRun(STEADY_RATE);
+      const burst = await endToEnd(ENDPOINTS, 0, DELIVERIES);
+      const total = CPU_PARTS.reduce((sum, name) => sum + burst.cpu[name], 0);
+      log("");
+      log(`burst of ${DELIVERIES} deliveries: ${burst.rate.toFixed(0)} deliveries/s`);
+      log(`  CPU per delivery: ${CPU_PARTS.map((name) => `${name} ${burst.cpu[name].toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms`);
+      reportOpenLoop("open loop", run, { ...burst, total });
+      if (ingestRetries.count > 0) log(`(ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
+      log(goals.summary());
+      return;
+    }
 
     // The ceiling and the end-to-end run alternate, ROUNDS times, and their medians are compared:
     // on a shared machine one run of either moves by a fifth from one minute to the next.
@@ -320,24 +404,7 @@ async function main(): Promise<void> {
 
     // Open loop at 80% of the measured end-to-end maximum: the latency a receiver sees at a rate
     // the platform sustains, from the event's intake (its timestamp, set when posted) to arrival.
-    const steadyWorld = await createWorld(ENDPOINTS, 0);
-    const steadyRate = healthyRun.rate * 0.8;
-    await resetReceiver(receiver.origin);
-    const steadyBefore = await soFar();
-    const steadyThreadBefore = mainThreadTime(worker.child.pid);
-    const steadyStart = Date.now();
-    const { posted, requests: steadyRequests } = await openLoop({
-      ingestUrl: ingest.url,
-      token: INGEST_TOKEN,
-      world: `${organization.slug}/${steadyWorld.slug}`,
-      eventsPerSecond: steadyRate / ENDPOINTS,
-      seconds: STEADY_SECONDS,
-    });
-    const steady = await receiverReached(receiver.origin, posted * ENDPOINTS);
-    const steadyThread = threadShares(steadyThreadBefore, mainThreadTime(worker.child.pid));
-    const steadyAfter = await soFar();
-    const steadyCpu = cpuPer(steadyBefore, steadyAfter, posted * ENDPOINTS);
-    const steadyRedis = redisPer(steadyBefore, steadyAfter, posted * ENDPOINTS);
+    const steadyRun = await openLoopRun(healthyRun.rate * 0.8);
 
     const fmt = (n: number): string => n.toFixed(0);
     log("");
@@ -383,29 +450,7 @@ async function main(): Promise<void> {
     goals.judge(hangRun.rate / healthyRun.rate >= 0.8);
     log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
     log(`  delivery lag of healthy endpoints: p50 ${fmt(hangRun.p50)} ms, p99 ${fmt(hangRun.p99)} ms`);
-    const steadySeconds = (steady.lastAt - steadyStart) / 1000;
-    log(`open loop at 80% of the end-to-end maximum (${fmt(steadyRate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt((posted * ENDPOINTS) / steadySeconds)}/s received):`);
-    goals.judge(steady.p99 < 1000);
-    log(`  lag from intake to receiver: p50 ${fmt(steady.p50)} ms, p99 ${fmt(steady.p99)} ms (goal p99 < 1000 ms)`);
-    // The requests' size follows the offered rate (what is due every tick): a slower machine's
-    // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
-    log(
-      `  ${steadyRequests} requests of ${(posted / Math.max(1, steadyRequests)).toFixed(2)} events (${fmt((posted * ENDPOINTS) / Math.max(1, steadyRequests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)` +
-        `; ingest stored them in ${fmt(steadyAfter.intakeBatches - steadyBefore.intakeBatches)} transactions (${(steadyRequests / Math.max(1, steadyAfter.intakeBatches - steadyBefore.intakeBatches)).toFixed(2)} requests each)`,
-    );
-    // A steady intake costs more per delivery than a burst drained after it (smaller batches in
-    // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
-    // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
-    const steadyParts = CPU_PARTS.map((name) => [name, steadyCpu[name]] as const);
-    const steadyTotal = steadyParts.reduce((sum, [, v]) => sum + v, 0);
-    log(
-      `  CPU per delivery: ${steadyParts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${steadyTotal.toFixed(3)} ms (${((steadyTotal / total) * 100).toFixed(0)}% of the burst's)` +
-        (steadyThread && healthyRun.thread
-          ? `; the worker's main thread ran ${(steadyThread.ran * 100).toFixed(0)}% of the run (${((steadyThread.ran * steadySeconds * 1000) / (posted * ENDPOINTS)).toFixed(3)} ms per delivery, ` +
-            `burst ${((healthyRun.thread.ran * healthyRun.seconds * 1000) / healthyRun.expected).toFixed(3)} ms) and waited for a core ${(steadyThread.waited * 100).toFixed(0)}%`
-          : ""),
-    );
-    log(`  ${redisOf(steadyRedis)}, against the burst's ${healthyRun.redis.commands.toFixed(1)} (${healthyRun.redis.scripts.toFixed(2)})`);
+    reportOpenLoop("open loop at 80% of the end-to-end maximum", steadyRun, { ...healthyRun, total });
     if (ingestRetries.count > 0) log(`(ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
     log(goals.summary());
   } finally {

@@ -9,6 +9,7 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { INITIAL_WINDOW, PARK_LUA, ROUTE_LUA, SLOTS_LUA, STATS_LUA, SWEEP_LUA, THROTTLE_LUA } from "./endpoint-scheduler.lua.js";
+import { writeTogetherThisTurn } from "./turn-writes.js";
 
 
 /** How an attempt ended, for the endpoint's window. */
@@ -253,6 +254,14 @@ export class EndpointSchedulerStore {
     if (endpointIds.length === 0) return new Set();
     const flags = (await this.redis.vwSchedRoute(this.routeKey, this.base, ...endpointIds)) as number[];
     return new Set(endpointIds.filter((_, i) => Number(flags[i]) === 1));
+  }
+
+  /**
+   * Holds this connection's writes until the end of the event-loop turn (turn-writes.ts): a
+   * producer's calls for every shard of one batch then leave in one write.
+   */
+  writeTogetherThisTurn(): void {
+    writeTogetherThisTurn(this.redis);
   }
 
   /** Backlog figures (metrics). */

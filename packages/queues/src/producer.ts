@@ -25,6 +25,13 @@ export const INFRA_BACKOFF_TYPE = "infra";
 export const INFRA_ATTEMPTS = 20;
 
 /**
+ * Most jobs of one shard added one by one rather than with one `addBulk`: building its pipeline
+ * (ioredis copies every script command of the connection onto it) costs more CPU than adding this
+ * many jobs singly, which leave in one write all the same (turn-writes.ts).
+ */
+const ADD_SINGLY_UP_TO = 8;
+
+/**
  * Job id of a delivery run, a function of the row alone (deliveryId and run): the first run's is
  * the deliveryId, a Replay's or recover's `<deliveryId>-replay-<run>`. Queueing a run whose job
  * already exists is a no-op, so every writer (intake, Replay, recover, the analytics flush, the
@@ -77,6 +84,8 @@ export async function enqueueShardDeliveries(queue: Queue, jobs: readonly Delive
   }));
   const scheduler = await schedulerOf(queue);
   const now = payloads.filter((p) => p.delayMs <= 0).map((p) => p.payload.endpointId);
+  // This shard's calls leave with the other shards' ones of the batch, in one write.
+  scheduler.writeTogetherThisTurn();
   const congested = await scheduler.congested([...new Set(now)]);
   const parked = new Map<string, string[]>();
   const bulk = payloads.map(({ payload, delayMs, trace }) => {
@@ -97,7 +106,10 @@ export async function enqueueShardDeliveries(queue: Queue, jobs: readonly Delive
       opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}), ...trace },
     };
   });
-  await scheduler.parkAfter(parked, () => queue.addBulk(bulk));
+  // A few jobs (a trickle's share of a shard) one by one: see ADD_SINGLY_UP_TO.
+  const add = bulk.length <= ADD_SINGLY_UP_TO ? () => Promise.all(bulk.map((job) => queue.add(job.name, job.data, job.opts))) : () => queue.addBulk(bulk);
+  scheduler.writeTogetherThisTurn();
+  await scheduler.parkAfter(parked, add);
 }
 
 /** Queues the mail telling a world's administrators that an endpoint was disabled (once per disable). */

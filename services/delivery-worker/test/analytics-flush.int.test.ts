@@ -42,22 +42,26 @@ afterAll(async () => {
 });
 
 /**
- * `target` whose `method` rejects on its first call (the way a dropped connection or a failed
- * statement does) and behaves normally afterwards: the fault injected into one flush.
+ * `target` whose `method` (or one of `alike`) rejects on its first call (the way a dropped
+ * connection or a failed statement does) and behaves normally afterwards: the fault injected into
+ * one flush.
  */
-/** The deliveries shards, whose shard queues fail their first `addBulk` (Redis refusing the jobs). */
+/**
+ * The deliveries shards, whose shard queues fail their first add (Redis refusing the jobs): a few
+ * jobs are added one by one (`add`), more with `addBulk`.
+ */
 function failingAddBulk(queues: DeliveryQueues): DeliveryQueues {
   const wrapped = Object.create(queues) as DeliveryQueues;
-  wrapped.byShard = (items) => new Map([...queues.byShard(items)].map(([queue, group]) => [failingOnce(queue, "addBulk"), group]));
+  wrapped.byShard = (items) => new Map([...queues.byShard(items)].map(([queue, group]) => [failingOnce(queue, "addBulk", "add"), group]));
   return wrapped;
 }
 
-function failingOnce<T extends object>(target: T, method: string): T {
+function failingOnce<T extends object>(target: T, method: string, ...alike: string[]): T {
   let failed = false;
   return new Proxy(target, {
     get(obj, prop) {
       const value: unknown = Reflect.get(obj, prop, obj);
-      if (prop === method && !failed) {
+      if ((prop === method || alike.includes(prop as string)) && !failed) {
         return () => {
           failed = true;
           return Promise.reject(new Error(`injected ${method} failure`));
