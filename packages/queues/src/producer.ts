@@ -106,8 +106,11 @@ export async function enqueueShardDeliveries(queue: Queue, jobs: readonly Delive
       opts: { jobId, attempts: INFRA_ATTEMPTS, backoff: { type: INFRA_BACKOFF_TYPE }, ...(park ? { delay: scheduler.parkTimeoutMs } : {}), ...trace },
     };
   });
-  // A few jobs (a trickle's share of a shard) one by one: see ADD_SINGLY_UP_TO.
-  const add = bulk.length <= ADD_SINGLY_UP_TO ? () => Promise.all(bulk.map((job) => queue.add(job.name, job.data, job.opts))) : () => queue.addBulk(bulk);
+  // A few jobs (a trickle's share of a shard) one by one: see ADD_SINGLY_UP_TO. Not with tracing
+  // on: BullMQ's `add` makes a span per job and gives the job that span's context instead of the
+  // one it carries, where `addBulk` makes one span per shard and keeps each job's own.
+  const singly = bulk.length <= ADD_SINGLY_UP_TO && queue.opts.telemetry === undefined;
+  const add = singly ? () => Promise.all(bulk.map((job) => queue.add(job.name, job.data, job.opts))) : () => queue.addBulk(bulk);
   scheduler.writeTogetherThisTurn();
   await scheduler.parkAfter(parked, add);
 }
