@@ -362,6 +362,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       clearInterval(sweeper);
       announcer.stop();
       gate.stop();
+      // A log write waiting for PostgreSQL gives up now rather than hold the shutdown: its job runs again later.
+      deps.store.stopRetrying();
       await reconciler?.stop();
       // An attempt in flight ends within its timeout and its log write, so by then every job this
       // process took is done. BullMQ's close can wait longer than that on a blocking connection

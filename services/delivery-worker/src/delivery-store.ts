@@ -10,17 +10,37 @@
  * (parsed and planned once per connection) rather than through Prisma, whose raw queries are
  * compiled again on every call (docs/decisions/0012-one-database-path-per-process.md).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AttemptResult, DeliveryForAttempt, DeliveryLog } from "@vw/db";
-import { Coalescer } from "@vw/service-kit";
+import { Coalescer, isDependencyUnavailable } from "@vw/service-kit";
 
 export type { AttemptResult, DeliveryForAttempt } from "@vw/db";
+
+/**
+ * How long an attempt's log write waits for PostgreSQL to come back, by default. The POST has
+ * already been answered: giving up sends the delivery again later, so a restart (seconds) is
+ * waited out and the receiver gets no copy.
+ */
+export const RECORD_RETRY_MS = 20_000;
+
+/** Options of {@link DeliveryStore}. */
+export interface DeliveryStoreOptions {
+  /** See {@link RECORD_RETRY_MS}. */
+  recordRetryMs?: number;
+  /** First wait between two tries of a log write; doubled up to 2 s. */
+  recordRetryFirstWaitMs?: number;
+}
 
 /** The delivery-worker's reads and writes. */
 export class DeliveryStore {
   private readonly loads: Coalescer<string, DeliveryForAttempt | null>;
   private readonly writes: Coalescer<AttemptResult, number | null>;
+  private stopped = false;
 
-  constructor(private readonly log: DeliveryLog) {
+  constructor(
+    private readonly log: DeliveryLog,
+    private readonly options: DeliveryStoreOptions = {},
+  ) {
     // One statement of each kind at a time: what arrives meanwhile waits for the next one, so the
     // batches grow with the load. Several in flight made smaller group commits, which cost
     // PostgreSQL more CPU per delivery at the same throughput in `pnpm bench delivery`
@@ -39,8 +59,24 @@ export class DeliveryStore {
    * together; resolves with the endpoint's consecutive failures afterwards (null if it was not
    * touched: a test attempt, or an endpoint already at zero that succeeded again).
    */
-  record(result: AttemptResult): Promise<number | null> {
-    return this.writes.submit(result);
+  async record(result: AttemptResult): Promise<number | null> {
+    // PostgreSQL unavailable (a restart, a failover): the attempt was made, so its write is tried
+    // again until PostgreSQL answers, for a bounded time and not once the worker is closing; past
+    // that the error goes to the job, which runs again later (at least once: a copy).
+    const deadline = Date.now() + (this.options.recordRetryMs ?? RECORD_RETRY_MS);
+    for (let waitMs = this.options.recordRetryFirstWaitMs ?? 250; ; waitMs = Math.min(2 * waitMs, 2000)) {
+      try {
+        return await this.writes.submit(result);
+      } catch (err) {
+        if (this.stopped || !isDependencyUnavailable(err) || Date.now() + waitMs > deadline) throw err;
+        await sleep(waitMs);
+      }
+    }
+  }
+
+  /** Log writes waiting for PostgreSQL give up at their next try (the worker is closing). */
+  stopRetrying(): void {
+    this.stopped = true;
   }
 
   /** Marks a delivery that will not be sent (its endpoint is disabled) as skipped, if still pending. */
@@ -53,12 +89,27 @@ export class DeliveryStore {
       try {
         return await this.log.recordAttempts(results);
       } catch (err) {
+        // An attempt already logged: a write tried again after PostgreSQL went away had committed
+        // before the connection dropped. The statement wrote nothing; the others are written on
+        // their own, and the one already logged is done (its failure count is not known here).
+        if (isUniqueViolation(err)) return results.length === 1 ? [null] : this.writeOneByOne(results);
         // A deadlock or serialization failure aborts the whole statement: nothing was written,
         // so running it again is safe. Anything else is the job's failure (retried by BullMQ).
         if (attempt >= 5 || !isRetryableTransactionError(err)) throw err;
       }
     }
   }
+
+  private async writeOneByOne(results: AttemptResult[]): Promise<(number | null)[]> {
+    const out: (number | null)[] = [];
+    for (const result of results) out.push((await this.writeMany([result]))[0] ?? null);
+    return out;
+  }
+}
+
+/** PostgreSQL unique violation (23505): here, an attempt row whose id is already logged. */
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "23505";
 }
 
 /** PostgreSQL deadlock (40P01) or serialization failure (40001). */
