@@ -3,6 +3,7 @@
  * job's payload, declared once. Job names carry a version (`deliver.v1`): a payload shape change
  * gets a new name, so workers of both versions can drain a queue during a rolling deploy.
  */
+import { UnrecoverableError } from "bullmq";
 import { compileValidator, type ValidationResult } from "@vw/contracts";
 
 /** Queue names (BullMQ keys are `<prefix>:<queue>:...`). */
@@ -167,4 +168,17 @@ export function assertPayload<T>(jobName: string, validate: (data: unknown) => V
   const result = validate(data);
   if (result.ok) return result.value;
   throw new JobPayloadError(jobName, result.errors.map((e) => `${e.pointer || "/"} ${e.detail}`).join("; "));
+}
+
+/**
+ * A job's payload as its worker reads it: {@link assertPayload}, except that an invalid payload is
+ * an `UnrecoverableError` (no run of that job can succeed, so BullMQ fails it at once).
+ */
+export function jobPayload<T>(jobName: string, validate: (data: unknown) => ValidationResult<T>, data: unknown): T {
+  try {
+    return assertPayload(jobName, validate, data);
+  } catch (err) {
+    if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
+    throw err;
+  }
 }

@@ -138,3 +138,9 @@ export async function enqueueRecovery(queue: Queue, data: RecoverJobData): Promi
 export function infraBackoffDelay(attemptsMade: number): number {
   return Math.min(300_000, 1000 * 2 ** Math.max(0, attemptsMade - 1));
 }
+
+/** A worker's `settings`: {@link infraBackoffDelay} for jobs added with {@link INFRA_BACKOFF_TYPE}, 1 s otherwise. */
+export const INFRA_BACKOFF_SETTINGS = {
+  backoffStrategy: (attemptsMade: number, type?: string): number => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000),
+};
+

@@ -15,15 +15,13 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import {
-  INFRA_BACKOFF_TYPE,
   JOB_NAMES,
-  JobPayloadError,
   QUEUE_NAMES,
-  assertPayload,
-  infraBackoffDelay,
   isFreshJob,
   validateDeliverJob,
   validateLegacyDeliverJob,
+  INFRA_BACKOFF_SETTINGS,
+  jobPayload,
 } from "@vw/queues";
 import { isDependencyUnavailable, redisClientErrorListener, type Logger, withJobSpan } from "@vw/service-kit";
 import { deliver, type DeliverDeps, type DeliveryRun } from "./deliver.js";
@@ -52,15 +50,10 @@ export interface DeliveriesWorkerOptions {
 
 /** The delivery run a job names, from either payload version; an invalid payload is unrecoverable. */
 export function deliveryRunOf(job: Pick<Job, "name" | "data">): DeliveryRun {
-  try {
-    if (job.name === JOB_NAMES.deliver) return assertPayload(JOB_NAMES.deliver, validateDeliverJob, job.data);
-    if (job.name === JOB_NAMES.deliverV1) {
-      const legacy = assertPayload(JOB_NAMES.deliverV1, validateLegacyDeliverJob, job.data);
-      return { deliveryId: legacy.deliveryId, endpointId: legacy.endpointId, run: undefined };
-    }
-  } catch (err) {
-    if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
-    throw err;
+  if (job.name === JOB_NAMES.deliver) return jobPayload(JOB_NAMES.deliver, validateDeliverJob, job.data);
+  if (job.name === JOB_NAMES.deliverV1) {
+    const legacy = jobPayload(JOB_NAMES.deliverV1, validateLegacyDeliverJob, job.data);
+    return { deliveryId: legacy.deliveryId, endpointId: legacy.endpointId, run: undefined };
   }
   throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.deliveries}`);
 }
@@ -115,9 +108,7 @@ export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker
     maxStalledCount: 1_000_000,
     lockDuration: options.jobLockMs,
     stalledInterval: options.jobLockMs,
-    settings: {
-      backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000),
-    },
+    settings: INFRA_BACKOFF_SETTINGS,
   });
   worker.on("failed", (job, err) => {
     options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err as Error }, "delivery job failed");

@@ -2,14 +2,12 @@
 import { UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import {
-  INFRA_BACKOFF_TYPE,
   JOB_NAMES,
-  JobPayloadError,
   QUEUE_NAMES,
-  assertPayload,
   queuePrefix,
-  infraBackoffDelay,
   validateEndpointDisabledMail,
+  INFRA_BACKOFF_SETTINGS,
+  jobPayload,
 } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import type { EndpointDisabledMailer } from "./mailer.js";
@@ -29,14 +27,7 @@ export function createNotificationsWorker(options: {
     QUEUE_NAMES.notifications,
     async (job) => {
       if (job.name !== JOB_NAMES.endpointDisabledMail) throw new UnrecoverableError(`unknown job name ${job.name}`);
-      let data;
-      try {
-        data = assertPayload(JOB_NAMES.endpointDisabledMail, validateEndpointDisabledMail, job.data);
-      } catch (err) {
-        if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
-        throw err;
-      }
-      const to = await options.mailer.send(data);
+      const to = await options.mailer.send(jobPayload(JOB_NAMES.endpointDisabledMail, validateEndpointDisabledMail, job.data));
       if (to.length > 0) options.metrics.mailsSent.inc();
       return { to };
     },
@@ -44,7 +35,7 @@ export function createNotificationsWorker(options: {
       connection: options.connection,
       prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.notifications),
       concurrency: 4,
-      settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
+      settings: INFRA_BACKOFF_SETTINGS,
     },
   );
   worker.on("failed", (job, err: Error) => options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "notification job failed"));

@@ -7,14 +7,12 @@ import { UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import { DeliveryRecoveries } from "@vw/db";
 import {
-  INFRA_BACKOFF_TYPE,
   JOB_NAMES,
-  JobPayloadError,
   QUEUE_NAMES,
-  assertPayload,
   queuePrefix,
-  infraBackoffDelay,
   validateRecoverJob,
+  INFRA_BACKOFF_SETTINGS,
+  jobPayload,
 } from "@vw/queues";
 import { redisClientErrorListener, withJobSpan } from "@vw/service-kit";
 import { runRecovery, type RecoverDeps } from "./recover.js";
@@ -34,20 +32,13 @@ export function createRecoveriesWorker(options: {
     (job) =>
       withJobSpan(job, async () => {
         if (job.name !== JOB_NAMES.recover) throw new UnrecoverableError(`unknown job name ${job.name} on ${QUEUE_NAMES.recoveries}`);
-        let data;
-        try {
-          data = assertPayload(JOB_NAMES.recover, validateRecoverJob, job.data);
-        } catch (err) {
-          if (err instanceof JobPayloadError) throw new UnrecoverableError(err.message);
-          throw err;
-        }
-        return runRecovery(deps, data.recoveryId);
+        return runRecovery(deps, jobPayload(JOB_NAMES.recover, validateRecoverJob, job.data).recoveryId);
       }),
     {
       connection: options.connection,
       prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
       concurrency: 2,
-      settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000) },
+      settings: INFRA_BACKOFF_SETTINGS,
     },
   );
   worker.on("failed", (job, err: Error) => {
