@@ -44,6 +44,11 @@ export class JobBudget {
     return this.held.get(owner) ?? 0;
   }
 
+  /** Whether `owner` waits for a permit now. */
+  isWaiting(owner: object): boolean {
+    return this.waiting.some((w) => w.owner === owner);
+  }
+
   /** Takes a permit for `owner` if one is free. */
   tryTake(owner: object): boolean {
     if (this.used >= this.size) return false;

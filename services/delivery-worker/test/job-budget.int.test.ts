@@ -97,6 +97,8 @@ it("shares the budget between shards: a shard that took all of it gives permits 
   // The busy shard's worker holds the whole budget before the other shard has any job.
   await eventually("the busy shard holds the whole budget", () => started.length === 16 && budget.heldBy(workers[0]!) === 16);
   await late.addBulk(jobs(40));
+  // Its worker woke to them and asks for a permit: only then can a permit go its way.
+  await eventually("the other shard's worker waits for a permit", () => budget.isWaiting(workers[1]!));
   const before = started.length;
   release();
   // Jobs stop waiting from now on.
