@@ -108,7 +108,9 @@ it("a job's run continues the trace its metadata carries; a DelayedError is no f
   await expect(withJobSpan(job("j-3", metadata), () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");
   // Metadata that is not bullmq-otel's JSON starts a trace of its own rather than failing the job.
   await expect(withJobSpan(job("j-4", "not json"), async () => 4)).resolves.toBe(4);
-  await eventually("the job spans were exported", () => receiver.spans.filter((s) => s.name === "process webhook-deliveries").length >= 4, { timeoutMs: 15_000 });
+  // Read once and remembered, the same metadata still gives each job a span, and a trace of its own when it names none.
+  await expect(withJobSpan(job("j-5", "not json"), async () => 5)).resolves.toBe(5);
+  await eventually("the job spans were exported", () => receiver.spans.filter((s) => s.name === "process webhook-deliveries").length >= 5, { timeoutMs: 15_000 });
   const jobs = receiver.spans.filter((s) => s.name === "process webhook-deliveries");
   const run = (id: string) => jobs.find((s) => s.attributes["bullmq.job.id"] === id);
   expect(run("j-1")).toMatchObject({ traceId, parentSpanId: adderSpanId, kind: 5, statusCode: 0 });
@@ -121,4 +123,6 @@ it("a job's run continues the trace its metadata carries; a DelayedError is no f
   expect(run("j-3")).toMatchObject({ traceId, statusCode: 2 });
   expect(run("j-4")?.traceId).not.toBe(traceId);
   expect(run("j-4")?.parentSpanId ?? "").toBe("");
+  expect(run("j-5")?.traceId).not.toBe(run("j-4")?.traceId);
+  expect(run("j-2")?.spanId).not.toBe(run("j-1")?.spanId);
 });

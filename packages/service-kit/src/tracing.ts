@@ -164,10 +164,49 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 /**
  * The context a job's metadata carries (bullmq-otel's: the W3C headers as JSON), read here rather
  * than through the propagation API (whose composite propagator also parses baggage the platform
- * never sets), once per job run; the root context if none or unreadable.
+ * never sets); the root context if none or unreadable.
  */
 function jobParent(metadata: string | undefined): Context {
   if (metadata === undefined || metadata === "") return ROOT_CONTEXT;
+  // The jobs of one intake request carry the same metadata: read once, while it keeps coming.
+  const known = parents.get(metadata);
+  if (known !== undefined) return known;
+  const parent = readJobParent(metadata);
+  remember(parents, metadata, parent);
+  return parent;
+}
+
+/** The contexts of the job metadata read last (contexts are immutable: shared safely). */
+const parents = new Map<string, Context>();
+
+/** The server a URL names, as an attempt span records it; cached, as a worker sends to few endpoints. */
+function serverOf(url: string): { host: string; port: number; scheme: string } {
+  const known = servers.get(url);
+  if (known !== undefined) return known;
+  let server = { host: "", port: 0, scheme: "" };
+  try {
+    const u = new URL(url);
+    const scheme = u.protocol.replace(/:$/, "");
+    server = { host: u.hostname, port: u.port === "" ? (scheme === "https" ? 443 : 80) : Number(u.port), scheme };
+  } catch {
+    // An endpoint URL is validated when stored; a span without its host is still a span.
+  }
+  remember(servers, url, server);
+  return server;
+}
+
+const servers = new Map<string, { host: string; port: number; scheme: string }>();
+
+/** Most entries each of these caches keeps; the oldest goes first. */
+const CACHE_ENTRIES = 256;
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  cache.set(key, value);
+}
+
+/** What {@link jobParent} reads, uncached. */
+function readJobParent(metadata: string): Context {
   let carrier: unknown;
   try {
     carrier = JSON.parse(metadata);
@@ -237,17 +276,7 @@ export interface TracedAttemptResult {
 export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { deliveryId: string; endpointId: string; trigger?: string }, send: () => Promise<T>): Promise<T> {
   const rt = currentRuntime();
   if (rt === null) return send();
-  let host = "";
-  let port = 0;
-  let scheme = "";
-  try {
-    const u = new URL(url);
-    host = u.hostname;
-    scheme = u.protocol.replace(/:$/, "");
-    port = u.port === "" ? (scheme === "https" ? 443 : 80) : Number(u.port);
-  } catch {
-    // An endpoint URL is validated when stored; a span without its host is still a span.
-  }
+  const { host, port, scheme } = serverOf(url);
   const attributes: Attributes = {
     "http.request.method": "POST",
     "server.address": host,
