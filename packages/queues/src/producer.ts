@@ -144,3 +144,10 @@ export const INFRA_BACKOFF_SETTINGS = {
   backoffStrategy: (attemptsMade: number, type?: string): number => (type === INFRA_BACKOFF_TYPE ? infraBackoffDelay(attemptsMade) : 1000),
 };
 
+/**
+ * A worker's `runRetryDelay`: how long BullMQ waits before it tries again a fetch, or the move of a
+ * finished job, that failed because the connection was lost. BullMQ's default, 15 s, outlasts a
+ * Cluster failover or a Redis restart many times over: a shard's worker that hit it fetched
+ * nothing for 15 s after its primary's replica took over, and held its jobs' budget meanwhile.
+ */
+export const WORKER_RUN_RETRY_DELAY_MS = 1000;

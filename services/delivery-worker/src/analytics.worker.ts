@@ -5,7 +5,7 @@
  * what bounds the batches each endpoint receives.
  */
 import { Queue, UnrecoverableError, Worker } from "bullmq";
-import { JOB_NAMES, QUEUE_NAMES, assertPayload, queuePrefix, validateAnalyticsFlushJob } from "@vw/queues";
+import { JOB_NAMES, QUEUE_NAMES, WORKER_RUN_RETRY_DELAY_MS, assertPayload, queuePrefix, validateAnalyticsFlushJob } from "@vw/queues";
 import { redisClientErrorListener } from "@vw/service-kit";
 import { flushAnalytics, type AnalyticsFlushDeps } from "./analytics-flush.js";
 
@@ -29,7 +29,7 @@ export function createAnalyticsWorker(options: { keyPrefix: string; deps: Analyt
       if (flushed.deliveryIds.length > 0) deps.logger.debug({ batches: flushed.deliveryIds.length, events: flushed.events }, "analytics flushed");
       return { batches: flushed.deliveryIds.length, events: flushed.events, dropped: flushed.dropped };
     },
-    { connection: deps.redis, prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.analytics), concurrency: 1 },
+    { connection: deps.redis, prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.analytics), concurrency: 1, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS },
   );
   worker.on("failed", (job, err) => deps.logger.error({ jobId: job?.id, err }, "analytics flush failed"));
   worker.on("error", redisClientErrorListener(deps.logger, "analytics worker error"));

@@ -21,6 +21,7 @@ import {
   validateDeliverJob,
   validateLegacyDeliverJob,
   INFRA_BACKOFF_SETTINGS,
+  WORKER_RUN_RETRY_DELAY_MS,
   jobPayload,
 } from "@vw/queues";
 import { isDependencyUnavailable, redisClientErrorListener, type Logger, withJobSpan } from "@vw/service-kit";
@@ -109,6 +110,7 @@ export function createDeliveriesWorker(options: DeliveriesWorkerOptions): Worker
     lockDuration: options.jobLockMs,
     stalledInterval: options.jobLockMs,
     settings: INFRA_BACKOFF_SETTINGS,
+    runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
   });
   worker.on("failed", (job, err) => {
     options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err as Error }, "delivery job failed");

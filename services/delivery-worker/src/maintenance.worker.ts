@@ -6,7 +6,7 @@
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
 import type { PgPool } from "@vw/db";
-import { JOB_NAMES, QUEUE_NAMES, assertPayload, queuePrefix, validateRetentionJob } from "@vw/queues";
+import { JOB_NAMES, QUEUE_NAMES, WORKER_RUN_RETRY_DELAY_MS, assertPayload, queuePrefix, validateRetentionJob } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import type { WorkerMetrics } from "./metrics.js";
 import { runRetention } from "./retention.js";
@@ -52,7 +52,7 @@ export function createMaintenanceWorker(options: {
         throw err;
       }
     },
-    { connection: options.connection, prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.maintenance), concurrency: 1 },
+    { connection: options.connection, prefix: queuePrefix(options.keyPrefix, QUEUE_NAMES.maintenance), concurrency: 1, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS },
   );
   worker.on("failed", (job, err) => options.logger.error({ jobId: job?.id, err }, "maintenance job failed"));
   worker.on("error", redisClientErrorListener(options.logger, "maintenance worker error"));

@@ -7,6 +7,7 @@ import {
   queuePrefix,
   validateEndpointDisabledMail,
   INFRA_BACKOFF_SETTINGS,
+  WORKER_RUN_RETRY_DELAY_MS,
   jobPayload,
 } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
@@ -36,6 +37,7 @@ export function createNotificationsWorker(options: {
       prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.notifications),
       concurrency: 4,
       settings: INFRA_BACKOFF_SETTINGS,
+      runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
     },
   );
   worker.on("failed", (job, err: Error) => options.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "notification job failed"));

@@ -12,6 +12,7 @@ import {
   queuePrefix,
   validateRecoverJob,
   INFRA_BACKOFF_SETTINGS,
+  WORKER_RUN_RETRY_DELAY_MS,
   jobPayload,
 } from "@vw/queues";
 import { redisClientErrorListener, withJobSpan } from "@vw/service-kit";
@@ -39,6 +40,7 @@ export function createRecoveriesWorker(options: {
       prefix: options.prefix ?? queuePrefix(options.keyPrefix, QUEUE_NAMES.recoveries),
       concurrency: 2,
       settings: INFRA_BACKOFF_SETTINGS,
+      runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
     },
   );
   worker.on("failed", (job, err: Error) => {

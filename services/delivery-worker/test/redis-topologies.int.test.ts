@@ -57,6 +57,11 @@ async function stopServices(services: Map<string, ServiceProcess>): Promise<void
   await Promise.all([...services.values()].map((s) => s.stop()));
 }
 
+/** The last log lines of each service, for a failure message. */
+function recentLogs(services: ReadonlyMap<string, ServiceProcess>): string {
+  return [...services].map(([name, service]) => `${name}:\n${service.stdout().trim().split("\n").slice(-15).join("\n")}`).join("\n");
+}
+
 /** The `redis` field of a service's start-up log line. */
 function loggedTopology(service: ServiceProcess): string | undefined {
   for (const line of service.stdout().split("\n")) {
@@ -174,7 +179,10 @@ async function failoverUnderLoad(redisEnv: Record<string, string>, kill: (endpoi
     const promotedAt = Date.now();
     // Keep posting after the promotion: those events must flow within 15 s of it.
     const receivedAtPromotion = receiver.received.length;
-    await eventually("deliveries flow again after the promotion", () => receiver.received.length > receivedAtPromotion + 10, { timeoutMs: 15_000 });
+    await eventually("deliveries flow again after the promotion", () => receiver.received.length > receivedAtPromotion + 10, { timeoutMs: 15_000 }).catch((err: Error) => {
+      // What the services said since the kill tells why nothing flowed.
+      throw new Error(`${err.message}; received ${receiver.received.length - receivedAtPromotion} since; the services' last log lines:\n${recentLogs(services)}`);
+    });
     promoted();
     const { accepted, acceptedAt } = await load;
     const eventIdsDelivered = async () => {
