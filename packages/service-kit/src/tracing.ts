@@ -169,11 +169,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 function jobParent(metadata: string | undefined): Context {
   if (metadata === undefined || metadata === "") return ROOT_CONTEXT;
   // The jobs of one intake request carry the same metadata: read once, while it keeps coming.
-  const known = parents.get(metadata);
-  if (known !== undefined) return known;
-  const parent = readJobParent(metadata);
-  remember(parents, metadata, parent);
-  return parent;
+  return cached(parents, metadata, readJobParent);
 }
 
 /** The contexts of the job metadata read last (contexts are immutable: shared safely). */
@@ -181,18 +177,16 @@ const parents = new Map<string, Context>();
 
 /** The server a URL names, as an attempt span records it; cached, as a worker sends to few endpoints. */
 function serverOf(url: string): { host: string; port: number; scheme: string } {
-  const known = servers.get(url);
-  if (known !== undefined) return known;
-  let server = { host: "", port: 0, scheme: "" };
-  try {
-    const u = new URL(url);
-    const scheme = u.protocol.replace(/:$/, "");
-    server = { host: u.hostname, port: u.port === "" ? (scheme === "https" ? 443 : 80) : Number(u.port), scheme };
-  } catch {
-    // An endpoint URL is validated when stored; a span without its host is still a span.
-  }
-  remember(servers, url, server);
-  return server;
+  return cached(servers, url, () => {
+    try {
+      const u = new URL(url);
+      const scheme = u.protocol.replace(/:$/, "");
+      return { host: u.hostname, port: u.port === "" ? (scheme === "https" ? 443 : 80) : Number(u.port), scheme };
+    } catch {
+      // An endpoint URL is validated when stored; a span without its host is still a span.
+      return { host: "", port: 0, scheme: "" };
+    }
+  });
 }
 
 const servers = new Map<string, { host: string; port: number; scheme: string }>();
@@ -200,9 +194,14 @@ const servers = new Map<string, { host: string; port: number; scheme: string }>(
 /** Most entries each of these caches keeps; the oldest goes first. */
 const CACHE_ENTRIES = 256;
 
-function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+/** `cache`'s value for `key`, made by `make` (and kept) the first time. */
+function cached<V>(cache: Map<string, V>, key: string, make: (key: string) => V): V {
+  const known = cache.get(key);
+  if (known !== undefined) return known;
+  const value = make(key);
   if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
   cache.set(key, value);
+  return value;
 }
 
 /** What {@link jobParent} reads, uncached. */
