@@ -9,6 +9,7 @@ import { answerNodeHttpErrors } from "./node-http-errors.js";
 import { requestTextGuard } from "./request-guard.js";
 import { noteRequestOutcome, requestLogger } from "./request-log.js";
 import { traceRequests } from "./tracing.js";
+import { Counter, Gauge, METRICS_PREFIX, type ServiceMetrics } from "./metrics.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -111,13 +112,19 @@ export const notFoundHandler: RequestHandler = (req, res) => {
 export type ReadinessCheck = { name: string; dependency?: string; check: () => Promise<unknown> };
 
 /**
- * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). With a
- * `logger`, each check's outcome feeds the process's status of that dependency, so an outage
- * that only readiness probes see (nothing else talks to it meanwhile) still gets its one
- * `unreachable` line and its one `reachable again` line.
+ * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). The routes
+ * are public, so `/readyz` says only which dependency is down (`{"name": "s3", "ok": false}`):
+ * an error's text would name internal addresses and ports. The reason goes to the log instead:
+ * with a `logger`, each check's outcome feeds the process's status of that dependency, so an
+ * outage that only readiness probes see (nothing else talks to it meanwhile) still gets its one
+ * `unreachable` line (with the error's code and message) and its one `reachable again` line.
+ * With `metrics`, `vw_readiness_check_up{check}` is 1 or 0 after each probe, and
+ * `vw_readiness_check_failures_total{check, reason}` counts failures by error code (`ECONNREFUSED`,
+ * `timeout`...), never by message.
  */
-export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express.Router {
+export function healthRouter(checks: ReadinessCheck[], logger?: Logger, metrics?: ServiceMetrics): express.Router {
   const router = express.Router();
+  const gauges = metrics ? readinessMetrics(metrics) : undefined;
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
@@ -126,12 +133,15 @@ export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express
       checks.map(async ({ name, dependency, check }) => {
         const status = logger ? dependencyStatus(logger, dependency ?? name) : undefined;
         try {
-          await withTimeout(check(), 2000, `${name} did not answer within 2000 ms`);
+          await withTimeout(check(), READINESS_TIMEOUT_MS, `${name} did not answer within ${READINESS_TIMEOUT_MS} ms`, "timeout");
           status?.up();
-          return { name, ok: true as const };
+          gauges?.up.set({ check: name }, 1);
+          return { name, ok: true };
         } catch (err) {
           status?.down(err, { check: "readiness" });
-          return { name, ok: false as const, error: (err as Error).message };
+          gauges?.up.set({ check: name }, 0);
+          gauges?.failures.inc({ check: name, reason: describeError(err).code ?? "error" });
+          return { name, ok: false };
         }
       }),
     );
@@ -143,11 +153,25 @@ export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express
   return router;
 }
 
-/** Rejects with `message` if `p` has not settled within `ms`. */
-export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+const READINESS_TIMEOUT_MS = 2000;
+
+function readinessMetrics(metrics: ServiceMetrics): { up: Gauge<"check">; failures: Counter<"check" | "reason"> } {
+  return {
+    up: new Gauge({ name: `${METRICS_PREFIX}readiness_check_up`, help: "1 when the dependency answered the last /readyz probe, 0 when it did not.", labelNames: ["check"], registers: [metrics.registry] }),
+    failures: new Counter({
+      name: `${METRICS_PREFIX}readiness_check_failures_total`,
+      help: "/readyz probes a dependency failed, by error code (timeout: no answer within 2 s).",
+      labelNames: ["check", "reason"],
+      registers: [metrics.registry],
+    }),
+  };
+}
+
+/** Rejects with `message` (and `code`, when given) if `p` has not settled within `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, message: string, code?: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => reject(code === undefined ? new Error(message) : Object.assign(new Error(message), { code })), ms);
   });
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }

@@ -218,7 +218,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
       { name: "redis", check: () => (deps.deliveryQueue.shards[0] as Queue).getJobCounts("wait") },
-    ], deps.logger),
+    ], deps.logger, metrics),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

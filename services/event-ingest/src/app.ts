@@ -112,7 +112,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
     healthRouter([
       { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ], deps.logger),
+    ], deps.logger, metrics),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

@@ -44,7 +44,7 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const metrics = deps.metrics ?? createServiceMetrics("map-storage");
   const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
-  app.use(healthRouter(deps.readiness, deps.logger));
+  app.use(healthRouter(deps.readiness, deps.logger, metrics));
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).
   app.use(metricsRouter(metrics));
   app.use(cors);
