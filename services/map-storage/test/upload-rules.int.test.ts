@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
 import { testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
-import { declareSize, makeZip, renameEntry, starterMap } from "./zip-fixtures.js";
+import yauzl from "yauzl";
+import { declareSize, makeZip, readZip, renameEntry, starterMap } from "./zip-fixtures.js";
 
 const ADMIN_TOKEN = `operator-${rand(12)}`;
 let prisma: PrismaClient;
@@ -111,7 +112,8 @@ describe("POST {base}/upload refuses, and a refused upload changes nothing", () 
   });
 
   it("a directory that climbs out, a missing file part and a body that is not multipart are refused", async () => {
-    for (const bad of ["../up", "a/../b", "a\\b", ".git"]) {
+    // A drive letter: a zip entry cannot be named so, and any directory is a download's base.
+    for (const bad of ["../up", "a/../b", "a\\b", ".git", "C:", "c:/maps", "maps/D:x"]) {
       const res = await upload(await makeZip({ "a.txt": "a" }), bad);
       expect({ bad, status: res.status, pointer: (res.body["errors"] as { pointer: string }[])[0]?.pointer }).toEqual({ bad, status: 400, pointer: "/directory" });
     }
@@ -153,6 +155,23 @@ describe("uploads are safe across replicas and crashes", () => {
     }
     expect([await status(`${directory}/old.txt`), await status(`${directory}/new.txt`)]).toEqual([200, 200]);
     expect(await (await fetch(`${base()}/${directory}/both.txt`)).text()).toBe("v2");
+  });
+});
+
+describe("GET {base}/download of names a zip cannot hold", () => {
+  it("answers the zip without them (its comment says how many), never by cutting the connection", async () => {
+    const t = await createTestWorld(prisma);
+    // A drive-letter path, as an older version accepted for an upload's directory.
+    for (const path of ["C:/x.txt", "maps/ok.txt"]) {
+      expect((await fetch(`${base(a, t)}/${path}`, { method: "PUT", headers: auth(t), body: "content" })).status).toBe(201);
+    }
+    const res = await fetch(`${base(a, t)}/download`, { headers: auth(t) });
+    expect(res.status).toBe(200);
+    const zip = Buffer.from(await res.arrayBuffer());
+    expect([...(await readZip(zip)).keys()]).toEqual(["maps/ok.txt"]);
+    const archive = await yauzl.fromBufferPromise(zip, { lazyEntries: true });
+    expect(archive.comment).toContain("1 file(s) left out");
+    archive.close();
   });
 });
 
