@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
 import type { ProblemCode } from "@vw/contracts";
 import { AppError, STATUS_TITLES } from "./errors.js";
@@ -221,20 +221,35 @@ function untrustedProxyWarning(logger: Logger): RequestHandler {
   };
 }
 
+/** Timeouts of {@link listen}'s server. */
+export interface ListenOptions {
+  /**
+   * Node's requestTimeout: the longest a request (headers and body) may take to arrive; then 408
+   * and the connection is closed. Node's default (300 s) unless given: a service taking large
+   * uploads sets what its largest body needs.
+   */
+  requestTimeoutMs?: number;
+}
+
 /**
  * Starts listening; resolves with the server once bound. What Node's HTTP parser refuses before
  * express runs (431, 417, malformed requests) is answered with a problem document too, and logged
  * to `logger` when given.
  */
-export function listen(app: Express, port: number, host = "0.0.0.0", logger?: Logger): Promise<Server> {
+export function listen(app: Express, port: number, host = "0.0.0.0", logger?: Logger, options: ListenOptions = {}): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const requestTimeout = options.requestTimeoutMs ?? 300_000;
+    // Node checks for requests past their time every `connectionsCheckingInterval`: often enough
+    // that a short timeout is kept to within a quarter of itself.
+    const server = createServer({ requestTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 4))) }, app);
     answerNodeHttpErrors(server, logger);
     server.once("listening", () => resolve(server));
     server.once("error", reject);
-    // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first.
+    server.listen(port, host);
+    // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first; the
+    // headers of a request are never given longer than the whole request.
     server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
+    server.headersTimeout = Math.min(66_000, requestTimeout);
   });
 }
 

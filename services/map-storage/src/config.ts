@@ -29,6 +29,16 @@ export function loadConfig(env: Env) {
       publicBaseUrl: r.url("PUBLIC_MAP_STORAGE_URL", `http://localhost:${common.port}`),
       playUrl: readPlayUrl(r),
       maxFileBytes: r.int("MAX_FILE_BYTES", 50 * 1024 * 1024, { min: 1 }),
+      /** Largest JSON file the service parses (a `.wam` body or upload entry, a file to patch, a patch result), in decoded bytes. */
+      maxJsonFileBytes: r.int("MAX_JSON_FILE_BYTES", 8 * 1024 * 1024, { min: 1024 }),
+      /** Most operations in one JSON Patch. */
+      maxPatchOperations: r.int("MAX_PATCH_OPERATIONS", 1000, { min: 1, max: 100_000 }),
+      /** How long a reader may stop reading (no write completing) before its connection is cut. */
+      sendTimeoutMs: r.int("SEND_TIMEOUT_MS", 60_000, { min: 100 }),
+      /** Node's requestTimeout: the longest a request (headers and body: an upload's zip) may take to arrive. */
+      requestTimeoutMs: r.int("REQUEST_TIMEOUT_MS", 600_000, { min: 1000 }),
+      /** Uploads spooled, checked and published at once by this process; others wait (UPLOAD_LOCK_WAIT_MS). */
+      maxConcurrentUploads: r.int("MAX_CONCURRENT_UPLOADS", 2, { min: 1, max: 64 }),
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
       fileCacheBytes: r.int("FILE_CACHE_BYTES", 128 * 1024 * 1024, { min: 0 }),
       writeLockWaitMs: r.int("WRITE_LOCK_WAIT_MS", 10_000, { min: 100 }),

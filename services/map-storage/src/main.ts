@@ -19,7 +19,8 @@ watchRedisConnection(redis, logger);
 const s3 = createS3Client(config.s3);
 
 const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
-const server = await listen(app, config.port, config.host, logger);
+// Uploads are the largest bodies: REQUEST_TIMEOUT_MS is what a zip of MAX_UPLOAD_BYTES may take to arrive.
+const server = await listen(app, config.port, config.host, logger, { requestTimeoutMs: config.requestTimeoutMs });
 logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl, redis: describeRedisTopology(config.redis) }, "map-storage listening");
 
 registerShutdown(logger, [

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
-import { testKeyPrefix } from "@vw/testing";
+import { eventually, testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
+import { connect } from "node:net";
 import yauzl from "yauzl";
 import { declareSize, makeZip, readZip, renameEntry, starterMap } from "./zip-fixtures.js";
 
@@ -155,6 +156,31 @@ describe("uploads are safe across replicas and crashes", () => {
     }
     expect([await status(`${directory}/old.txt`), await status(`${directory}/new.txt`)]).toEqual([200, 200]);
     expect(await (await fetch(`${base()}/${directory}/both.txt`)).text()).toBe("v2");
+  });
+});
+
+describe("uploads in progress at once (MAX_CONCURRENT_UPLOADS)", () => {
+  it("an upload waits for a slot, and gets 503 file-busy when none frees within UPLOAD_LOCK_WAIT_MS", async () => {
+    const one = await startMapStorage({ MAX_CONCURRENT_UPLOADS: "1", UPLOAD_LOCK_WAIT_MS: "300" });
+    const t = await createTestWorld(prisma);
+    const socket = connect(Number(new URL(one.baseUrl).port), "127.0.0.1");
+    try {
+      // An upload whose body stops arriving holds the one slot (it is being spooled).
+      await new Promise<void>((resolve) => socket.once("connect", resolve));
+      socket.write(
+        `POST /${t.org}/${t.world}/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.token}\r\n` +
+          `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n--x\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK`,
+      );
+      const zip = await makeZip({ "a.txt": "a" });
+      await eventually("the slow upload holds the slot", async () => (await upload(zip, "x", one, t)).status === 503);
+      const busy = await upload(zip, "x", one, t);
+      expect({ status: busy.status, type: busy.body["type"] }).toEqual({ status: 503, type: "/problems/file-busy" });
+      socket.destroy();
+      await eventually("the slot is free again once that upload is gone", async () => (await upload(zip, "x", one, t)).status === 200);
+    } finally {
+      socket.destroy();
+      await one.close();
+    }
   });
 });
 

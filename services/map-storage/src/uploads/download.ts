@@ -75,7 +75,8 @@ export async function sendDirectoryZip(store: ObjectStore, prefix: string, archi
     if (leftOut.length > 0) {
       logger.warn({ prefix, leftOut: leftOut.length, names: leftOut.slice(0, LEFT_OUT_EXAMPLES) }, "download: files whose names a zip cannot hold were left out");
     }
-    zip.end(leftOut.length === 0 ? {} : { comment: `${leftOut.length} file(s) left out: their names cannot be stored in a zip (a drive letter, a trailing '/').` });
+    if (leftOut.length === 0) zip.end();
+    else zip.end({ forceZip64Format: false, comment: `${leftOut.length} file(s) left out: their names cannot be stored in a zip (a drive letter, a trailing '/').` });
   } catch (err) {
     logger.error({ err }, "download: listing failed midway; the zip is cut");
     res.destroy(err as Error);
