@@ -132,8 +132,18 @@ export interface WorldResource {
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
   quotas: WorldQuotas;
+  /** The world's files in map-storage: bytes in use (null until map-storage has counted them) and the quota they count against. */
+  storage: WorldStorage;
   createdAt: string;
   updatedAt: string;
+}
+
+/** A world's storage in map-storage, as its representation shows it. */
+export interface WorldStorage {
+  /** Bytes the world's files take; null while map-storage has not counted them yet. */
+  bytesInUse: number | null;
+  /** The quota in effect: `quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD). */
+  maxBytes: number;
 }
 
 /** An API key as listed: never the token, never its hash. */
@@ -335,6 +345,7 @@ export const WORLD_SCHEMA = {
     "analytics",
     "identityProviders",
     "quotas",
+    "storage",
     "createdAt",
     "updatedAt",
   ],
@@ -362,6 +373,20 @@ export const WORLD_SCHEMA = {
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
     quotas: { ...WORLD_QUOTAS_SCHEMA, required: [...WORLD_QUOTA_NAMES] },
+    storage: {
+      type: "object",
+      additionalProperties: false,
+      required: ["bytesInUse", "maxBytes"],
+      description: "The world's files in map-storage and the quota they count against (read only).",
+      properties: {
+        bytesInUse: {
+          type: ["integer", "null"],
+          minimum: 0,
+          description: "Bytes the world's files take in S3, as map-storage counts them on every write and deletion; null until it has counted them once (at its start-up, or the world's first write).",
+        },
+        maxBytes: { type: "integer", minimum: 1, description: "`quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD) when that is null." },
+      },
+    },
     createdAt: dateTime,
     updatedAt: dateTime,
   },

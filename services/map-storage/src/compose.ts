@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { ApiKeyStore, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyStore, PrismaWorldLookup, WorldStorageLedger, hashApiKey, type PrismaClient } from "@vw/db";
 import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
@@ -8,6 +8,7 @@ import { FilesService } from "./files/files.service.js";
 import { FileCache } from "./storage/file-cache.js";
 import { FileLocks } from "./storage/redis-lock.js";
 import { S3ObjectStore } from "./storage/s3-object-store.js";
+import { StorageUsage } from "./storage/storage-usage.js";
 import type { ObjectStore } from "./storage/object-store.js";
 import { RoomsService } from "./uploads/rooms.service.js";
 import { UploadService } from "./uploads/upload.service.js";
@@ -42,6 +43,8 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     versionTtlSeconds: 24 * 3600,
   });
   const locks = new FileLocks(clients.redis, config.redisKeyPrefix, { leaseMs: 30_000, waitMs: config.writeLockWaitMs });
+  // Every write is counted against the world's storage quota (bytes in use kept in PostgreSQL).
+  const storage = new StorageUsage(new WorldStorageLedger(clients.prisma), store, locks, config.maxStorageBytesPerWorld, clients.logger);
   const files = new FilesService(store, cache, locks, {
     maxFileBytes: config.maxFileBytes,
     maxJsonFileBytes: config.maxJsonFileBytes,
@@ -49,7 +52,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxConflictRetries: 5,
     maxPatchGroup: 100,
     streamAboveBytes: cacheEntryMax,
-  });
+  }, storage);
   const auth = new ApiKeyAuthenticator(
     new ApiKeyStore(clients.prisma),
     {
@@ -70,7 +73,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
     maxEntries: MAX_UPLOAD_FILES,
     lockWaitMs: config.uploadLockWaitMs,
     concurrency: 16,
-  });
+  }, storage);
   const app = createMapStorageApp({
     files,
     tools: {
@@ -99,5 +102,5 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
       { name: "redis", check: () => clients.redis.ping() },
     ],
   });
-  return { app, files, auth, store, uploads };
+  return { app, files, auth, store, uploads, storage };
 }

@@ -18,6 +18,7 @@ describe("map-storage config", () => {
     expect(c.sendTimeoutMs).toBe(60_000);
     expect(c.requestTimeoutMs).toBe(600_000);
     expect(c.maxConcurrentUploads).toBe(2);
+    expect(c.maxStorageBytesPerWorld).toBe(10 * 1024 ** 3);
     expect(Object.isFrozen(c) && Object.isFrozen(c.s3)).toBe(true);
   });
 

@@ -1,4 +1,5 @@
 import { tmpdir } from "node:os";
+import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX } from "./files/active-content.js";
 
@@ -37,6 +38,8 @@ export function loadConfig(env: Env) {
       sendTimeoutMs: r.int("SEND_TIMEOUT_MS", 60_000, { min: 100 }),
       /** Node's requestTimeout: the longest a request (headers and body: an upload's zip) may take to arrive. */
       requestTimeoutMs: r.int("REQUEST_TIMEOUT_MS", 600_000, { min: 1000 }),
+      /** Bytes of files a world may store, unless the operator set its own (`quotas.maxStorageBytes`). */
+      maxStorageBytesPerWorld: r.int("MAX_STORAGE_BYTES_PER_WORLD", DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, { min: 1, max: MAX_STORAGE_BYTES_CEILING }),
       /** Uploads spooled, checked and published at once by this process; others wait (UPLOAD_LOCK_WAIT_MS). */
       maxConcurrentUploads: r.int("MAX_CONCURRENT_UPLOADS", 2, { min: 1, max: 64 }),
       apiKeyCacheTtlMs: r.int("API_KEY_CACHE_TTL_MS", 5_000, { min: 0, max: 60_000 }),
