@@ -57,4 +57,5 @@ export type {
   DeliveryAttempt,
   DashboardSession,
   EndpointStats,
+  WorldStorageUsage,
 } from "./generated/prisma/client.js";
