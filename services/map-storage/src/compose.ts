@@ -81,8 +81,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
       rooms: new RoomsService(store, files, files.maxJsonBytes),
       store,
       worlds: new WorldDirectory(new PrismaWorldLookup(clients.prisma), config.apiKeyCacheTtlMs),
-      // The zip as sent: its entries' headers and central directory come on top of the content.
-      maxZipBytes: Math.ceil(config.maxUploadBytes * 1.1) + 1024 * 1024,
+      maxZipBytes: config.maxZipBytes,
       uploadTmpDir: config.uploadTmpDir,
       adminToken: config.adminToken,
       uploadSlots: new UploadSlots(config.maxConcurrentUploads, config.uploadLockWaitMs),

@@ -8,6 +8,7 @@ export function loadConfig(env: Env) {
   return parseEnv(env, (r) => {
     const common = readCommon(r, 3001);
     const adminToken = r.optionalString("ADMIN_TOKEN") ?? null;
+    const maxUploadBytes = r.int("MAX_UPLOAD_BYTES", 500 * 1024 * 1024, { min: 1 });
     // The same strength check as admin-api's: it is the same operator token.
     const tokenProblem = adminToken === null ? null : weakTokenProblem("ADMIN_TOKEN", adminToken);
     if (tokenProblem !== null) r.problem(tokenProblem);
@@ -52,7 +53,9 @@ export function loadConfig(env: Env) {
       /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */
       trustProxy: readTrustProxy(r),
       /** Largest unpacked total of one `POST {base}/upload` (each file is also held to MAX_FILE_BYTES). */
-      maxUploadBytes: r.int("MAX_UPLOAD_BYTES", 500 * 1024 * 1024, { min: 1 }),
+      maxUploadBytes,
+      /** Largest zip as sent: its entries' headers and central directory come on top of the content. */
+      maxZipBytes: Math.ceil(maxUploadBytes * 1.1) + 1024 * 1024,
       /** How long an upload waits for the previous upload of its world to finish before 503. */
       uploadLockWaitMs: r.int("UPLOAD_LOCK_WAIT_MS", 120_000, { min: 100 }),
       /** Where an upload's zip is spooled while it is checked and published (deleted right after). */
