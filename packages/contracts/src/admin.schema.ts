@@ -7,7 +7,7 @@
  * check what JSON Schema cannot express (reserved slugs, unique identity-provider ids).
  */
 import { compileValidator, type FieldError, type ValidationResult } from "./validation.js";
-import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, type WorldQuotas } from "./world-quotas.schema.js";
+import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, WORLD_STORAGE_SCHEMA, type WorldQuotas, type WorldStorage } from "./world-quotas.schema.js";
 
 /** Organization and world slugs: 1-63 lower-case letters, digits and inner hyphens (a DNS label). */
 export const SLUG_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
@@ -136,14 +136,6 @@ export interface WorldResource {
   storage: WorldStorage;
   createdAt: string;
   updatedAt: string;
-}
-
-/** A world's storage in map-storage, as its representation shows it. */
-export interface WorldStorage {
-  /** Bytes the world's files take; null while map-storage has not counted them yet. */
-  bytesInUse: number | null;
-  /** The quota in effect: `quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD). */
-  maxBytes: number;
 }
 
 /** An API key as listed: never the token, never its hash. */
@@ -373,20 +365,7 @@ export const WORLD_SCHEMA = {
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
     quotas: { ...WORLD_QUOTAS_SCHEMA, required: [...WORLD_QUOTA_NAMES] },
-    storage: {
-      type: "object",
-      additionalProperties: false,
-      required: ["bytesInUse", "maxBytes"],
-      description: "The world's files in map-storage and the quota they count against (read only).",
-      properties: {
-        bytesInUse: {
-          type: ["integer", "null"],
-          minimum: 0,
-          description: "Bytes the world's files take in S3, as map-storage counts them on every write and deletion; null until it has counted them once (at its start-up, or the world's first write).",
-        },
-        maxBytes: { type: "integer", minimum: 1, description: "`quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD) when that is null." },
-      },
-    },
+    storage: WORLD_STORAGE_SCHEMA,
     createdAt: dateTime,
     updatedAt: dateTime,
   },

@@ -1,6 +1,7 @@
 /**
  * A world's quotas (operator only): the type, the names and the JSON Schema shared by the world's
- * create and PATCH requests and its representation (admin.schema.ts).
+ * create and PATCH requests and its representation (admin.schema.ts); and its storage as the
+ * representation shows it, against its storage quota.
  */
 
 /** Default of MAX_STORAGE_BYTES_PER_WORLD: 10 GiB of files per world. */
@@ -25,6 +26,14 @@ export interface WorldQuotas {
   maxStorageBytes: number | null;
 }
 
+/** A world's storage in map-storage, as its representation shows it (read only). */
+export interface WorldStorage {
+  /** Bytes the world's files take; null while map-storage has not counted them yet. */
+  bytesInUse: number | null;
+  /** The quota in effect: `quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD). */
+  maxBytes: number;
+}
+
 /** The world's quota names, as in {@link WorldQuotas}. */
 export const WORLD_QUOTA_NAMES = ["maxEndpoints", "maxAuthEndpoints", "analyticsBufferMax", "maxStorageBytes"] as const;
 export type WorldQuotaName = (typeof WORLD_QUOTA_NAMES)[number];
@@ -47,5 +56,22 @@ export const WORLD_QUOTAS_SCHEMA = {
       "Most bytes of files the world stores in map-storage (MAX_STORAGE_BYTES_PER_WORLD); a PUT, PATCH or upload past it is refused with 413 `quota-exceeded`. Lowering it below what the world holds refuses every write that grows the world, and removes nothing.",
       MAX_STORAGE_BYTES_CEILING,
     ),
+  },
+} as const;
+
+/** Schema of a world's {@link WorldStorage}. */
+export const WORLD_STORAGE_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["bytesInUse", "maxBytes"],
+  description: "The world's files in map-storage and the quota they count against (read only).",
+  properties: {
+    bytesInUse: {
+      type: ["integer", "null"],
+      minimum: 0,
+      description:
+        "Bytes the world's files take in S3, as map-storage counts them on every write and deletion (0 for a new world); null for a world created before the count existed, until map-storage has counted it (at its start-up, or the world's first write).",
+    },
+    maxBytes: { type: "integer", minimum: 1, description: "`quotas.maxStorageBytes`, or the platform default (MAX_STORAGE_BYTES_PER_WORLD) when that is null." },
   },
 } as const;
