@@ -5,49 +5,18 @@
  * events across its endpoints' copies, in flight included, whatever their number.
  */
 import { randomUUID } from "node:crypto";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { analyticsKeys, claimAnalyticsBatch, releaseAnalyticsBatch } from "@vw/queues";
-import { closeServer, createServiceMetrics, listen, type Logger } from "@vw/service-kit";
-import { generateSecretBoxKey } from "@vw/webhook-core";
-import { pseudonymKey } from "../src/analytics-privacy.js";
-import { AnalyticsIntake } from "../src/analytics.service.js";
-import { createIngestApp } from "../src/app.js";
-import { conformance } from "./conformance.js";
 import { PLAY_URL, startIngest, type IngestHarness } from "./harness.js";
 
 const EVENT_MAX = 16 * 1024;
 const WORLD_MAX_BYTES = 60 * 1024;
 let h: IngestHarness;
-let server: Server;
-let baseUrl: string;
-const silent = (() => {
-  const noop = (): void => undefined;
-  const l = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => l };
-  return l as unknown as Logger;
-})();
 
 beforeAll(async () => {
-  h = await startIngest();
-  const metrics = createServiceMetrics("event-ingest");
-  const analytics = new AnalyticsIntake(h.prisma, h.redis, silent, {
-    keyPrefix: h.keyPrefix,
-    pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
-    bufferMax: 1000,
-    worldBufferMax: 10_000,
-    worldBufferMaxBytes: WORLD_MAX_BYTES,
-    registry: metrics.registry,
-  });
-  const app = createIngestApp({ prisma: h.prisma, pool: h.pool, redis: h.redis, queue: h.queue, logger: silent, ingestToken: h.token, playUrl: PLAY_URL, analytics, analyticsEventMaxBytes: EVENT_MAX, metrics, redisKeyPrefix: h.keyPrefix });
-  server = await listen(app, 0, "127.0.0.1");
-  conformance.attach(server);
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  h = await startIngest({ analytics: { bufferMax: 1000, worldBufferMax: 10_000, worldBufferMaxBytes: WORLD_MAX_BYTES }, analyticsEventMaxBytes: EVENT_MAX });
 });
 afterAll(async () => {
-  const keys = await h.redis.keys(`${h.keyPrefix}:analytics:*`);
-  if (keys.length > 0) await h.redis.del(...keys);
-  await closeServer(server);
   await h.close();
 });
 
@@ -63,12 +32,8 @@ const inner = (padding = 0) => {
 };
 
 async function post(world: string, events: unknown[]) {
-  const res = await fetch(`${baseUrl}/v1/analytics`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${h.token}`, "content-type": "application/json" },
-    body: JSON.stringify({ world, events }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  const res = await h.request("POST", "/v1/analytics", { body: { world, events } });
+  return { status: res.status, body: res.body as Record<string, unknown> };
 }
 
 /** Bytes of the events in each endpoint's buffer list, and in its in-flight batch. */
