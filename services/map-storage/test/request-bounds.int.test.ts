@@ -18,7 +18,8 @@ import { performance } from "node:perf_hooks";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
-import { eventually, sampleRss, testKeyPrefix } from "@vw/testing";
+import { Redis } from "ioredis";
+import { deleteKeysUnder, eventually, sampleRss, testKeyPrefix } from "@vw/testing";
 import { loadConfig } from "../src/config.js";
 import { createS3Client } from "../src/storage/s3-object-store.js";
 import { createTestWorld, rand, sampleWam, testPrisma, type TestWorld } from "./harness.js";
@@ -27,6 +28,7 @@ import { declareSize, makeZip } from "./zip-fixtures.js";
 
 const MB = 1024 * 1024;
 const SEND_TIMEOUT_MS = 4000;
+const redisPrefix = `${testKeyPrefix("ms-bounds-")}:`;
 let prisma: PrismaClient;
 let w: TestWorld;
 let ms: ServiceProcess;
@@ -35,7 +37,7 @@ beforeAll(async () => {
   prisma = testPrisma();
   w = await createTestWorld(prisma);
   ms = await spawnMapStorage({
-    REDIS_KEY_PREFIX: `${testKeyPrefix("ms-bounds-")}:`,
+    REDIS_KEY_PREFIX: redisPrefix,
     PLAY_URL: "https://play.example.com",
     LOG_LEVEL: "info",
     SEND_TIMEOUT_MS: String(SEND_TIMEOUT_MS),
@@ -45,6 +47,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (ms?.child.exitCode === null) await ms.stop();
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+  await deleteKeysUnder(redis, redisPrefix);
+  await redis.quit();
   await prisma.$disconnect();
 });
 
