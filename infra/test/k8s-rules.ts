@@ -233,7 +233,7 @@ function checkQueueShards(d: K8sObject, name: string, env: { name: string; value
 }
 
 /** The value an env entry resolves to, from the rendered ConfigMaps and Secrets. */
-function resolveEnv(
+export function resolveEnv(
   e: { value?: string; valueFrom?: { configMapKeyRef?: { name: string; key: string; optional?: boolean }; secretKeyRef?: { name: string; key: string; optional?: boolean } } },
   x: { configMaps: K8sObject[]; secrets: K8sObject[]; ctx: RuleContext },
 ): { value?: string; error?: string } {

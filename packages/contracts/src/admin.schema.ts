@@ -7,7 +7,7 @@
  * check what JSON Schema cannot express (reserved slugs, unique identity-provider ids).
  */
 import { compileValidator, type FieldError, type ValidationResult } from "./validation.js";
-import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, type WorldQuotas } from "./world-quotas.schema.js";
+import { WORLD_QUOTAS_SCHEMA, WORLD_QUOTA_NAMES, WORLD_STORAGE_SCHEMA, type WorldQuotas, type WorldStorage } from "./world-quotas.schema.js";
 
 /** Organization and world slugs: 1-63 lower-case letters, digits and inner hyphens (a DNS label). */
 export const SLUG_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
@@ -132,6 +132,8 @@ export interface WorldResource {
   analytics: WorldAnalytics;
   identityProviders: IdentityProvider[];
   quotas: WorldQuotas;
+  /** The world's files in map-storage: bytes in use (null until map-storage has counted them) and the quota they count against. */
+  storage: WorldStorage;
   createdAt: string;
   updatedAt: string;
 }
@@ -335,6 +337,7 @@ export const WORLD_SCHEMA = {
     "analytics",
     "identityProviders",
     "quotas",
+    "storage",
     "createdAt",
     "updatedAt",
   ],
@@ -362,6 +365,7 @@ export const WORLD_SCHEMA = {
     analytics: WORLD_ANALYTICS_SCHEMA,
     identityProviders: { type: "array", items: IDENTITY_PROVIDER_SCHEMA },
     quotas: { ...WORLD_QUOTAS_SCHEMA, required: [...WORLD_QUOTA_NAMES] },
+    storage: WORLD_STORAGE_SCHEMA,
     createdAt: dateTime,
     updatedAt: dateTime,
   },

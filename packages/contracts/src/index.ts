@@ -17,7 +17,7 @@ export {
   type FieldError,
   type ValidationResult,
 } from "./validation.js";
-export { MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, unsafeTextReason } from "./json-safety.js";
+export { JsonDepthScanner, MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, unsafeTextReason } from "./json-safety.js";
 export {
   SUPPORTED_WAM_VERSIONS,
   WAM_2_1_0_SCHEMA,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, unsafeTextReason } from "./json-safety.js";
+import { JsonDepthScanner, MAX_JSON_DEPTH, checkJsonValue, jsonTextDepth, unsafeTextReason } from "./json-safety.js";
 import { compileValidator } from "./validation.js";
 
 const nest = (depth: number): unknown => {
@@ -62,5 +62,16 @@ describe("jsonTextDepth", () => {
 
   it("stops as soon as the limit is passed", () => {
     expect(jsonTextDepth("[".repeat(5_000_000), 64)).toBe(65);
+  });
+
+  it("gives the same depth fed chunk by chunk, wherever a chunk ends (inside a string, after a backslash)", () => {
+    const text = '{"a":[1,{"b":"[[[{{\\\"{"}],"c":[[[[]]]]}';
+    for (let cut = 0; cut <= text.length; cut++) {
+      const scanner = new JsonDepthScanner();
+      scanner.feed(Buffer.from(text.slice(0, cut)));
+      scanner.feed(Buffer.from(text.slice(cut)));
+      expect([cut, scanner.max]).toEqual([cut, jsonTextDepth(text)]);
+    }
+    expect(jsonTextDepth(text)).toBe(5);
   });
 });

@@ -47,28 +47,47 @@ export function unsafeTextReason(text: string): string | undefined {
  * after the parser recurse. The text need not be valid JSON: the parser judges that afterwards.
  */
 export function jsonTextDepth(text: string | Uint8Array, limit = MAX_JSON_DEPTH): number {
-  const at = typeof text === "string" ? (i: number) => text.charCodeAt(i) : (i: number) => text[i]!;
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = at(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x7b || c === 0x5b) {
-      depth++;
-      if (depth > max) {
-        max = depth;
-        if (max > limit) return max;
+  const scanner = new JsonDepthScanner(limit);
+  scanner.feed(text);
+  return scanner.max;
+}
+
+/**
+ * {@link jsonTextDepth} over text that arrives in chunks (a file streamed out of a zip), so its
+ * depth is known without holding it: `feed` each chunk in order, then read `max`.
+ */
+export class JsonDepthScanner {
+  /** Deepest level seen so far (`limit + 1` once past the limit, after which chunks are ignored). */
+  max = 0;
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+
+  constructor(private readonly limit = MAX_JSON_DEPTH) {}
+
+  feed(text: string | Uint8Array): void {
+    if (this.max > this.limit) return;
+    const at = typeof text === "string" ? (i: number) => text.charCodeAt(i) : (i: number) => text[i]!;
+    for (let i = 0; i < text.length; i++) {
+      const c = at(i);
+      if (this.escaped) {
+        this.escaped = false; // the character after a backslash, in this chunk or the next
+      } else if (this.inString) {
+        if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+      } else if (c === 0x22) {
+        this.inString = true;
+      } else if (c === 0x7b || c === 0x5b) {
+        this.depth++;
+        if (this.depth > this.max) {
+          this.max = this.depth;
+          if (this.max > this.limit) return;
+        }
+      } else if (c === 0x7d || c === 0x5d) {
+        this.depth--;
       }
-    } else if (c === 0x7d || c === 0x5d) {
-      depth--;
     }
   }
-  return max;
 }
 
 /** Encodes one JSON pointer reference token (RFC 6901). */

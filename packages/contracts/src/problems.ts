@@ -54,8 +54,9 @@ export const PROBLEM_TYPES = {
   "endpoint-disabled": { statuses: [409], summary: "The endpoint is disabled, so nothing can be replayed or recovered to it; enable it first." },
   "endpoint-secret-required": { statuses: [409], summary: "The legacy endpoint has no secret; generate one (rotate-secret) first." },
   "quota-exceeded": {
-    statuses: [409],
-    summary: "The world is at one of its quotas (`quota` names it, `limit` is its value); nothing was created or changed.",
+    statuses: [409, 413],
+    summary:
+      "The world is at one of its quotas (`quota` names it, `limit` is its value); nothing was created or changed. 413 for its storage (`maxStorageBytes`), with the bytes it has in use (`bytesInUse`).",
   },
   "not-json": { statuses: [409], summary: "A JSON Patch was sent for a file that is not JSON." },
   "patch-test-failed": { statuses: [409], summary: "A `test` operation of the patch failed; nothing was changed." },
@@ -127,8 +128,9 @@ export const PROBLEM_SCHEMA = {
     },
     errorId: { type: "string", description: "Logged with the error (500, 503): quote it when reporting." },
     parameter: { type: "string", description: "The invalid query parameter (`invalid-parameter`)." },
-    limit: { type: "integer", description: "The limit: a size in bytes (`payload-too-large`), a count (`quota-exceeded`)." },
-    quota: { type: "string", description: "The quota reached (`quota-exceeded`): `maxEndpoints`, `maxAuthEndpoints`." },
+    limit: { type: "integer", description: "The limit: a size in bytes (`payload-too-large`, `quota-exceeded` of `maxStorageBytes`), a count (`quota-exceeded`)." },
+    quota: { type: "string", description: "The quota reached (`quota-exceeded`): `maxEndpoints`, `maxAuthEndpoints`, `maxStorageBytes`." },
+    bytesInUse: { type: "integer", description: "The bytes the world's files take (`quota-exceeded` of `maxStorageBytes`)." },
     worlds: { type: "array", items: { type: "string" }, description: "The worlds named that do not exist (`unknown-world`)." },
     capability: { type: "string", description: "The capability the session lacks (`missing-capability`)." },
     file: { type: "string", description: "The zip entry an upload was refused for, as named in the zip (`invalid-wam`, `invalid-zip`, `invalid-path`, `payload-too-large`)." },

@@ -35,7 +35,6 @@ export const READINESS_SCHEMA = {
         properties: {
           name: { type: "string", description: "The dependency (`database`, `redis`, `s3`)." },
           ok: { type: "boolean" },
-          error: { type: "string", description: "Why it is not ready." },
         },
       },
     },

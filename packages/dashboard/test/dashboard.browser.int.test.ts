@@ -105,7 +105,18 @@ describe("rooms", () => {
       `https://play.example.test/@/${beta.org}/${beta.world}/lobby.wam`,
     ]);
     await page.getByRole("listitem").filter({ hasText: "Lobby" }).getByText("Map: https://maps.example.test/lobby.tmj").waitFor();
+    // The bytes map-storage counted for the world's files, against its quota (the platform's).
+    const bytes = Buffer.byteLength(wam("lobby.wam", "Lobby")) + Buffer.byteLength(wam("floors/first-floor-meeting-rooms-and-the-kitchen.wam", "First floor, meeting rooms and kitchen"));
+    await page.getByTestId("storage-use").filter({ hasText: `${bytes} bytes of 10 GiB used` }).waitFor();
     await checkPage(page, "overview-rooms");
+
+    // A world near its quota (set by the operator) is told so.
+    await stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: bytes + 20 } });
+    await page.reload();
+    await page.getByTestId("storage-use").filter({ hasText: `${bytes} bytes of ${bytes + 20} bytes used` }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Nearly full" }).waitFor();
+    await checkPage(page, "overview-storage-nearly-full");
+    await stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: null } });
   }, 60_000);
 });
 

@@ -2,7 +2,7 @@
  * Database access of the platform: the Prisma client factory, the generated client and model
  * types, Prisma error helpers, and the one owner of each table the services share: the delivery
  * log (delivery-log/), the endpoint store (endpoints/), the API key store, the member directory
- * and the delivery recoveries; the world lookup of map-storage. The schema and migrations live in
+ * and the delivery recoveries, the world storage ledger; the world lookup of map-storage. The schema and migrations live in
  * ../prisma/.
  */
 export {
@@ -30,6 +30,7 @@ export {
   type WorldEndpointCounts,
 } from "./endpoints/endpoint-store.js";
 export { PrismaWorldLookup, type WorldSummary } from "./world-lookup.js";
+export { WorldStorageLedger, type StorageReservation, type WorldSlugs } from "./world-storage.js";
 export {
   MemberDirectory,
   MEMBER_TYPES,
@@ -56,4 +57,5 @@ export type {
   DeliveryAttempt,
   DashboardSession,
   EndpointStats,
+  WorldStorageUsage,
 } from "./generated/prisma/client.js";

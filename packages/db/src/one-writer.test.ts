@@ -29,6 +29,7 @@ const OWNERS: Record<string, string> = {
   member_consents: "packages/db/src/member-directory.ts",
   member_deletions: "packages/db/src/member-directory.ts",
   delivery_recoveries: "packages/db/src/delivery-recoveries.ts",
+  world_storage_usage: "packages/db/src/world-storage.ts",
 };
 
 /** Prisma's write methods on a model (`prisma.<model>.<method>(`). */

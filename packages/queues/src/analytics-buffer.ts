@@ -6,9 +6,11 @@
  * Nothing grows without bound: each list keeps at most `max` events (the NEWEST ones: a burst
  * pushes out what was waiting longest), and every event trimmed away is added to the endpoint's
  * dropped counter, which the flush collects (and resets) for the worker's metrics and logs. A
- * world is bounded too (ANALYTICS_BUFFER_MAX_PER_WORLD, {@link pushWorldAnalyticsEvents}): the
- * events held for all its endpoints, buffered and in flight, never pass the world's limit; events
- * that would are not buffered, and the caller counts them.
+ * world is bounded too, in events (ANALYTICS_BUFFER_MAX_PER_WORLD) and in bytes
+ * (ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD), {@link pushWorldAnalyticsEvents}: the events held for all
+ * its endpoints, buffered and in flight, never pass either limit; events that would are not
+ * buffered, and the caller counts them. The bytes are kept beside each list (a counter per
+ * endpoint, and the in-flight record's `b`), moved by the same scripts that move the events.
  *
  * At least once: a claim MOVES up to one batch from the list into the endpoint's in-flight record
  * (with the deliveryId the batch will have), and only {@link releaseAnalyticsBatch}, called once
@@ -36,6 +38,13 @@ export const DEFAULT_ANALYTICS_BUFFER_MAX = 1000;
 /** Default ANALYTICS_BUFFER_MAX_PER_WORLD: events held in Redis for one world, all its endpoints together. */
 export const DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD = 10_000;
 
+/**
+ * Default ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD: bytes of events held in Redis for one world, all
+ * its endpoints' copies together. 16 MiB: a thousand events of the largest size allowed
+ * (ANALYTICS_EVENT_MAX_BYTES, 16 KiB), or the whole 10,000-event default of events of 1.6 KB.
+ */
+export const DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD = 16 * 1024 * 1024;
+
 /** Events per RPUSH: keeps Lua's `unpack` far below its stack limit whatever the request size. */
 const PUSH_CHUNK = 500;
 
@@ -49,8 +58,10 @@ export function analyticsKeys(keyPrefix: string, worldId: string) {
     buffer: (endpointId: string) => `${base}:buf:${endpointId}`,
     /** Events trimmed from the endpoint's full buffer since the last flush collected them. */
     dropped: (endpointId: string) => `${base}:dropped:${endpointId}`,
-    /** Hash `{id, events, n}`: the batch claimed by a flush and not yet stored and queued. */
+    /** Hash `{id, events, n, b}`: the batch claimed by a flush and not yet stored and queued (`b`: its bytes). */
     inflight: (endpointId: string) => `${base}:inflight:${endpointId}`,
+    /** Bytes of the events in the endpoint's buffer list. */
+    bytes: (endpointId: string) => `${base}:bytes:${endpointId}`,
   };
 }
 
@@ -64,12 +75,24 @@ async function registerWorld(redis: RedisClient, keyPrefix: string, worldId: str
   await redis.sadd(analyticsWorldsKey(keyPrefix), worldId);
 }
 
-// KEYS: buffer, dropped, pending. ARGV: max, endpointId, events...
-const PUSH_SCRIPT = `
+// Trims the oldest `over` events of a list (KEYS[k]) and takes their bytes off its counter (KEYS[k + 3]).
+const TRIM_OLDEST = `
+local function trimOldest(list, counter, over)
+  local gone = 0
+  for _, v in ipairs(redis.call('LRANGE', list, 0, over - 1)) do gone = gone + string.len(v) end
+  redis.call('LTRIM', list, over, -1)
+  redis.call('DECRBY', counter, gone)
+end`;
+
+// KEYS: buffer, dropped, pending, bytes. ARGV: max, endpointId, events...
+const PUSH_SCRIPT = `${TRIM_OLDEST}
+local size = 0
+for i = 3, #ARGV do size = size + string.len(ARGV[i]) end
 local len = redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+redis.call('INCRBY', KEYS[4], size)
 local over = len - tonumber(ARGV[1])
 if over > 0 then
-  redis.call('LTRIM', KEYS[1], over, -1)
+  trimOldest(KEYS[1], KEYS[4], over)
   redis.call('INCRBY', KEYS[2], over)
 else
   over = 0
@@ -86,43 +109,60 @@ export async function pushAnalyticsEvents(redis: RedisClient, keyPrefix: string,
   let trimmed = 0;
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
     const chunk = events.slice(i, i + PUSH_CHUNK);
-    const over = await redis.eval(PUSH_SCRIPT, 3, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, String(max), endpointId, ...chunk);
+    const over = await redis.eval(PUSH_SCRIPT, 4, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.bytes(endpointId), String(max), endpointId, ...chunk);
     trimmed += Number(over);
   }
   await registerWorld(redis, keyPrefix, worldId);
   return trimmed;
 }
 
-// KEYS: pending, then buffer, dropped, inflight of each endpoint. ARGV: max per endpoint, max for
-// the world, number of endpoints, endpoint ids, events. Every event goes to every endpoint, so the
-// world has room for floor(room / endpoints) of them; the first that fit are pushed, the rest not.
-// Returns {events pushed to each endpoint, then the events trimmed from each endpoint's buffer}.
-const WORLD_PUSH_SCRIPT = `
+// KEYS: pending, then buffer, dropped, inflight, bytes of each endpoint. ARGV: max per endpoint,
+// max events for the world, max bytes for the world, number of endpoints, endpoint ids, events.
+// Every event goes to every endpoint, so the world has room for floor(room / endpoints) of them
+// and for as many of their bytes, times the endpoints, as its byte limit leaves; the first that
+// fit both are pushed, the rest not. Returns {events pushed to each endpoint, then the events
+// trimmed from each endpoint's buffer}.
+const WORLD_PUSH_SCRIPT = `${TRIM_OLDEST}
 local perEndpoint = tonumber(ARGV[1])
 local worldMax = tonumber(ARGV[2])
-local e = tonumber(ARGV[3])
+local worldMaxBytes = tonumber(ARGV[3])
+local e = tonumber(ARGV[4])
 local held = 0
+local heldBytes = 0
 for i = 0, e - 1 do
-  held = held + redis.call('LLEN', KEYS[2 + 3 * i]) + tonumber(redis.call('HGET', KEYS[4 + 3 * i], 'n') or '0')
+  local k = 2 + 4 * i
+  held = held + redis.call('LLEN', KEYS[k]) + tonumber(redis.call('HGET', KEYS[k + 2], 'n') or '0')
+  heldBytes = heldBytes + tonumber(redis.call('GET', KEYS[k + 3]) or '0') + tonumber(redis.call('HGET', KEYS[k + 2], 'b') or '0')
 end
-local first = 4 + e
+local first = 5 + e
 local n = #ARGV - first + 1
 local fit = math.floor((worldMax - held) / e)
 if fit > n then fit = n end
+local copyBytes = 0
+for j = 0, fit - 1 do
+  local size = string.len(ARGV[first + j])
+  if heldBytes + (copyBytes + size) * e > worldMaxBytes then
+    fit = j
+    break
+  end
+  copyBytes = copyBytes + size
+end
 local out = {0}
 if fit <= 0 then return out end
 out[1] = fit
 for i = 0, e - 1 do
-  local len = redis.call('RPUSH', KEYS[2 + 3 * i], unpack(ARGV, first, first + fit - 1))
+  local k = 2 + 4 * i
+  local len = redis.call('RPUSH', KEYS[k], unpack(ARGV, first, first + fit - 1))
+  redis.call('INCRBY', KEYS[k + 3], copyBytes)
   local over = len - perEndpoint
   if over > 0 then
-    redis.call('LTRIM', KEYS[2 + 3 * i], over, -1)
-    redis.call('INCRBY', KEYS[3 + 3 * i], over)
+    trimOldest(KEYS[k], KEYS[k + 3], over)
+    redis.call('INCRBY', KEYS[k + 1], over)
   else
     over = 0
   end
   out[2 + i] = over
-  redis.call('SADD', KEYS[1], ARGV[4 + i])
+  redis.call('SADD', KEYS[1], ARGV[5 + i])
 end
 return out`;
 
@@ -132,7 +172,7 @@ export interface WorldPushResult {
   buffered: number;
   /** Events trimmed from each endpoint's full buffer, by endpoint id (also added to its dropped counter). */
   trimmed: Map<string, number>;
-  /** Copies (event × endpoint) not buffered because the world is at its limit. */
+  /** Copies (event × endpoint) not buffered because the world is at one of its limits. */
   refused: number;
 }
 
@@ -140,9 +180,9 @@ export interface WorldPushResult {
  * Appends `events` (JSON texts) to the buffer of each of one world's `endpointIds`, keeping each
  * buffer's newest `perEndpointMax` (trimmed ones counted as {@link pushAnalyticsEvents} does) and
  * the world's events held in Redis (every endpoint's buffer and in-flight batch) at `worldMax` at
- * most: events that would pass it are not buffered (the first ones that fit are). Each chunk of
- * events is checked and pushed in one script, so concurrent requests of one world cannot together
- * pass the limit.
+ * most, and their bytes at `worldMaxBytes` (16 MiB by default): events that would pass either are
+ * not buffered (the first ones that fit are). Each chunk of events is checked and pushed in one
+ * script, so concurrent requests of one world cannot together pass the limits.
  */
 export async function pushWorldAnalyticsEvents(
   redis: RedisClient,
@@ -150,12 +190,12 @@ export async function pushWorldAnalyticsEvents(
   worldId: string,
   endpointIds: readonly string[],
   events: readonly string[],
-  limits: { perEndpointMax: number; worldMax: number },
+  limits: { perEndpointMax: number; worldMax: number; worldMaxBytes?: number },
 ): Promise<WorldPushResult> {
   const result: WorldPushResult = { buffered: 0, trimmed: new Map(), refused: 0 };
   if (endpointIds.length === 0) return result;
   const keys = analyticsKeys(keyPrefix, worldId);
-  const scriptKeys = [keys.pending, ...endpointIds.flatMap((id) => [keys.buffer(id), keys.dropped(id), keys.inflight(id)])];
+  const scriptKeys = [keys.pending, ...endpointIds.flatMap((id) => [keys.buffer(id), keys.dropped(id), keys.inflight(id), keys.bytes(id)])];
   for (let i = 0; i < events.length; i += PUSH_CHUNK) {
     const chunk = events.slice(i, i + PUSH_CHUNK);
     const [fit = 0, ...trimmed] = (await redis.eval(
@@ -164,6 +204,7 @@ export async function pushWorldAnalyticsEvents(
       ...scriptKeys,
       String(limits.perEndpointMax),
       String(limits.worldMax),
+      String(limits.worldMaxBytes ?? DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD),
       String(endpointIds.length),
       ...endpointIds,
       ...chunk,
@@ -179,9 +220,11 @@ export async function pushWorldAnalyticsEvents(
   return result;
 }
 
-// KEYS: buffer, dropped, pending, inflight. ARGV: count, endpointId, deliveryId.
+// KEYS: buffer, dropped, pending, inflight, bytes. ARGV: count, endpointId, deliveryId.
 // Returns {deliveryId, events as a JSON array text, event count, dropped since last claim, 1 if held over}.
 // The buffered texts are JSON objects, so joining them with commas inside brackets is their array.
+// The batch's bytes move from the buffer's counter to the in-flight record (a counter never goes
+// below 0: buffers filled before it existed had none).
 const CLAIM_SCRIPT = `
 local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
 if dropped > 0 then redis.call('DEL', KEYS[2]) end
@@ -192,10 +235,14 @@ end
 local events = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
 if not events then
   redis.call('SREM', KEYS[3], ARGV[2])
+  redis.call('DEL', KEYS[5])
   return {ARGV[3], '[]', 0, dropped, 0}
 end
+local size = 0
+for _, v in ipairs(events) do size = size + string.len(v) end
+if redis.call('DECRBY', KEYS[5], size) < 0 or redis.call('LLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[5]) end
 local text = '[' .. table.concat(events, ',') .. ']'
-redis.call('HSET', KEYS[4], 'id', ARGV[3], 'events', text, 'n', #events)
+redis.call('HSET', KEYS[4], 'id', ARGV[3], 'events', text, 'n', #events, 'b', size)
 return {ARGV[3], text, #events, dropped, 0}`;
 
 // KEYS: buffer, pending, inflight. ARGV: endpointId, deliveryId. Returns the events left in the buffer.
@@ -229,11 +276,12 @@ export async function claimAnalyticsBatch(redis: RedisClient, keyPrefix: string,
   const keys = analyticsKeys(keyPrefix, worldId);
   const [id, eventsJson, n, dropped, heldOver] = (await redis.eval(
     CLAIM_SCRIPT,
-    4,
+    5,
     keys.buffer(endpointId),
     keys.dropped(endpointId),
     keys.pending,
     keys.inflight(endpointId),
+    keys.bytes(endpointId),
     String(count),
     endpointId,
     deliveryId,
@@ -252,10 +300,10 @@ export async function releaseAnalyticsBatch(redis: RedisClient, keyPrefix: strin
   return Number(left);
 }
 
-// KEYS: buffer, dropped, pending, inflight. ARGV: endpointId. Returns {events discarded, dropped since last claim}.
+// KEYS: buffer, dropped, pending, inflight, bytes. ARGV: endpointId. Returns {events discarded, dropped since last claim}.
 const DISCARD_SCRIPT = `
 local n = redis.call('LLEN', KEYS[1]) + tonumber(redis.call('HGET', KEYS[4], 'n') or '0')
-redis.call('DEL', KEYS[1], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[4], KEYS[5])
 redis.call('SREM', KEYS[3], ARGV[1])
 local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
 redis.call('DEL', KEYS[2])
@@ -268,7 +316,7 @@ return {n, dropped}`;
  */
 export async function discardAnalyticsBuffer(redis: RedisClient, keyPrefix: string, worldId: string, endpointId: string): Promise<{ discarded: number; dropped: number }> {
   const keys = analyticsKeys(keyPrefix, worldId);
-  const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 4, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.inflight(endpointId), endpointId)) as [number, number];
+  const [discarded, dropped] = (await redis.eval(DISCARD_SCRIPT, 5, keys.buffer(endpointId), keys.dropped(endpointId), keys.pending, keys.inflight(endpointId), keys.bytes(endpointId), endpointId)) as [number, number];
   return { discarded: Number(discarded), dropped: Number(dropped) };
 }
 

@@ -6,21 +6,27 @@
  * credentials too is the point: if a guess were still checked and let through when right, an
  * attacker would lose nothing by being throttled.
  *
- * - One counter per (scope, client), a single Redis key (`<REDIS_KEY_PREFIX>:auth-failures:<scope>:<client>`),
- *   so every operation touches one key and is slot-safe on Redis Cluster. A client is its IP
- *   address; an IPv6 client is its /64, which one machine usually owns whole.
- * - Only failures write. A request's check reads the counter, and a replica that has just seen the
- *   counter under the limit trusts that for `checkCacheMs` (1 s by default), so a busy legitimate
- *   client costs one read a second, not one per request. The replica that counts the failure
- *   reaching the limit knows at once; another one within `checkCacheMs`, and before that it checks
- *   at most one more credential of that client (its failure returns the count, over the limit).
- * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to counting in
- *   memory (the same limits, per replica) and logs one warning per outage; nobody is locked out
- *   by the outage itself and nothing crashes.
+ * - A check reserves a slot BEFORE the credential is looked at (auth-throttle-counters.ts): a
+ *   slot is free while the client's failures plus its checks in flight stay under the limit; a
+ *   failure keeps its slot, anything else gives it back. So at most `maxFailures` credentials of
+ *   one client are ever checked per window, however many requests it sends at once: a burst of
+ *   300 guesses gets its first `maxFailures` checked and the rest 429, the right credential among
+ *   them included. A client's requests beyond the free slots wait for them (in this process in
+ *   arrival order, on other replicas by polling), so a legitimate client sending many requests at
+ *   once is slowed by a round trip, never refused while it does not fail.
+ * - One hash per (scope, client), a single Redis key (`<REDIS_KEY_PREFIX>:auth-failures:<scope>:<client>`,
+ *   fields `failures`, `inflight`, `window`), so every script touches one key and is slot-safe on
+ *   Redis Cluster. A client is its IP address; an IPv6 client is its /64, which one machine
+ *   usually owns whole.
+ * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to the same
+ *   counters in memory (the same limits, per replica) and logs one warning per outage; nobody is
+ *   locked out by the outage itself and nothing crashes.
  */
+import { randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import type { Request } from "express";
 import { LRUCache } from "lru-cache";
+import { FAIL_SCRIPT, LocalGate, MemoryCounters, RELEASE_SCRIPT, RESERVE_SCRIPT, type FailureCount, type Reservation, type Slot } from "./auth-throttle-counters.js";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -55,10 +61,10 @@ export interface AuthThrottleOptions extends AuthThrottleLimits {
   logger: Logger;
   /** Clock in milliseconds; the system clock unless injected. */
   now?: () => number;
-  /** How long a replica trusts a counter read under the limit; 1000 ms by default. */
-  checkCacheMs?: number;
   /** How long a Redis command may take before the in-memory fallback answers; 500 ms by default. */
   redisTimeoutMs?: number;
+  /** How long a check waits for a slot held by checks in flight on other replicas before 429; 5000 ms by default. */
+  busyWaitMs?: number;
 }
 
 /** Whether an error of a credential check is a failure that counts (a wrong or unknown credential). */
@@ -67,124 +73,150 @@ export type FailurePredicate = (err: unknown) => boolean;
 /** The default: a 401 other than "no credential at all" counts. */
 export const countsAsAuthFailure: FailurePredicate = (err) => err instanceof AppError && err.status === 401 && err.code !== "missing-token";
 
-// KEYS: counter. ARGV: window ms. Returns {failures, ms left}. The expiry is set with the first
-// failure only, so a window ends on time however many failures follow.
-const FAIL_SCRIPT = `
-local n = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {n, ttl}`;
-
-// KEYS: counter. Returns {failures, ms left}.
-const READ_SCRIPT = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-return {n, redis.call('PTTL', KEYS[1])}`;
-
-interface Counter {
-  failures: number;
-  /** When the window ends (epoch ms). */
-  resetAt: number;
-}
-
 /** Counts failed authentications per client and refuses throttled clients (see the file comment). */
 export class AuthThrottle {
   private readonly now: () => number;
   private readonly keyBase: string;
-  /** Clients known to be over the limit, until when. */
+  /** Clients known to be over the limit, until when: refused without a round trip. */
   private readonly blocked = new LRUCache<string, number>({ max: 100_000 });
-  /** Clients whose counter was read under the limit, until when that read is trusted. */
-  private readonly clear = new LRUCache<string, number>({ max: 100_000 });
-  /** The in-memory counters used while Redis does not answer. */
-  private readonly local = new LRUCache<string, Counter>({ max: 100_000 });
+  private readonly memory: MemoryCounters;
+  private readonly gate: LocalGate;
   private fallingBack = false;
 
   constructor(private readonly options: AuthThrottleOptions) {
     this.now = options.now ?? Date.now;
     this.keyBase = `${options.keyPrefix.replace(/:+$/, "")}:auth-failures:${options.scope}:`;
+    this.memory = new MemoryCounters(options.maxFailures, options.windowMs, this.now);
+    this.gate = new LocalGate(options.maxFailures);
   }
 
   /**
-   * Runs a credential check for `client`: refuses a throttled client with 429 before checking;
-   * when the check throws a counting failure, counts it (the failure that reaches the limit is
-   * still answered as it is; a later one that slipped through another replica gets 429). Other
-   * outcomes pass through unchanged.
+   * Runs a credential check for `client` once it holds a slot: refuses a throttled client with 429
+   * before checking; when the check throws a counting failure, the slot is kept as that failure;
+   * otherwise it is given back. Other outcomes pass through unchanged.
    */
   async guard<T>(client: string, check: () => T | Promise<T>, counts: FailurePredicate = countsAsAuthFailure): Promise<T> {
     const id = clientId(client);
-    await this.assertAllowed(id);
+    this.refuseIfBlocked(id);
+    await this.gate.enter(id);
+    let slot: Slot;
     try {
-      return await check();
+      // Blocked while it waited in the gate: the queue drains with 429s, one wake-up after another.
+      this.refuseIfBlocked(id);
+      slot = await this.reserve(id);
     } catch (err) {
-      if (!counts(err)) throw err;
-      const counter = await this.recordFailure(id);
+      this.gate.leave(id);
+      throw err;
+    }
+    let result: T;
+    try {
+      result = await check();
+    } catch (err) {
+      if (!counts(err)) {
+        await this.release(slot);
+        this.gate.leave(id);
+        throw err;
+      }
+      const counter = await this.recordFailure(slot);
+      this.gate.leave(id);
       if (counter.failures >= this.options.maxFailures) {
         this.blocked.set(id, counter.resetAt);
         if (counter.failures === this.options.maxFailures) {
           this.options.logger.warn({ scope: this.options.scope, client: id, failures: counter.failures }, "authentication throttled: too many failures from one client");
         }
-        // Past the limit (checked on a replica that had not seen the block yet): refused like any other request now.
-        if (counter.failures > this.options.maxFailures) throw this.tooMany(counter.resetAt);
       }
       throw err;
     }
+    // The release is sent before the gate lets the next check of this client go (one connection
+    // keeps commands in order), and not awaited: a success costs its request no second round trip.
+    void this.release(slot);
+    this.gate.leave(id);
+    return result;
   }
 
-  /** Throws the 429 when `client` (an id from {@link clientId}) is over the limit. */
-  private async assertAllowed(id: string): Promise<void> {
-    const now = this.now();
+  private refuseIfBlocked(id: string): void {
     const blockedUntil = this.blocked.get(id);
-    if (blockedUntil !== undefined) {
-      if (blockedUntil > now) throw this.tooMany(blockedUntil);
-      this.blocked.delete(id);
+    if (blockedUntil === undefined) return;
+    if (blockedUntil > this.now()) throw this.tooMany(blockedUntil);
+    this.blocked.delete(id);
+  }
+
+  /** A slot for one check of `id`, waiting while every free slot is in flight; 429 once blocked. */
+  private async reserve(id: string): Promise<Slot> {
+    const deadline = this.now() + (this.options.busyWaitMs ?? 5_000);
+    for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+      const answer = await this.reserveOnce(id);
+      if (answer.kind === "granted") return answer.slot;
+      if (answer.kind === "blocked") {
+        this.blocked.set(id, answer.resetAt);
+        throw this.tooMany(answer.resetAt);
+      }
+      // Busy: this process holds at most `maxFailures` slots of a client (the gate), so the others
+      // are held on other replicas, each for about one round trip.
+      if (this.now() >= deadline) {
+        throw new AppError(429, "too-many-failed-attempts", "Too many authentications from this address are in progress at once; retry shortly.", {
+          headers: { "Retry-After": "1" },
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random())));
     }
-    const clearUntil = this.clear.get(id);
-    if (clearUntil !== undefined && clearUntil > now) return;
-    const counter = await this.read(id);
-    if (counter.failures >= this.options.maxFailures && counter.resetAt > now) {
-      this.blocked.set(id, counter.resetAt);
-      throw this.tooMany(counter.resetAt);
+  }
+
+  private async reserveOnce(id: string): Promise<Reservation> {
+    const window = randomBytes(9).toString("base64url");
+    const answer = await this.redisCall(RESERVE_SCRIPT, id, String(this.options.maxFailures), String(this.options.windowMs), window);
+    if (answer === null) return this.memory.reserve(id);
+    const [granted, ttl, granting] = answer as [number, number, string];
+    const resetAt = this.now() + Math.max(0, Number(ttl));
+    if (Number(granted) === 1) return { kind: "granted", slot: { id, where: "redis", window: String(granting) } };
+    return Number(granted) === 0 ? { kind: "blocked", resetAt } : { kind: "busy" };
+  }
+
+  private async recordFailure(slot: Slot): Promise<FailureCount> {
+    if (slot.where === "redis") {
+      const fresh = randomBytes(9).toString("base64url");
+      const answer = await this.redisCall(FAIL_SCRIPT, slot.id, slot.window, String(this.options.windowMs), fresh);
+      if (answer !== null) {
+        const [failures, ttl] = answer as [number, number];
+        return { failures: Number(failures), resetAt: this.now() + Math.max(0, Number(ttl)) };
+      }
     }
-    this.clear.set(id, now + (this.options.checkCacheMs ?? 1_000));
+    return this.memory.fail(slot);
   }
 
-  private async read(id: string): Promise<Counter> {
-    const answer = await this.redisCall(READ_SCRIPT, id);
-    if (answer !== null) return answer;
-    const counter = this.local.get(id);
-    return counter !== undefined && counter.resetAt > this.now() ? counter : { failures: 0, resetAt: 0 };
+  private async release(slot: Slot): Promise<void> {
+    if (slot.where === "memory") {
+      this.memory.release(slot);
+      return;
+    }
+    await this.redisCall(RELEASE_SCRIPT, slot.id, slot.window);
   }
 
-  private async recordFailure(id: string): Promise<Counter> {
-    // A failure makes the next check read again: the cached "under the limit" is stale now.
-    this.clear.delete(id);
-    const answer = await this.redisCall(FAIL_SCRIPT, id, String(this.options.windowMs));
-    if (answer !== null) return answer;
-    const now = this.now();
-    const current = this.local.get(id);
-    const counter = current !== undefined && current.resetAt > now ? { failures: current.failures + 1, resetAt: current.resetAt } : { failures: 1, resetAt: now + this.options.windowMs };
-    this.local.set(id, counter);
-    return counter;
-  }
-
-  /** Runs one script on the client's key; null when Redis is absent, failing or too slow (then the fallback counts). */
-  private async redisCall(script: string, id: string, ...args: string[]): Promise<Counter | null> {
+  /**
+   * Runs one script on the client's key; null when Redis is absent, failing or too slow (then the
+   * memory counters answer). The command is sent before the first `await`, so calls made one after
+   * another reach Redis in that order.
+   */
+  private async redisCall(script: string, id: string, ...args: string[]): Promise<unknown[] | null> {
     const redis = this.options.redis;
     if (redis === null) return null;
+    let sent: Promise<unknown> | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
+      sent = redis.eval(script, 1, this.keyBase + id, ...args);
+      const timeoutMs = this.options.redisTimeoutMs ?? 500;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${this.options.redisTimeoutMs ?? 500} ms`)), this.options.redisTimeoutMs ?? 500);
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       });
-      const [failures, ttl] = (await Promise.race([redis.eval(script, 1, this.keyBase + id, ...args), timeout])) as [number, number];
+      const answer = (await Promise.race([sent, timeout])) as unknown[];
       if (this.fallingBack) {
         this.fallingBack = false;
         this.options.logger.info({ scope: this.options.scope }, "authentication throttle: Redis answers again; failures are counted across replicas");
       }
-      return { failures: Number(failures), resetAt: this.now() + Math.max(0, Number(ttl)) };
+      return answer;
     } catch (err) {
+      // A late answer or error of the abandoned command must not surface as an unhandled rejection.
+      sent?.catch(() => undefined);
       if (!this.fallingBack) {
         this.fallingBack = true;
         this.options.logger.warn(

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
 import type { ProblemCode } from "@vw/contracts";
 import { AppError, STATUS_TITLES } from "./errors.js";
@@ -9,6 +9,7 @@ import { answerNodeHttpErrors } from "./node-http-errors.js";
 import { requestTextGuard } from "./request-guard.js";
 import { noteRequestOutcome, requestLogger } from "./request-log.js";
 import { traceRequests } from "./tracing.js";
+import { Counter, Gauge, METRICS_PREFIX, type ServiceMetrics } from "./metrics.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -111,13 +112,19 @@ export const notFoundHandler: RequestHandler = (req, res) => {
 export type ReadinessCheck = { name: string; dependency?: string; check: () => Promise<unknown> };
 
 /**
- * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). With a
- * `logger`, each check's outcome feeds the process's status of that dependency, so an outage
- * that only readiness probes see (nothing else talks to it meanwhile) still gets its one
- * `unreachable` line and its one `reachable again` line.
+ * `GET /healthz` (process up) and `GET /readyz` (every dependency answers within 2 s). The routes
+ * are public, so `/readyz` says only which dependency is down (`{"name": "s3", "ok": false}`):
+ * an error's text would name internal addresses and ports. The reason goes to the log instead:
+ * with a `logger`, each check's outcome feeds the process's status of that dependency, so an
+ * outage that only readiness probes see (nothing else talks to it meanwhile) still gets its one
+ * `unreachable` line (with the error's code and message) and its one `reachable again` line.
+ * With `metrics`, `vw_readiness_check_up{check}` is 1 or 0 after each probe, and
+ * `vw_readiness_check_failures_total{check, reason}` counts failures by error code (`ECONNREFUSED`,
+ * `timeout`...), never by message.
  */
-export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express.Router {
+export function healthRouter(checks: ReadinessCheck[], logger?: Logger, metrics?: ServiceMetrics): express.Router {
   const router = express.Router();
+  const gauges = metrics ? readinessMetrics(metrics) : undefined;
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
@@ -126,12 +133,15 @@ export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express
       checks.map(async ({ name, dependency, check }) => {
         const status = logger ? dependencyStatus(logger, dependency ?? name) : undefined;
         try {
-          await withTimeout(check(), 2000, `${name} did not answer within 2000 ms`);
+          await withTimeout(check(), READINESS_TIMEOUT_MS, `${name} did not answer within ${READINESS_TIMEOUT_MS} ms`, "timeout");
           status?.up();
-          return { name, ok: true as const };
+          gauges?.up.set({ check: name }, 1);
+          return { name, ok: true };
         } catch (err) {
           status?.down(err, { check: "readiness" });
-          return { name, ok: false as const, error: (err as Error).message };
+          gauges?.up.set({ check: name }, 0);
+          gauges?.failures.inc({ check: name, reason: describeError(err).code ?? "error" });
+          return { name, ok: false };
         }
       }),
     );
@@ -143,11 +153,25 @@ export function healthRouter(checks: ReadinessCheck[], logger?: Logger): express
   return router;
 }
 
-/** Rejects with `message` if `p` has not settled within `ms`. */
-export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+const READINESS_TIMEOUT_MS = 2000;
+
+function readinessMetrics(metrics: ServiceMetrics): { up: Gauge<"check">; failures: Counter<"check" | "reason"> } {
+  return {
+    up: new Gauge({ name: `${METRICS_PREFIX}readiness_check_up`, help: "1 when the dependency answered the last /readyz probe, 0 when it did not.", labelNames: ["check"], registers: [metrics.registry] }),
+    failures: new Counter({
+      name: `${METRICS_PREFIX}readiness_check_failures_total`,
+      help: "/readyz probes a dependency failed, by error code (timeout: no answer within 2 s).",
+      labelNames: ["check", "reason"],
+      registers: [metrics.registry],
+    }),
+  };
+}
+
+/** Rejects with `message` (and `code`, when given) if `p` has not settled within `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, message: string, code?: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => reject(code === undefined ? new Error(message) : Object.assign(new Error(message), { code })), ms);
   });
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
@@ -197,20 +221,35 @@ function untrustedProxyWarning(logger: Logger): RequestHandler {
   };
 }
 
+/** Timeouts of {@link listen}'s server. */
+export interface ListenOptions {
+  /**
+   * Node's requestTimeout: the longest a request (headers and body) may take to arrive; then 408
+   * and the connection is closed. Node's default (300 s) unless given: a service taking large
+   * uploads sets what its largest body needs.
+   */
+  requestTimeoutMs?: number;
+}
+
 /**
  * Starts listening; resolves with the server once bound. What Node's HTTP parser refuses before
  * express runs (431, 417, malformed requests) is answered with a problem document too, and logged
  * to `logger` when given.
  */
-export function listen(app: Express, port: number, host = "0.0.0.0", logger?: Logger): Promise<Server> {
+export function listen(app: Express, port: number, host = "0.0.0.0", logger?: Logger, options: ListenOptions = {}): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const requestTimeout = options.requestTimeoutMs ?? 300_000;
+    // Node checks for requests past their time every `connectionsCheckingInterval`: often enough
+    // that a short timeout is kept to within a quarter of itself.
+    const server = createServer({ requestTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 4))) }, app);
     answerNodeHttpErrors(server, logger);
     server.once("listening", () => resolve(server));
     server.once("error", reject);
-    // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first.
+    server.listen(port, host);
+    // Keep-alive longer than typical load balancer idle timeouts, so the LB closes first; the
+    // headers of a request are never given longer than the whole request.
     server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
+    server.headersTimeout = Math.min(66_000, requestTimeout);
   });
 }
 

@@ -20,6 +20,8 @@ export * from "./fuzz.js";
 export * from "./tcp-proxy.js";
 export * from "./test-database.js";
 export * from "./eventually.js";
+export * from "./credential-burst.js";
+export * from "./process-memory.js";
 export * from "./resp-command.js";
 export * from "./redis-server.js";
 export * from "./postgres-server.js";

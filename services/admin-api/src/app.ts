@@ -16,7 +16,7 @@ import {
   type ServiceMetrics,
   type ThrottleRedis,
 } from "@vw/service-kit";
-import { CURRENT_API_VERSION } from "@vw/contracts";
+import { CURRENT_API_VERSION, DEFAULT_MAX_STORAGE_BYTES_PER_WORLD } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
 import type { DeliveryQueues } from "@vw/queues";
@@ -96,6 +96,8 @@ export interface AdminAppDeps {
   metrics?: ServiceMetrics;
   /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD; 50 and 10 by default. */
   endpointQuotas?: EndpointQuotas;
+  /** MAX_STORAGE_BYTES_PER_WORLD (map-storage enforces it; shown with each world); 10 GiB by default. */
+  maxStorageBytesPerWorld?: number;
   /**
    * Redis of the failed-authentication counters (shared by every replica): the producer connection
    * of the queues. Without it the counters live in this process only.
@@ -125,6 +127,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const worlds = new WorldsService(deps.prisma, organizations, {
     mapStorageUrl: deps.publicMapStorageUrl.replace(/\/+$/, ""),
     playUrl: deps.playUrl.replace(/\/+$/, ""),
+    maxStorageBytesPerWorld: deps.maxStorageBytesPerWorld ?? DEFAULT_MAX_STORAGE_BYTES_PER_WORLD,
   });
   // One runner for the owners of the shared tables: this process reaches PostgreSQL through Prisma
   // (docs/decisions/0012-one-database-path-per-process.md).
@@ -218,7 +221,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
       { name: "redis", check: () => (deps.deliveryQueue.shards[0] as Queue).getJobCounts("wait") },
-    ], deps.logger),
+    ], deps.logger, metrics),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

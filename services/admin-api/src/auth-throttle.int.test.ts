@@ -3,9 +3,12 @@
  * tokens, unknown Inbound API keys, unknown dashboard codes. Past AUTH_FAILURES_MAX a client gets
  * 429 with Retry-After and a problem document for any credential (its valid one too); other
  * clients are not slowed. The harness trusts the loopback proxy, so X-Forwarded-For names clients.
+ * A burst of 300 concurrent guesses gets at most AUTH_FAILURES_MAX of them checked, for each kind
+ * of credential, so the right one inside the burst is refused with the others.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createRedisConnection } from "@vw/queues";
+import { credentialBurst, type BurstOutcome } from "@vw/testing";
 import { PUBLIC_ADMIN_URL, startAdminApi, type AdminApiHarness } from "../test/harness.js";
 import { expectProblem } from "../test/endpoint-fixtures.js";
 import { createWorld, type TestWorld } from "../test/delivery-fixtures.js";
@@ -42,7 +45,7 @@ describe("the admin token", () => {
     // The counter is one Redis key under the service's prefix, so every replica sees it.
     const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "worker");
     try {
-      expect(await redis.get(`${api.redisKeyPrefix}:auth-failures:admin-token:${attacker["x-forwarded-for"]}`)).toBe(String(MAX));
+      expect(await redis.hget(`${api.redisKeyPrefix}:auth-failures:admin-token:${attacker["x-forwarded-for"]}`, "failures")).toBe(String(MAX));
     } finally {
       await redis.quit();
     }
@@ -79,6 +82,40 @@ describe("dashboard codes", () => {
     const fresh = codeOf((await mintLink(api, w.org, w.world)).body.url);
     expectThrottled(await post(fresh, attacker));
     expect((await post(fresh, client())).status).toBe(200);
+  });
+});
+
+describe("a burst of 300 concurrent guesses", () => {
+  /** At most MAX guesses were checked (each answered `failure`); the right credential and all the others got 429. */
+  function expectHeld(burst: BurstOutcome, failure: number): void {
+    expect(burst.right).toBe(429);
+    expect(burst.byStatus[failure]).toBe(MAX);
+    expect(burst.byStatus[429]).toBe(300 - MAX);
+  }
+
+  it("of admin tokens: the admin token at position 150 answers 429", async () => {
+    const attacker = client();
+    const burst = await credentialBurst(async (token) => (await api.request("GET", "/admin/v1/organizations", { token, headers: attacker })).status, api.adminToken, (i) => `guess-${i}`);
+    expectHeld(burst, 401);
+  });
+
+  it("of Inbound API keys: the world's key at position 150 answers 429", async () => {
+    const key = await api.request("POST", `/admin/v1/worlds/${w.org}/${w.world}/api-keys`, { body: { name: "burst" } });
+    const member = `/api/v1/worlds/${w.world}/members/c2e4a6b8-0d1f-4e3a-9b5c-7d9f1a3c5e7b`;
+    const attacker = client();
+    const burst = await credentialBurst(async (token) => (await api.request("GET", member, { token, headers: attacker })).status, key.body.token, (i) => `vwk_guess${i}`);
+    expectHeld(burst, 401);
+  });
+
+  it("of dashboard codes: a fresh code at position 150 answers 429 and still opens the dashboard for another client", async () => {
+    const attacker = client();
+    const fresh = codeOf((await mintLink(api, w.org, w.world)).body.url);
+    const post = async (code: string) =>
+      (await api.request("POST", "/dashboard/api/session", { token: null, body: { code }, headers: { origin: PUBLIC_ADMIN_URL, ...attacker } })).status;
+    const burst = await credentialBurst(post, fresh, (i) => `guess${i}`.padEnd(43, "x"));
+    expectHeld(burst, 401);
+    // The code was never checked, so it was not used up.
+    expect((await exchange(api, PUBLIC_ADMIN_URL, fresh)).status).toBe(200);
   });
 });
 

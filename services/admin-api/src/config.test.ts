@@ -59,6 +59,7 @@ describe("loadConfig", () => {
       dashboardFrameAncestors: [],
       apiKeyCacheTtlMs: 5_000,
       endpointQuotas: { maxEndpoints: 50, maxAuthEndpoints: 10 },
+      maxStorageBytesPerWorld: 10 * 1024 ** 3,
       authThrottle: { maxFailures: 20, windowMs: 60_000 },
       trustProxy: false,
     });

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
 import { readQueueShards } from "@vw/queues";
 import {
   parseEnv,
@@ -91,6 +92,8 @@ export function loadConfig(env: Env) {
         /** MAX_AUTH_ENDPOINTS_PER_WORLD: endpoints of one world subscribed to `auth` (each one is on the member's connection path). */
         maxAuthEndpoints: r.int("MAX_AUTH_ENDPOINTS_PER_WORLD", DEFAULT_ENDPOINT_QUOTAS.maxAuthEndpoints, { min: 1, max: 1_000 }),
       },
+      /** MAX_STORAGE_BYTES_PER_WORLD: map-storage's quota of a world without its own, shown with each world (set it as map-storage's). */
+      maxStorageBytesPerWorld: r.int("MAX_STORAGE_BYTES_PER_WORLD", DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, { min: 1, max: MAX_STORAGE_BYTES_CEILING }),
       /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: failed authentications one client may have per window. */
       authThrottle: readAuthThrottle(r),
       /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */

@@ -122,7 +122,7 @@ describe("health", () => {
         body: {
           status: "unavailable",
           checks: [
-            { name: "database", ok: false, error: expect.any(String) },
+            { name: "database", ok: false },
             { name: "redis", ok: true },
           ],
         },
@@ -148,7 +148,7 @@ describe("health", () => {
           status: "unavailable",
           checks: [
             { name: "database", ok: true },
-            { name: "redis", ok: false, error: expect.any(String) },
+            { name: "redis", ok: false },
           ],
         },
       });

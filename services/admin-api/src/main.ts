@@ -52,6 +52,7 @@ const app = createAdminApp({
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
   endpointQuotas: config.endpointQuotas,
+  maxStorageBytesPerWorld: config.maxStorageBytesPerWorld,
   // Failed-authentication counters live beside the queues, so every replica sees every failure.
   throttleRedis: redis,
   authThrottle: config.authThrottle,

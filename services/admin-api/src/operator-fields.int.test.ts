@@ -26,7 +26,13 @@ afterAll(async () => {
 
 const stored = async () => {
   const row = await api.prisma.world.findUniqueOrThrow({ where: { id: w.worldId } });
-  return { name: row.name, adminEmails: row.adminEmails, customDomain: row.customDomain, quotas: [row.maxEndpoints, row.maxAuthEndpoints, row.analyticsBufferMax], updatedAt: row.updatedAt.toISOString() };
+  return {
+    name: row.name,
+    adminEmails: row.adminEmails,
+    customDomain: row.customDomain,
+    quotas: [row.maxEndpoints, row.maxAuthEndpoints, row.analyticsBufferMax, row.maxStorageBytes],
+    updatedAt: row.updatedAt.toISOString(),
+  };
 };
 
 describe("a dashboard session with every capability", () => {
@@ -35,6 +41,7 @@ describe("a dashboard session with every capability", () => {
     ["customDomain", { customDomain: "squatted.example.com" }],
     ["customDomain (removing it)", { customDomain: null }],
     ["quotas", { quotas: { maxEndpoints: 100_000 } }],
+    ["quotas (storage)", { quotas: { maxStorageBytes: 1024 ** 4 } }],
   ])("cannot set %s: 403 forbidden naming the field, nothing changed", async (_label, body) => {
     const before = await stored();
     const res = await asSession(api, session, PUBLIC_ADMIN_URL)("PATCH", worldPath(), { body });
@@ -71,19 +78,29 @@ describe("a dashboard session with every capability", () => {
   it("sees the operator's fields, quotas included", async () => {
     const res = await asSession(api, session, PUBLIC_ADMIN_URL)("GET", worldPath());
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ adminEmails: ["a@example.com"], customDomain: null, quotas: { maxEndpoints: null, maxAuthEndpoints: null, analyticsBufferMax: null } });
+    expect(res.body).toMatchObject({ adminEmails: ["a@example.com"], customDomain: null, quotas: { maxEndpoints: null, maxAuthEndpoints: null, analyticsBufferMax: null, maxStorageBytes: null } });
   });
 });
 
 describe("the operator (ADMIN_TOKEN)", () => {
+  it("sets a world's storage quota past 2^31 bytes, shown as the storage's maxBytes; null restores MAX_STORAGE_BYTES_PER_WORLD", async () => {
+    const set = await api.request("PATCH", worldPath(), { body: { quotas: { maxStorageBytes: 20 * 1024 ** 3 } } });
+    expect(set.status).toBe(200);
+    expect(set.body.quotas.maxStorageBytes).toBe(20 * 1024 ** 3);
+    expect(set.body.storage.maxBytes).toBe(20 * 1024 ** 3);
+    const reset = await api.request("PATCH", worldPath(), { body: { quotas: { maxStorageBytes: null } } });
+    expect(reset.body.storage.maxBytes).toBe(10 * 1024 ** 3);
+    expectProblem(await api.request("PATCH", worldPath(), { body: { quotas: { maxStorageBytes: 1024 ** 5 + 1 } } }), 400, "invalid-request");
+  });
+
   it("sets adminEmails, customDomain and quotas; quotas merge member by member and null restores the default", async () => {
     const res = await api.request("PATCH", worldPath(), {
       body: { adminEmails: ["ops@example.com"], customDomain: `${api.slug("d")}.example.com`, quotas: { maxEndpoints: 3, maxAuthEndpoints: 1 } },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ adminEmails: ["ops@example.com"], quotas: { maxEndpoints: 3, maxAuthEndpoints: 1, analyticsBufferMax: null } });
+    expect(res.body).toMatchObject({ adminEmails: ["ops@example.com"], quotas: { maxEndpoints: 3, maxAuthEndpoints: 1, analyticsBufferMax: null, maxStorageBytes: null } });
     const merged = await api.request("PATCH", worldPath(), { body: { quotas: { analyticsBufferMax: 5000, maxEndpoints: null } } });
-    expect(merged.body.quotas).toEqual({ maxEndpoints: null, maxAuthEndpoints: 1, analyticsBufferMax: 5000 });
+    expect(merged.body.quotas).toEqual({ maxEndpoints: null, maxAuthEndpoints: 1, analyticsBufferMax: 5000, maxStorageBytes: null });
     expect((await api.request("GET", worldPath())).body.quotas).toEqual(merged.body.quotas);
   });
 
@@ -94,7 +111,7 @@ describe("the operator (ADMIN_TOKEN)", () => {
       body: { slug: "q", name: "Q", adminEmails: ["a@example.com"], quotas: { maxAuthEndpoints: 2 } },
     });
     expect(created.status).toBe(201);
-    expect(created.body.quotas).toEqual({ maxEndpoints: null, maxAuthEndpoints: 2, analyticsBufferMax: null });
+    expect(created.body.quotas).toEqual({ maxEndpoints: null, maxAuthEndpoints: 2, analyticsBufferMax: null, maxStorageBytes: null });
     const refused = await api.request("PATCH", `/admin/v1/worlds/${org}/q`, { body: { quotas: { maxEndpoints: 0, extra: 1 } } });
     expectProblem(refused, 400, "invalid-request");
     expect(refused.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(["/quotas/extra", "/quotas/maxEndpoints"]);

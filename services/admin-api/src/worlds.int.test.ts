@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { WorldStorageLedger } from "@vw/db";
 import { expectProblem } from "../test/endpoint-fixtures.js";
 import { PLAY_URL, PUBLIC_MAP_STORAGE_URL, startAdminApi, type AdminApiHarness } from "../test/harness.js";
 
@@ -55,7 +56,9 @@ describe("POST /admin/v1/organizations/{org}/worlds", () => {
       roomUrlBase: `${PLAY_URL}/@/${org}/office/`,
       analytics: ALL_ON,
       identityProviders: [],
-      quotas: { maxEndpoints: null, maxAuthEndpoints: null, analyticsBufferMax: null },
+      quotas: { maxEndpoints: null, maxAuthEndpoints: null, analyticsBufferMax: null, maxStorageBytes: null },
+      // A new world stores nothing yet; its quota is the platform's.
+      storage: { bytesInUse: 0, maxBytes: 10 * 1024 ** 3 },
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
@@ -202,6 +205,19 @@ describe("GET /admin/v1/worlds/{org}/{world}", () => {
     const res = await api.request("GET", `/admin/v1/worlds/${org}/${world.slug}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual(world);
+  });
+
+  it("shows the bytes map-storage counted for the world's files, and its storage quota (the operator's, else the platform's)", async () => {
+    const org = await createOrganization();
+    const world = await createWorld(org, { quotas: { maxStorageBytes: 5 * 1024 ** 3 } });
+    // As map-storage counts a world's writes (the count started at 0 with the world).
+    const ledger = new WorldStorageLedger(api.prisma);
+    expect(await ledger.adjust({ organization: org, world: world.slug }, 3 * 1024 ** 3)).toBe(true);
+    expect(await ledger.adjust({ organization: org, world: world.slug }, 1234)).toBe(true);
+    const res = await api.request("GET", `/admin/v1/worlds/${org}/${world.slug}`);
+    expect(res.body.storage).toEqual({ bytesInUse: 3 * 1024 ** 3 + 1234, maxBytes: 5 * 1024 ** 3 });
+    const listed = await api.request("GET", `/admin/v1/organizations/${org}/worlds`);
+    expect(listed.body.items.map((w: { storage: unknown }) => w.storage)).toEqual([{ bytesInUse: 3 * 1024 ** 3 + 1234, maxBytes: 5 * 1024 ** 3 }]);
   });
 
   it("answers 404 for an unknown world or organization, and for a world of another organization", async () => {

@@ -1,4 +1,4 @@
-import { Prisma, uniqueViolationFields, type Organization, type PrismaClient, type World } from "@vw/db";
+import { Prisma, WorldStorageLedger, uniqueViolationFields, type Organization, type PrismaClient, type World, type WorldStorageUsage } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import { worldReference } from "@vw/webhook-core";
 import {
@@ -13,24 +13,33 @@ import { slugPage, slugCursor, toPage, type PageRequest } from "./http-support.j
 import type { OrganizationsService } from "./organizations.service.js";
 import { mergeAnalytics, normalizeIdentityProviders, readAnalytics, readIdentityProviders } from "./world-settings.js";
 
-/** Public addresses a world's representation is built with. */
+/** Public addresses and platform defaults a world's representation is built with. */
 export interface PublicUrls {
   /** PUBLIC_MAP_STORAGE_URL, without trailing slash. */
   mapStorageUrl: string;
   /** PLAY_URL, without trailing slash. */
   playUrl: string;
+  /** MAX_STORAGE_BYTES_PER_WORLD: the storage quota of a world without its own. */
+  maxStorageBytesPerWorld: number;
 }
 
-/** A stored world with its organization row. */
-export type WorldWithOrganization = World & { organization: Organization };
+/** A stored world with its organization row (and, when read for its representation, its storage count). */
+export type WorldWithOrganization = World & { organization: Organization; storageUsage?: WorldStorageUsage | null };
+
+/** What a world's representation reads besides its row: its organization, and the bytes map-storage counted. */
+const WITH_ORGANIZATION_AND_STORAGE = { organization: true, storageUsage: true } as const;
 
 /** Worlds of an organization and their settings. */
 export class WorldsService {
+  private readonly storage: WorldStorageLedger;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly organizations: OrganizationsService,
     private readonly urls: PublicUrls,
-  ) {}
+  ) {
+    this.storage = new WorldStorageLedger(prisma);
+  }
 
   /** Creates a world; 404 for an unknown organization, 409 for a taken slug or custom domain. */
   async create(organizationSlug: string, request: CreateWorldRequest): Promise<WorldResource> {
@@ -49,14 +58,17 @@ export class WorldsService {
         },
       }),
     );
-    return this.toResource({ ...world, organization });
+    // Nothing can be stored for a world before it exists (map-storage takes only its API keys), so
+    // its count starts at 0 and its bytes in use show from the start.
+    await this.storage.initialize({ organization: organization.slug, world: world.slug }, 0);
+    return this.toResource({ ...world, organization, storageUsage: { worldId: world.id, bytesUsed: 0n, countedAt: world.createdAt, updatedAt: world.createdAt } });
   }
 
   /** Worlds of an organization ordered by slug; 404 for an unknown organization. */
   async list(organizationSlug: string, page: PageRequest): Promise<ListResource<WorldResource>> {
     const organization = await this.organizations.find(organizationSlug);
     const { take, where } = slugPage(page);
-    const rows = await this.prisma.world.findMany({ where: { organizationId: organization.id, ...where }, orderBy: { slug: "asc" }, take });
+    const rows = await this.prisma.world.findMany({ where: { organizationId: organization.id, ...where }, orderBy: { slug: "asc" }, take, include: { storageUsage: true } });
     return toPage(rows, page, slugCursor, (w) => this.toResource({ ...w, organization }));
   }
 
@@ -69,7 +81,7 @@ export class WorldsService {
   async find(organizationSlug: string, worldSlug: string): Promise<WorldWithOrganization> {
     const world = await this.prisma.world.findFirst({
       where: { slug: worldSlug, organization: { slug: organizationSlug } },
-      include: { organization: true },
+      include: WITH_ORGANIZATION_AND_STORAGE,
     });
     if (!world) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
     return world;
@@ -97,7 +109,7 @@ export class WorldsService {
         if (patch.analytics !== undefined) data.analytics = json(mergeAnalytics(readAnalytics(current.analytics), patch.analytics));
         if (patch.identityProviders !== undefined) data.identityProviders = json(normalizeIdentityProviders(patch.identityProviders));
         Object.assign(data, quotaColumns(patch.quotas));
-        return tx.world.update({ where: { id }, data, include: { organization: true } });
+        return tx.world.update({ where: { id }, data, include: WITH_ORGANIZATION_AND_STORAGE });
       }),
     );
     return this.toResource(world);
@@ -122,7 +134,16 @@ export class WorldsService {
       roomUrlBase: w.customDomain ? `https://${w.customDomain}/@/` : `${this.urls.playUrl}/@/${org}/${w.slug}/`,
       analytics: readAnalytics(w.analytics),
       identityProviders: readIdentityProviders(w.identityProviders),
-      quotas: { maxEndpoints: w.maxEndpoints, maxAuthEndpoints: w.maxAuthEndpoints, analyticsBufferMax: w.analyticsBufferMax },
+      quotas: {
+        maxEndpoints: w.maxEndpoints,
+        maxAuthEndpoints: w.maxAuthEndpoints,
+        analyticsBufferMax: w.analyticsBufferMax,
+        maxStorageBytes: w.maxStorageBytes === null ? null : Number(w.maxStorageBytes),
+      },
+      storage: {
+        bytesInUse: w.storageUsage ? Number(w.storageUsage.bytesUsed) : null,
+        maxBytes: w.maxStorageBytes === null ? this.urls.maxStorageBytesPerWorld : Number(w.maxStorageBytes),
+      },
       createdAt: w.createdAt.toISOString(),
       updatedAt: w.updatedAt.toISOString(),
     };
@@ -148,12 +169,14 @@ export class WorldsService {
 }
 
 /** The quota columns a (partial) quotas object sets; members absent are left as they are, `null` restores the default. */
-function quotaColumns(quotas: Partial<WorldQuotas> | undefined): Partial<WorldQuotas> {
+function quotaColumns(quotas: Partial<WorldQuotas> | undefined): Omit<Partial<WorldQuotas>, "maxStorageBytes"> & { maxStorageBytes?: bigint | null } {
   if (!quotas) return {};
   return {
     ...(quotas.maxEndpoints === undefined ? {} : { maxEndpoints: quotas.maxEndpoints }),
     ...(quotas.maxAuthEndpoints === undefined ? {} : { maxAuthEndpoints: quotas.maxAuthEndpoints }),
     ...(quotas.analyticsBufferMax === undefined ? {} : { analyticsBufferMax: quotas.analyticsBufferMax }),
+    // A BIGINT column: quotas of several GiB pass 2^31.
+    ...(quotas.maxStorageBytes === undefined ? {} : { maxStorageBytes: quotas.maxStorageBytes === null ? null : BigInt(quotas.maxStorageBytes) }),
   };
 }
 

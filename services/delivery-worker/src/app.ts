@@ -15,7 +15,7 @@ export function createWorkerApp(deps: { pool: PgPool; redis: RedisClient; worker
     healthRouter([
       { name: "database", dependency: "postgresql", check: () => deps.pool.query("SELECT 1") },
       { name: "redis", check: () => deps.redis.ping() },
-    ], deps.logger),
+    ], deps.logger, deps.worker.serviceMetrics),
   );
   app.use(metricsRouter(deps.worker.serviceMetrics));
   app.use(notFoundHandler);

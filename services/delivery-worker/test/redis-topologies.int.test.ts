@@ -118,7 +118,7 @@ describe("the services on a Cluster (REDIS_CLUSTER_NODES)", () => {
       // The counter is one key on the primary of its slot (a script over keys of two slots would be refused there).
       const key = `${h.processEnv().REDIS_KEY_PREFIX}:auth-failures:ingest-token:127.0.0.1`;
       const owner = await cluster.primaryForKey(key);
-      expect(await redisCommand(owner.port, ["GET", key])).toBe("2");
+      expect(await redisCommand(owner.port, ["HGET", key, "failures"])).toBe("2");
     } finally {
       await stopServices(services);
       await cluster.stop();

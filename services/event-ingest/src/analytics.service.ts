@@ -6,15 +6,16 @@
  * PostgreSQL here: an analytics event is worth one batch line, not a row.
  *
  * Redis holds at most ANALYTICS_BUFFER_MAX events per endpoint and ANALYTICS_BUFFER_MAX_PER_WORLD
- * (or the world's own `analyticsBufferMax`) per world, its endpoints together: a world posting
- * faster than its endpoints are flushed fills its own share and no more. Events over the world's
- * limit are not buffered; they are counted in `vw_analytics_events_dropped_total{reason=
+ * (or the world's own `analyticsBufferMax`) per world, its endpoints together, and at most
+ * ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD bytes of them (each event being at most
+ * ANALYTICS_EVENT_MAX_BYTES, checked by the route): a world posting faster than its endpoints are
+ * flushed fills its own share and no more. Events over the world's limits are not buffered; they are counted in `vw_analytics_events_dropped_total{reason=
  * "world-buffer-full"}` (one per event and endpoint, like the worker's per-endpoint drops) and
  * logged, and the request is still answered 202: analytics are best effort.
  */
 import type { RedisClient } from "@vw/queues";
 import type { PrismaClient } from "@vw/db";
-import { DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, pushWorldAnalyticsEvents } from "@vw/queues";
+import { DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, pushWorldAnalyticsEvents } from "@vw/queues";
 import { AppError, Counter, METRICS_PREFIX, type Logger, type Registry } from "@vw/service-kit";
 import { applyPrivacy, readWorldAnalytics } from "./analytics-privacy.js";
 import type { AnalyticsIntakeRequest } from "./analytics.schema.js";
@@ -42,6 +43,8 @@ export interface AnalyticsIntakeOptions {
   bufferMax: number;
   /** ANALYTICS_BUFFER_MAX_PER_WORLD: events held for one world (all its endpoints) at most, unless the world has its own; 10000 by default. */
   worldBufferMax?: number;
+  /** ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD: bytes of events held for one world (all its endpoints' copies) at most; 16 MiB by default. */
+  worldBufferMaxBytes?: number;
   /** Where `vw_analytics_events_dropped_total` is registered (the process's `/metrics`); none: not exported. */
   registry?: Registry;
 }
@@ -101,14 +104,17 @@ export class AnalyticsIntake {
       world.id,
       endpoints.map((e) => e.id),
       kept,
-      { perEndpointMax: this.options.bufferMax, worldMax },
+      { perEndpointMax: this.options.bufferMax, worldMax, worldMaxBytes: this.options.worldBufferMaxBytes ?? DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD },
     );
     for (const [endpointId, trimmed] of pushed.trimmed) {
       this.logger.warn({ endpointId, trimmed, bufferMax: this.options.bufferMax }, "analytics buffer full: oldest events dropped");
     }
     if (pushed.refused > 0) {
       this.dropped.inc({ reason: "world-buffer-full" }, pushed.refused);
-      this.logger.warn({ worldId: world.id, refused: pushed.refused, worldBufferMax: worldMax }, "analytics: the world's buffer is full; events not buffered");
+      this.logger.warn(
+        { worldId: world.id, refused: pushed.refused, worldBufferMax: worldMax, worldBufferMaxBytes: this.options.worldBufferMaxBytes ?? DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD },
+        "analytics: the world's buffer is full; events not buffered",
+      );
     }
     result.endpoints = endpoints.length;
     return result;

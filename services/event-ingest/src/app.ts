@@ -23,7 +23,7 @@ import { authHookRouter } from "./auth-hook.routes.js";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
 import type { AnalyticsIntake } from "./analytics.service.js";
-import { DEFAULT_MAX_EVENTS_PER_REQUEST } from "./config.js";
+import { DEFAULT_ANALYTICS_EVENT_MAX_BYTES, DEFAULT_MAX_EVENTS_PER_REQUEST } from "./config.js";
 import { eventsRouter } from "./events.routes.js";
 import { DEFAULT_BODY_LIMIT, jsonBody } from "./http-support.js";
 import { ingestAuth } from "./ingest-auth.js";
@@ -53,6 +53,8 @@ export interface IngestAppDeps {
   enqueueTimeoutMs?: number;
   /** Analytics intake; `POST /v1/analytics` is mounted only when given (main.ts always gives it). */
   analytics?: AnalyticsIntake;
+  /** ANALYTICS_EVENT_MAX_BYTES: largest inner analytics event; 16 KiB by default. */
+  analyticsEventMaxBytes?: number;
   /**
    * The synchronous `member.connecting` hook; `POST /v1/auth-hook` is mounted only when given
    * (main.ts always gives it, so it can also drain its history writes at shutdown).
@@ -103,7 +105,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
   api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
   api.use(membersRouter(new MemberIntakeService(deps.prisma, members)));
-  if (deps.analytics) api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
+  if (deps.analytics) {
+    api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST, deps.analyticsEventMaxBytes ?? DEFAULT_ANALYTICS_EVENT_MAX_BYTES));
+  }
   if (deps.authHook) api.use(authHookRouter(deps.authHook));
 
   const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
@@ -112,7 +116,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
     healthRouter([
       { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
       { name: "redis", check: () => deps.redis.ping() },
-    ], deps.logger),
+    ], deps.logger, metrics),
   );
   // Public, so mounted before (and outside) the authenticated router.
   app.use(metricsRouter(metrics));

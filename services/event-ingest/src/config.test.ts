@@ -40,6 +40,8 @@ describe("loadConfig", () => {
       analyticsPseudonymKey: null,
       analyticsBufferMax: 1000,
       analyticsBufferMaxPerWorld: 10_000,
+      analyticsEventMaxBytes: 16 * 1024,
+      analyticsBufferMaxBytesPerWorld: 16 * 1024 * 1024,
       authThrottle: { maxFailures: 20, windowMs: 60_000 },
       trustProxy: false,
     });

@@ -1,4 +1,4 @@
-import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
+import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
 import { readQueueShards } from "@vw/queues";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
@@ -12,6 +12,9 @@ export const DEFAULT_AUTH_HOOK_TIMEOUT_MS = 5_000;
 
 /** Values of `ENDPOINT_URL_POLICY`. */
 const ENDPOINT_URL_POLICIES: readonly EndpointUrlPolicy[] = ["public-https", "any"];
+
+/** Default of ANALYTICS_EVENT_MAX_BYTES: one inner analytics event, serialized. */
+export const DEFAULT_ANALYTICS_EVENT_MAX_BYTES = 16 * 1024;
 
 /** Shortest accepted ANALYTICS_PSEUDONYM_KEY (a 32-byte HMAC key is 32 characters or more). */
 export const MIN_PSEUDONYM_KEY_LENGTH = 32;
@@ -68,6 +71,10 @@ export function loadConfig(env: Env) {
       analyticsBufferMax: r.int("ANALYTICS_BUFFER_MAX", DEFAULT_ANALYTICS_BUFFER_MAX, { min: 1, max: 100_000 }),
       /** Inner analytics events held in Redis for one world, its endpoints together, unless the world has its own limit; more are not buffered and counted. */
       analyticsBufferMaxPerWorld: r.int("ANALYTICS_BUFFER_MAX_PER_WORLD", DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, { min: 1, max: 10_000_000 }),
+      /** Largest inner analytics event (its JSON, in bytes); a request holding a larger one is refused with 413. */
+      analyticsEventMaxBytes: r.int("ANALYTICS_EVENT_MAX_BYTES", DEFAULT_ANALYTICS_EVENT_MAX_BYTES, { min: 256, max: 1024 * 1024 }),
+      /** Bytes of analytics events held in Redis for one world, its endpoints' copies together; more are not buffered and counted. */
+      analyticsBufferMaxBytesPerWorld: r.int("ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD", DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, { min: 64 * 1024, max: 1024 * 1024 * 1024 }),
       /** AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S: wrong ingest tokens one client may send per window. */
       authThrottle: readAuthThrottle(r),
       /** TRUST_PROXY: whose X-Forwarded-For names the client (for throttling); nobody's by default. */

@@ -1,9 +1,11 @@
 /**
  * Wrong ingest tokens are throttled per client (counters in Redis, shared by replicas): after
  * AUTH_FAILURES_MAX failures the client gets 429 with Retry-After for every request, its valid
- * token included, on /v1/events and /v1/auth-hook alike; the platform's other clients go on.
+ * token included, on /v1/events and /v1/auth-hook alike; the platform's other clients go on. A
+ * burst of 300 concurrent guesses gets at most AUTH_FAILURES_MAX of them checked.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { credentialBurst } from "@vw/testing";
 import { startIngest, type IngestHarness } from "./harness.js";
 
 let h: IngestHarness;
@@ -32,6 +34,17 @@ describe("the ingest token", () => {
       expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     }
     expect((await h.post(event(world.ref), { headers: { "x-forwarded-for": "198.51.100.70" } })).status).toBe(202);
-    expect(await h.redis.get(`${h.keyPrefix}:auth-failures:ingest-token:203.0.113.70`)).toBe("2");
+    expect(await h.redis.hget(`${h.keyPrefix}:auth-failures:ingest-token:203.0.113.70`, "failures")).toBe("2");
+  });
+});
+
+describe("a burst of 300 concurrent guesses", () => {
+  it("checks at most AUTH_FAILURES_MAX tokens: the ingest token at position 150 answers 429 and its event is not accepted", async () => {
+    const world = await h.createWorld();
+    const attacker = { "x-forwarded-for": "203.0.113.71" };
+    const burst = await credentialBurst(async (token) => (await h.post(event(world.ref), { token, headers: attacker })).status, h.token, (i) => `wrong-token-${i}`);
+    expect(burst.right).toBe(429);
+    expect(burst.byStatus[401]).toBe(2);
+    expect(burst.byStatus[429]).toBe(298);
   });
 });

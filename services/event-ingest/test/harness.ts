@@ -52,8 +52,10 @@ export interface IngestHarnessOptions {
   topology?: TestTopology;
   /** QUEUE_SHARDS of the deliveries queue; the platform's default unless given. */
   queueShards?: number;
-  /** Mounts `POST /v1/analytics` with these ANALYTICS_BUFFER_MAX and ANALYTICS_BUFFER_MAX_PER_WORLD; not mounted unless given. */
-  analytics?: { bufferMax: number; worldBufferMax?: number };
+  /** Mounts `POST /v1/analytics` with these ANALYTICS_BUFFER_MAX, ANALYTICS_BUFFER_MAX_PER_WORLD and ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD; not mounted unless given. */
+  analytics?: { bufferMax: number; worldBufferMax?: number; worldBufferMaxBytes?: number };
+  /** ANALYTICS_EVENT_MAX_BYTES; the platform's default unless given. */
+  analyticsEventMaxBytes?: number;
   /** Key prefix of the deliveries queue; a fresh random one (obliterated by `close`) unless given. */
   keyPrefix?: string;
   maxEventsPerRequest?: number;
@@ -158,6 +160,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     ...(options.maxEventsPerRequest === undefined ? {} : { maxEventsPerRequest: options.maxEventsPerRequest }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: options.enqueueTimeoutMs }),
+    ...(options.analyticsEventMaxBytes === undefined ? {} : { analyticsEventMaxBytes: options.analyticsEventMaxBytes }),
     ...(options.analytics === undefined
       ? {}
       : {

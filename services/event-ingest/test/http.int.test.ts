@@ -91,7 +91,7 @@ describe("readiness without Redis", () => {
       down.redis.disconnect();
       const res = await down.request("GET", "/readyz", { token: null });
       expect(res.status).toBe(503);
-      expect(res.body.checks).toEqual([{ name: "database", ok: true }, expect.objectContaining({ name: "redis", ok: false })]);
+      expect(res.body.checks).toEqual([{ name: "database", ok: true }, { name: "redis", ok: false }]);
     } finally {
       await down.close();
     }

@@ -90,7 +90,7 @@ describe.each(HA_TEST_TOPOLOGIES)("on %s", (topology) => {
     const res = await hook.post({ world: "acme/hq", roomUrl: ROOM_URL, uuid: UUID, accessTokens: [] }, "wrong-token-0123456789");
     expect(res.status).toBe(401);
     // The throttle falls back to counting in the process when its script fails (a CROSSSLOT, say).
-    expect(await hook.redis.get(`${hook.keyPrefix}:auth-failures:ingest-token:127.0.0.1`)).toBe("1");
+    expect(await hook.redis.hget(`${hook.keyPrefix}:auth-failures:ingest-token:127.0.0.1`, "failures")).toBe("1");
     expect(hook.logs.map((l) => l.msg)).not.toContainEqual(expect.stringMatching(/throttle/));
   });
 

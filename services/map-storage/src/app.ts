@@ -19,6 +19,7 @@ import type { ActiveFileSandbox } from "./files/active-content.js";
 import { cors, filesRouter } from "./files/files.routes.js";
 import type { FilesService } from "./files/files.service.js";
 import { schemasRouter } from "./schemas.routes.js";
+import { sendTimeout } from "./send-timeout.js";
 import { toolsRouter, type ToolsRoutesDeps } from "./uploads/tools.routes.js";
 
 export interface MapStorageAppDeps {
@@ -29,6 +30,10 @@ export interface MapStorageAppDeps {
   logger: Logger;
   readiness: ReadinessCheck[];
   maxFileBytes: number;
+  /** MAX_PATCH_OPERATIONS. */
+  maxPatchOperations: number;
+  /** SEND_TIMEOUT_MS: how long a reader may stop reading before it is disconnected. */
+  sendTimeoutMs: number;
   publicBaseUrl: string;
   playUrl: string;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
@@ -44,7 +49,8 @@ export function createMapStorageApp(deps: MapStorageAppDeps): Express {
   const metrics = deps.metrics ?? createServiceMetrics("map-storage");
   const app = createApp(deps.logger, { trustProxy: deps.trustProxy ?? false });
   app.use(httpMetrics(metrics));
-  app.use(healthRouter(deps.readiness, deps.logger));
+  app.use(sendTimeout(deps.sendTimeoutMs, deps.logger));
+  app.use(healthRouter(deps.readiness, deps.logger, metrics));
   // Before the files handler, which would read `/metrics` as a file path (and refuse it).
   app.use(metricsRouter(metrics));
   app.use(cors);

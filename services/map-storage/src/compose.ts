@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { ApiKeyStore, PrismaWorldLookup, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyStore, PrismaWorldLookup, WorldStorageLedger, hashApiKey, type PrismaClient } from "@vw/db";
 import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
@@ -8,9 +8,11 @@ import { FilesService } from "./files/files.service.js";
 import { FileCache } from "./storage/file-cache.js";
 import { FileLocks } from "./storage/redis-lock.js";
 import { S3ObjectStore } from "./storage/s3-object-store.js";
+import { StorageUsage } from "./storage/storage-usage.js";
 import type { ObjectStore } from "./storage/object-store.js";
 import { RoomsService } from "./uploads/rooms.service.js";
 import { UploadService } from "./uploads/upload.service.js";
+import { UploadSlots } from "./uploads/upload-slots.js";
 import { WorldDirectory } from "./uploads/world-directory.js";
 
 /** Most files one upload may publish: each is an S3 write, so a zip of a million empty entries is refused. */
@@ -33,18 +35,24 @@ export interface MapStorageOverrides {
 export function composeMapStorage(config: MapStorageConfig, clients: MapStorageClients, overrides: MapStorageOverrides = {}) {
   const s3Store = new S3ObjectStore(clients.s3, config.s3.bucket);
   const store = overrides.wrapStore ? overrides.wrapStore(s3Store) : s3Store;
+  // Files up to this size are read whole (and may be cached); larger ones stream to the client.
+  const cacheEntryMax = Math.max(1, Math.min(config.fileCacheBytes, 8 * 1024 * 1024));
   const cache = new FileCache(clients.redis, config.redisKeyPrefix, {
     maxBytes: Math.max(config.fileCacheBytes, 1),
-    maxEntryBytes: Math.max(1, Math.min(config.fileCacheBytes, 8 * 1024 * 1024)),
+    maxEntryBytes: cacheEntryMax,
     versionTtlSeconds: 24 * 3600,
   });
   const locks = new FileLocks(clients.redis, config.redisKeyPrefix, { leaseMs: 30_000, waitMs: config.writeLockWaitMs });
+  // Every write is counted against the world's storage quota (bytes in use kept in PostgreSQL).
+  const storage = new StorageUsage(new WorldStorageLedger(clients.prisma), store, locks, config.maxStorageBytesPerWorld, clients.logger);
   const files = new FilesService(store, cache, locks, {
     maxFileBytes: config.maxFileBytes,
+    maxJsonFileBytes: config.maxJsonFileBytes,
     conditionalWrites: config.s3.conditionalWrites,
     maxConflictRetries: 5,
     maxPatchGroup: 100,
-  });
+    streamAboveBytes: cacheEntryMax,
+  }, storage);
   const auth = new ApiKeyAuthenticator(
     new ApiKeyStore(clients.prisma),
     {
@@ -60,26 +68,29 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
   );
   const uploads = new UploadService(files, store, locks, {
     maxFileBytes: config.maxFileBytes,
+    maxJsonFileBytes: config.maxJsonFileBytes,
     maxUploadBytes: config.maxUploadBytes,
     maxEntries: MAX_UPLOAD_FILES,
     lockWaitMs: config.uploadLockWaitMs,
     concurrency: 16,
-  });
+  }, storage);
   const app = createMapStorageApp({
     files,
     tools: {
       uploads,
-      rooms: new RoomsService(store, files),
+      rooms: new RoomsService(store, files, files.maxJsonBytes),
       store,
       worlds: new WorldDirectory(new PrismaWorldLookup(clients.prisma), config.apiKeyCacheTtlMs),
-      // The zip as sent: its entries' headers and central directory come on top of the content.
-      maxZipBytes: Math.ceil(config.maxUploadBytes * 1.1) + 1024 * 1024,
+      maxZipBytes: config.maxZipBytes,
       uploadTmpDir: config.uploadTmpDir,
       adminToken: config.adminToken,
+      uploadSlots: new UploadSlots(config.maxConcurrentUploads, config.uploadLockWaitMs),
     },
     auth,
     logger: clients.logger,
     maxFileBytes: config.maxFileBytes,
+    maxPatchOperations: config.maxPatchOperations,
+    sendTimeoutMs: config.sendTimeoutMs,
     publicBaseUrl: config.publicBaseUrl,
     playUrl: config.playUrl,
     activeFileSandbox: config.activeFileSandbox,
@@ -90,5 +101,5 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
       { name: "redis", check: () => clients.redis.ping() },
     ],
   });
-  return { app, files, auth, store, uploads };
+  return { app, files, auth, store, uploads, storage };
 }

@@ -12,6 +12,13 @@ describe("map-storage config", () => {
     expect(c.s3.forcePathStyle).toBe(false);
     expect(c.s3.conditionalWrites).toBe(true);
     expect(c.apiKeyCacheTtlMs).toBe(5000);
+    // The bounds of one request: a parsed file, a patch, a reader that stops reading, an upload.
+    expect(c.maxJsonFileBytes).toBe(8 * 1024 * 1024);
+    expect(c.maxPatchOperations).toBe(1000);
+    expect(c.sendTimeoutMs).toBe(60_000);
+    expect(c.requestTimeoutMs).toBe(600_000);
+    expect(c.maxConcurrentUploads).toBe(2);
+    expect(c.maxStorageBytesPerWorld).toBe(10 * 1024 ** 3);
     expect(Object.isFrozen(c) && Object.isFrozen(c.s3)).toBe(true);
   });
 

@@ -18,9 +18,17 @@ const redis = createRedisConnection(config.redis, "producer");
 watchRedisConnection(redis, logger);
 const s3 = createS3Client(config.s3);
 
-const { app } = composeMapStorage(config, { prisma, redis, s3, logger });
-const server = await listen(app, config.port, config.host, logger);
+const { app, storage } = composeMapStorage(config, { prisma, redis, s3, logger });
+// Uploads are the largest bodies: REQUEST_TIMEOUT_MS is what a zip of MAX_UPLOAD_BYTES may take to arrive.
+const server = await listen(app, config.port, config.host, logger, { requestTimeoutMs: config.requestTimeoutMs });
 logger.info({ port: config.port, bucket: config.s3.bucket, publicBaseUrl: config.publicBaseUrl, redis: describeRedisTopology(config.redis) }, "map-storage listening");
+
+// Worlds that predate the storage count are counted once, in the background, so that their bytes
+// in use show before anyone writes to them (a write counts its world first anyway).
+void storage.countUncounted().then(
+  (counted) => counted > 0 && logger.info({ worlds: counted }, "storage count: worlds counted"),
+  (err: unknown) => logger.warn({ err }, "storage count: counting worlds failed; each is counted at its next write"),
+);
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },

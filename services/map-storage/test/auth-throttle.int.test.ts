@@ -4,11 +4,12 @@
  * one included, while other clients' keys work. Clients are told apart by the TCP peer, or by
  * X-Forwarded-For only when TRUST_PROXY says whose to believe. The map authors' tools (upload,
  * download, rooms) count on the same counter, and on the room listing the operator's token is
- * refused too once a client is throttled.
+ * refused too once a client is throttled. A burst of concurrent guesses gets no more checked than
+ * AUTH_FAILURES_MAX, so the world's key inside it is refused too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
-import { testKeyPrefix } from "@vw/testing";
+import { credentialBurst, testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, sampleWam, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
 import { makeZip, starterMap } from "./zip-fixtures.js";
 
@@ -55,6 +56,30 @@ describe("behind a trusted proxy, two replicas", () => {
     expect(a.store.writes + b.store.writes).toBe(stores + 2);
     // GET needs no key and is never throttled.
     expect((await fetch(`${a.baseUrl}/${w.org}/${w.world}/rooms/none.wam`, { headers: attacker })).status).toBe(404);
+  });
+});
+
+describe("a burst of 300 concurrent guesses over two replicas", () => {
+  let a: RunningMapStorage;
+  let b: RunningMapStorage;
+  beforeAll(async () => {
+    const env = { REDIS_KEY_PREFIX: `${testKeyPrefix("ms-burst-")}:`, AUTH_FAILURES_MAX: "20", AUTH_FAILURES_WINDOW_S: "60", TRUST_PROXY: "loopback" };
+    a = await startMapStorage(env);
+    b = await startMapStorage(env);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  it("checks at most AUTH_FAILURES_MAX keys: the world's key at position 150 answers 429 and nothing is written", async () => {
+    const attacker = { "x-forwarded-for": "203.0.113.40" };
+    const writes = a.store.writes + b.store.writes;
+    const burst = await credentialBurst(async (token, i) => (await put(i % 2 === 0 ? a : b, token, attacker)).status, w.token, (i) => `vwk_guess${i}_${rand(8)}`);
+    expect(burst.right).toBe(429);
+    expect(burst.byStatus[401]).toBe(20);
+    expect(burst.byStatus[429]).toBe(280);
+    expect(a.store.writes + b.store.writes).toBe(writes);
   });
 });
 

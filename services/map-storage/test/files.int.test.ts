@@ -339,4 +339,17 @@ describe("method and health", () => {
     expect(ready.status).toBe(200);
     expect(((await ready.json()) as { checks: { name: string }[] }).checks.map((c) => c.name).sort()).toEqual(["database", "redis", "s3"]);
   });
+
+  it("answers /readyz 503 naming s3 when it is unreachable, without the error, address or port", async () => {
+    const down = await startMapStorage({ S3_ENDPOINT: "http://127.0.0.1:9" });
+    try {
+      const ready = await fetch(`${down.baseUrl}/readyz`);
+      const text = await ready.text();
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(text)).toEqual({ status: "unavailable", checks: [{ name: "s3", ok: false }, { name: "database", ok: true }, { name: "redis", ok: true }] });
+      expect(text).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|:9\b/);
+    } finally {
+      await down.close();
+    }
+  });
 });

@@ -42,10 +42,13 @@ export class CountingStore implements ObjectStore {
   calls = 0;
   /** Calls that change the bucket (put, delete). */
   writes = 0;
+  /** Keys whose content was read (get, open), in order. */
+  reads: string[] = [];
   /** When set, every delete fails with it (a process dying between an upload's writes and its deletions). */
   failDeletes: Error | undefined;
   constructor(readonly inner: ObjectStore) {}
-  get(key: string) { this.calls++; return this.inner.get(key); }
+  get(key: string, maxBytes?: number) { this.calls++; this.reads.push(key); return this.inner.get(key, maxBytes); }
+  open(key: string) { this.calls++; this.reads.push(key); return this.inner.open(key); }
   getStream(key: string) { this.calls++; return this.inner.getStream(key); }
   head(key: string) { this.calls++; return this.inner.head(key); }
   list(...a: Parameters<ObjectStore["list"]>) { this.calls++; return this.inner.list(...a); }
@@ -89,7 +92,7 @@ export async function startMapStorage(
     { prisma, redis, s3, logger: createLogger("map-storage-test", "silent") },
     { ...overrides, wrapStore: (s) => (store = new CountingStore(s)) },
   );
-  const server: Server = await listen(app, 0, "127.0.0.1");
+  const server: Server = await listen(app, 0, "127.0.0.1", undefined, { requestTimeoutMs: config.requestTimeoutMs });
   conformance.attach(server);
   const { port } = server.address() as AddressInfo;
   return {

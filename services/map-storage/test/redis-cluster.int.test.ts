@@ -77,7 +77,7 @@ describe("map-storage on a Redis Cluster", () => {
     const statuses = [];
     for (const ms of [a, b, a]) statuses.push((await fetch(`${base(ms)}/rooms`, { headers: bearer(`vwk_guess_${rand()}`) })).status);
     expect(statuses).toEqual([401, 401, 401]);
-    expect(await inspect.get(`${prefix}auth-failures:api-key:127.0.0.1`)).toBe("3");
+    expect(await inspect.hget(`${prefix}auth-failures:api-key:127.0.0.1`, "failures")).toBe("3");
     expect((await fetch(`${base(b)}/rooms`, { headers: bearer(ADMIN_TOKEN) })).status).toBe(429);
     expect((await fetch(`${base(a)}/cluster/other.wam`, { method: "PUT", headers: bearer(w.token), body: "{}" })).status).toBe(429);
   });

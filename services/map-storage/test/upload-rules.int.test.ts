@@ -5,9 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
-import { testKeyPrefix } from "@vw/testing";
+import { eventually, testKeyPrefix } from "@vw/testing";
 import { createTestWorld, rand, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
-import { declareSize, makeZip, renameEntry, starterMap } from "./zip-fixtures.js";
+import { connect } from "node:net";
+import yauzl from "yauzl";
+import { declareSize, makeZip, readZip, renameEntry, starterMap } from "./zip-fixtures.js";
 
 const ADMIN_TOKEN = `operator-${rand(12)}`;
 let prisma: PrismaClient;
@@ -111,7 +113,8 @@ describe("POST {base}/upload refuses, and a refused upload changes nothing", () 
   });
 
   it("a directory that climbs out, a missing file part and a body that is not multipart are refused", async () => {
-    for (const bad of ["../up", "a/../b", "a\\b", ".git"]) {
+    // A drive letter: a zip entry cannot be named so, and any directory is a download's base.
+    for (const bad of ["../up", "a/../b", "a\\b", ".git", "C:", "c:/maps", "maps/D:x"]) {
       const res = await upload(await makeZip({ "a.txt": "a" }), bad);
       expect({ bad, status: res.status, pointer: (res.body["errors"] as { pointer: string }[])[0]?.pointer }).toEqual({ bad, status: 400, pointer: "/directory" });
     }
@@ -153,6 +156,48 @@ describe("uploads are safe across replicas and crashes", () => {
     }
     expect([await status(`${directory}/old.txt`), await status(`${directory}/new.txt`)]).toEqual([200, 200]);
     expect(await (await fetch(`${base()}/${directory}/both.txt`)).text()).toBe("v2");
+  });
+});
+
+describe("uploads in progress at once (MAX_CONCURRENT_UPLOADS)", () => {
+  it("an upload waits for a slot, and gets 503 file-busy when none frees within UPLOAD_LOCK_WAIT_MS", async () => {
+    const one = await startMapStorage({ MAX_CONCURRENT_UPLOADS: "1", UPLOAD_LOCK_WAIT_MS: "300" });
+    const t = await createTestWorld(prisma);
+    const socket = connect(Number(new URL(one.baseUrl).port), "127.0.0.1");
+    try {
+      // An upload whose body stops arriving holds the one slot (it is being spooled).
+      await new Promise<void>((resolve) => socket.once("connect", resolve));
+      socket.write(
+        `POST /${t.org}/${t.world}/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.token}\r\n` +
+          `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n--x\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK`,
+      );
+      const zip = await makeZip({ "a.txt": "a" });
+      await eventually("the slow upload holds the slot", async () => (await upload(zip, "x", one, t)).status === 503);
+      const busy = await upload(zip, "x", one, t);
+      expect({ status: busy.status, type: busy.body["type"] }).toEqual({ status: 503, type: "/problems/file-busy" });
+      socket.destroy();
+      await eventually("the slot is free again once that upload is gone", async () => (await upload(zip, "x", one, t)).status === 200);
+    } finally {
+      socket.destroy();
+      await one.close();
+    }
+  });
+});
+
+describe("GET {base}/download of names a zip cannot hold", () => {
+  it("answers the zip without them (its comment says how many), never by cutting the connection", async () => {
+    const t = await createTestWorld(prisma);
+    // A drive-letter path, as an older version accepted for an upload's directory.
+    for (const path of ["C:/x.txt", "maps/ok.txt"]) {
+      expect((await fetch(`${base(a, t)}/${path}`, { method: "PUT", headers: auth(t), body: "content" })).status).toBe(201);
+    }
+    const res = await fetch(`${base(a, t)}/download`, { headers: auth(t) });
+    expect(res.status).toBe(200);
+    const zip = Buffer.from(await res.arrayBuffer());
+    expect([...(await readZip(zip)).keys()]).toEqual(["maps/ok.txt"]);
+    const archive = await yauzl.fromBufferPromise(zip, { lazyEntries: true });
+    expect(archive.comment).toContain("1 file(s) left out");
+    archive.close();
   });
 });
 

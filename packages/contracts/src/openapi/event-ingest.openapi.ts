@@ -122,7 +122,11 @@ function ingestPaths(): Record<string, Record<string, JsonObject>> {
       post: ingestOperation({
         operationId: "ingestAnalytics",
         summary: "Submit analytics events of a world",
-        description: "The world's privacy settings apply, then the events are batched per endpoint into `analytics.batch` deliveries.",
+        description:
+          "The world's privacy settings apply, then the events are batched per endpoint into `analytics.batch` deliveries. An inner event " +
+          "larger than ANALYTICS_EVENT_MAX_BYTES (its JSON; 16 KiB by default) is refused with 413 `payload-too-large`, `errors[]` naming " +
+          "each such event (`/events/<index>`, with its `id`), and nothing is accepted. Events past the world's buffer (in events, " +
+          "ANALYTICS_BUFFER_MAX_PER_WORLD, or in bytes, ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD) are not buffered, and counted.",
         tags: ["intake"],
         requestBody: jsonRequestBody(schemaRef("AnalyticsIntakeRequest")),
         responses: { "202": jsonResponse("Accepted (or dropped by the world's settings).", schemaRef("AnalyticsIntakeResult")) },

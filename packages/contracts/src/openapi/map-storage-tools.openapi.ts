@@ -66,9 +66,11 @@ export function toolPaths(components: ComponentSchemas, apiKey: string): Record<
             "`multipart/form-data` with a `file` part (the zip) and a `directory` field. Every file of the directory that the zip does " +
             "not hold is deleted afterwards; entries with a path segment starting with `.` and directory entries are skipped. The whole " +
             "zip is checked before anything is written (a refused upload changes nothing): entry paths (an entry climbing out is 400 " +
-            "`invalid-path`), sizes as actually unpacked (`MAX_FILE_BYTES` per file, `MAX_UPLOAD_BYTES` in all: 413), `.wam` files " +
-            "as `PUT` checks them (400 `invalid-wam` naming the file in `file`). New files are written before stale ones are deleted. " +
-            "Uploads to one world run one at a time across every instance.",
+            "`invalid-path`), sizes as actually unpacked (`MAX_FILE_BYTES` per file, `MAX_JSON_FILE_BYTES` per `.wam`, " +
+            "`MAX_UPLOAD_BYTES` in all: 413), `.wam` files as `PUT` checks them (400 `invalid-wam` naming the file in `file`), and the " +
+            "world's storage quota, counting what the upload replaces (413 `quota-exceeded`). New files are written before stale ones " +
+            "are deleted. Uploads to one world run one at a time across every instance, and at most MAX_CONCURRENT_UPLOADS at once " +
+            "per instance (others wait, then 503 `file-busy`).",
           tags,
           security: apiKey,
           parameters: world,
@@ -90,7 +92,7 @@ export function toolPaths(components: ComponentSchemas, apiKey: string): Record<
           responses: { "200": jsonResponse("Published.", schemaRef("UploadResult")) },
           problems: {
             400: ["invalid-request", "invalid-zip", "invalid-wam", "malformed-json", "too-deeply-nested"],
-            413: ["payload-too-large"],
+            413: ["payload-too-large", "quota-exceeded"],
             415: ["unsupported-media-type"],
             503: ["file-busy"],
           },

@@ -106,7 +106,9 @@ function filePaths(): Record<string, JsonObject> {
         summary: "Create or replace a file",
         description:
           "The body is the file, stored byte for byte whatever its `Content-Type`. A `.wam` body must be a WAM file valid against " +
-          "the schema of its `version` (`GET /schemas/wam/<version>.json`).",
+          "the schema of its `version` (`GET /schemas/wam/<version>.json`) and at most MAX_JSON_FILE_BYTES once decoded (other files: " +
+          "MAX_FILE_BYTES). A file that would take the world past its storage quota is refused with 413 `quota-exceeded` " +
+          "(`limit`, `bytesInUse`); replacing a file counts only what it adds.",
         tags,
         security: API_KEY_SCHEME,
         parameters: [...file, ifMatch, ifNoneMatch],
@@ -115,7 +117,7 @@ function filePaths(): Record<string, JsonObject> {
           "200": written("Replaced."),
           "201": written("Created.", { Location: { description: "The file's URL.", schema: { type: "string" } } }),
         },
-        problems: { 400: ["malformed-json"], 413: ["payload-too-large"], 422: ["invalid-wam"] },
+        problems: { 400: ["malformed-json"], 413: ["payload-too-large", "quota-exceeded"], 422: ["invalid-wam"] },
       },
       WRITE_PROBLEMS,
     ),
@@ -123,6 +125,11 @@ function filePaths(): Record<string, JsonObject> {
       {
         operationId: "patchFile",
         summary: "Apply a JSON Patch to a JSON file, atomically",
+        description:
+          "At most MAX_PATCH_OPERATIONS operations (413). The result may be at most MAX_JSON_FILE_BYTES: a patch that would grow " +
+          "the file past it is refused (413) at the operation that crosses it, before that operation runs; a stored file larger " +
+          "than that cannot be patched (413: replace it with PUT). A result that would take the world past its storage quota is " +
+          "413 `quota-exceeded`.",
         tags,
         security: API_KEY_SCHEME,
         parameters: [...file, ifMatch, ifNoneMatch],
@@ -132,7 +139,7 @@ function filePaths(): Record<string, JsonObject> {
           400: ["malformed-patch"],
           404: ["file-not-found"],
           409: ["not-json", "patch-test-failed", "patch-conflict"],
-          413: ["payload-too-large"],
+          413: ["payload-too-large", "quota-exceeded"],
           415: ["unsupported-media-type"],
           422: ["invalid-wam"],
         },

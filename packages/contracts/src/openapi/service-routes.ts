@@ -35,7 +35,7 @@ export function serviceRoutes(service: string, components: ComponentSchemas): Re
           summary: "Readiness: every dependency answers within 2 s",
           responses: {
             "200": jsonResponse("Every dependency answered.", schemaRef("Readiness")),
-            "503": jsonResponse("A dependency did not answer; `checks` says which and why.", schemaRef("Readiness")),
+            "503": jsonResponse("A dependency did not answer; `checks` says which (the reason is logged, never answered: this route is public).", schemaRef("Readiness")),
           },
         },
         ALWAYS_PROBLEMS,

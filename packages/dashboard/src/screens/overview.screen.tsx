@@ -2,6 +2,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { Badge, Loading, ProblemMessage } from "../components/ui.js";
 import { RoomsCard } from "../components/rooms-card.js";
+import { StorageUse } from "../components/storage-use.js";
 import { WorldDeliveriesCard } from "../components/world-deliveries.js";
 import { Link } from "../router.js";
 import { useSession } from "../session-context.js";
@@ -34,6 +35,10 @@ export function OverviewScreen() {
             <dt>Map-storage base address</dt>
             <dd className="mono break" data-testid="map-storage-url">
               {world.data.mapStorageUrl}
+            </dd>
+            <dt>Storage</dt>
+            <dd>
+              <StorageUse storage={world.data.storage} />
             </dd>
             <dt>Room URL shape</dt>
             <dd className="mono break">

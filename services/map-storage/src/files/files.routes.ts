@@ -1,3 +1,4 @@
+import { pipeline } from "node:stream/promises";
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { ApiKeyPrincipal } from "@vw/db";
 import { AppError, assertUtf8Charset, clientAddress, setRouteTemplate, type ApiKeyAuthenticator } from "@vw/service-kit";
@@ -11,6 +12,8 @@ import { isReservedPath } from "../uploads/upload-paths.js";
 
 export interface FilesRoutesOptions {
   maxFileBytes: number;
+  /** MAX_PATCH_OPERATIONS: most operations in one JSON Patch. */
+  maxPatchOperations: number;
   publicBaseUrl: string;
   playUrl: string;
   /** ACTIVE_FILE_SANDBOX: how files a browser could run are served; `strict` by default. */
@@ -36,11 +39,14 @@ export const FILE_ROUTE = /^\/[^/]*\/[^/]*\/.*$/;
  * never touches storage: path rules (400), then the key (401/403), then the body (413/415/400/422).
  */
 export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKeyPrincipal>, options: FilesRoutesOptions): Router {
-  const readBody = express.raw({ type: () => true, limit: options.maxFileBytes });
+  // Bodies are counted decoded (a gzip body is inflated and counted as it inflates): a `.wam` and a
+  // patch are parsed, so they are held to MAX_JSON_FILE_BYTES; other files to MAX_FILE_BYTES.
+  const readFile = express.raw({ type: () => true, limit: options.maxFileBytes });
+  const readJson = express.raw({ type: () => true, limit: files.maxJsonBytes });
 
-  const body = (req: Request, res: Response): Promise<Buffer> =>
+  const body = (req: Request, res: Response, json: boolean): Promise<Buffer> =>
     new Promise((resolve, reject) => {
-      readBody(req, res, (err?: unknown) => {
+      (json ? readJson : readFile)(req, res, (err?: unknown) => {
         if (err) reject(err);
         else resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
       });
@@ -91,14 +97,26 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
           res.status(304).end();
           return;
         }
-        res.setHeader("ETag", result.file.etag);
-        res.setHeader("Content-Type", result.file.contentType);
+        res.setHeader("ETag", result.meta.etag);
+        res.setHeader("Content-Type", result.meta.contentType);
         res.setHeader("X-Content-Type-Options", "nosniff");
         // HTML, SVG, XML…: never run as a page of this origin, which every world shares.
-        for (const [name, value] of activeContentHeaders(result.file.contentType, options.activeFileSandbox)) res.setHeader(name, value);
-        res.setHeader("Content-Length", result.file.body.length);
-        if (req.method === "HEAD") res.end();
-        else res.end(result.file.body);
+        for (const [name, value] of activeContentHeaders(result.meta.contentType, options.activeFileSandbox)) res.setHeader(name, value);
+        res.setHeader("Content-Length", result.meta.size);
+        if ("body" in result) {
+          res.end(req.method === "HEAD" ? undefined : result.body);
+          return;
+        }
+        if (req.method === "HEAD") {
+          result.stream.destroy();
+          res.end();
+          return;
+        }
+        // Paced by the client: S3 is read only as fast as the response drains (a client that stops
+        // reading is cut by the send timeout, which frees the S3 stream too).
+        await pipeline(result.stream, res).catch((err: unknown) => {
+          if (!res.destroyed) res.destroy(err as Error);
+        });
         return;
       }
       case "PUT": {
@@ -106,7 +124,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
         // JSON files are UTF-8 (RFC 8259): a body declared in another charset is refused, never stored.
         if (isJsonExtension(fp.extension)) assertUtf8Charset(req.headers["content-type"]);
         const cond = conditions(req);
-        const result = await files.put(fp, await body(req, res), cond);
+        const result = await files.put(fp, await body(req, res, fp.extension === "wam"), cond);
         written(res, fp, principal, result, result.created ? 201 : 200);
         return;
       }
@@ -120,7 +138,7 @@ export function filesRouter(files: FilesService, auth: ApiKeyAuthenticator<ApiKe
         }
         assertUtf8Charset(req.headers["content-type"], { "Accept-Patch": JSON_PATCH });
         const cond = conditions(req);
-        const ops = parsePatch(await body(req, res));
+        const ops = parsePatch(await body(req, res, true), options.maxPatchOperations);
         const result = await files.patch(fp, ops, cond);
         written(res, fp, principal, result, 200);
         return;

@@ -6,13 +6,28 @@ export interface StoredObject {
   /** Strong entity tag, quoted as HTTP and S3 write it: `"<hex>"`. */
   etag: string;
   contentType: string;
-  lastModified: Date | undefined;
 }
 
 export interface ObjectHead {
   etag: string;
   contentType: string;
   size: number;
+}
+
+/** An object being read: its metadata, and its bytes as a stream (read it or destroy it). */
+export interface OpenedObject extends ObjectHead {
+  body: Readable;
+}
+
+/** The object is larger than the reader would hold in memory; nothing more of it was read. */
+export class ObjectTooLargeError extends Error {
+  constructor(
+    readonly key: string,
+    readonly size: number,
+  ) {
+    super(`${key} is ${size} bytes, more than the reader would hold`);
+    this.name = "ObjectTooLargeError";
+  }
 }
 
 /** Conditions a backend applies when it supports conditional writes (AWS S3, MinIO, R2). */
@@ -38,7 +53,10 @@ export interface ObjectPage {
 
 /** The storage operations map-storage needs; implemented over S3 by `S3ObjectStore`. */
 export interface ObjectStore {
-  get(key: string): Promise<StoredObject | null>;
+  /** The whole object in memory; {@link ObjectTooLargeError} (before reading its body) when it is larger than `maxBytes`. */
+  get(key: string, maxBytes?: number): Promise<StoredObject | null>;
+  /** The object's metadata and a stream of its bytes (large files are streamed to clients), or null when absent. */
+  open(key: string): Promise<OpenedObject | null>;
   /** The object's bytes as a stream (downloads), or null when absent. */
   getStream(key: string): Promise<Readable | null>;
   head(key: string): Promise<ObjectHead | null>;

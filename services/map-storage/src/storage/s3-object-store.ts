@@ -13,8 +13,8 @@ import {
 } from "@aws-sdk/client-s3";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { Readable } from "node:stream";
-import type { ObjectHead, ObjectPage, ObjectStore, StoredObject, WriteCondition } from "./object-store.js";
-import { WriteConflictError } from "./object-store.js";
+import type { ObjectHead, ObjectPage, ObjectStore, OpenedObject, StoredObject, WriteCondition } from "./object-store.js";
+import { ObjectTooLargeError, WriteConflictError } from "./object-store.js";
 
 export interface S3Settings {
   endpoint: string | undefined;
@@ -58,16 +58,24 @@ export class S3ObjectStore implements ObjectStore {
     private readonly bucket: string,
   ) {}
 
-  async get(key: string): Promise<StoredObject | null> {
+  async get(key: string, maxBytes = Number.POSITIVE_INFINITY): Promise<StoredObject | null> {
+    const opened = await this.open(key);
+    if (!opened) return null;
+    if (opened.size > maxBytes) {
+      opened.body.destroy();
+      throw new ObjectTooLargeError(key, opened.size);
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of opened.body) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    return { body, etag: opened.etag || quotedMd5(body), contentType: opened.contentType };
+  }
+
+  async open(key: string): Promise<OpenedObject | null> {
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      const body = Buffer.from(await out.Body!.transformToByteArray());
-      return {
-        body,
-        etag: out.ETag ?? quotedMd5(body),
-        contentType: out.ContentType ?? "application/octet-stream",
-        lastModified: out.LastModified,
-      };
+      // In Node the SDK's body is an http.IncomingMessage: a Readable, paced by whoever reads it.
+      return { body: out.Body as Readable, etag: out.ETag ?? "", contentType: out.ContentType ?? "application/octet-stream", size: out.ContentLength ?? 0 };
     } catch (err) {
       if (statusOf(err) === 404) return null;
       throw err;
@@ -75,14 +83,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async getStream(key: string): Promise<Readable | null> {
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      // In Node the SDK's body is an http.IncomingMessage: a Readable.
-      return out.Body as Readable;
-    } catch (err) {
-      if (statusOf(err) === 404) return null;
-      throw err;
-    }
+    return (await this.open(key))?.body ?? null;
   }
 
   async head(key: string): Promise<ObjectHead | null> {

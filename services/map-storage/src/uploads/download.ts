@@ -18,11 +18,17 @@ function compressible(path: string): boolean {
   return !STORED_EXTENSIONS.has(dot === -1 ? "" : path.slice(dot + 1).toLowerCase());
 }
 
+/** How many of the names left out a download's log line lists. */
+const LEFT_OUT_EXAMPLES = 10;
+
 /**
  * Streams every object under `prefix` into a zip on `res`, named relative to the prefix. 404 when
  * there is none (answered before any byte). A failure after the first byte can no longer become a
  * problem document: the response is cut, so the client sees a truncated zip, never a complete
- * wrong one, and the failure is logged.
+ * wrong one, and the failure is logged. An object whose name a zip cannot hold (a drive letter
+ * such as `C:/x.txt`, a name ending in `/`: stored by an older version or another tool) is left
+ * out, never a reason to cut the answer: the zip's comment says how many were, and a warning
+ * names them.
  */
 export async function sendDirectoryZip(store: ObjectStore, prefix: string, archiveName: string, res: Response, logger: Logger): Promise<void> {
   let page = await store.list(prefix, undefined, 1000);
@@ -34,8 +40,17 @@ export async function sendDirectoryZip(store: ObjectStore, prefix: string, archi
   res.setHeader("Cache-Control", "no-store");
   const sent = pipeline(zip.outputStream as unknown as Readable, res);
 
+  const leftOut: string[] = [];
   const add = (key: string) => {
     const name = key.slice(prefix.length);
+    try {
+      addLazy(name, key);
+    } catch {
+      // yazl validates the name synchronously (absolute, `..`, trailing `/`) and adds nothing then.
+      leftOut.push(name);
+    }
+  };
+  const addLazy = (name: string, key: string) => {
     zip.addReadStreamLazy(name, { compress: compressible(name) }, (cb) => {
       store.getStream(key).then(
         // Deleted since it was listed: an empty entry keeps the zip well-formed.
@@ -57,7 +72,11 @@ export async function sendDirectoryZip(store: ObjectStore, prefix: string, archi
       if (!page.truncated || !last) break;
       page = await store.list(prefix, last.key, 1000);
     }
-    zip.end();
+    if (leftOut.length > 0) {
+      logger.warn({ prefix, leftOut: leftOut.length, names: leftOut.slice(0, LEFT_OUT_EXAMPLES) }, "download: files whose names a zip cannot hold were left out");
+    }
+    if (leftOut.length === 0) zip.end();
+    else zip.end({ forceZip64Format: false, comment: `${leftOut.length} file(s) left out: their names cannot be stored in a zip (a drive letter, a trailing '/').` });
   } catch (err) {
     logger.error({ err }, "download: listing failed midway; the zip is cut");
     res.destroy(err as Error);

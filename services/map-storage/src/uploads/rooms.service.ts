@@ -35,27 +35,29 @@ export function decodeCursor(cursor: string): string {
  * `GET {base}/rooms`: the world's rooms (its `.wam` files) in path order, each with its URL, its
  * room URL and the `mapUrl` and `metadata` it declares. The files are read through the file cache
  * (a hot room costs no S3 read). A `.wam` file whose content cannot be read as WAM (stored before
- * validation existed) is listed with `mapUrl` and `metadata` null, not hidden.
+ * validation existed), or larger than `maxRoomBytes` (MAX_JSON_FILE_BYTES: stored before that
+ * limit existed; it is then not read at all), is listed with `mapUrl` and `metadata` null, not hidden.
  */
 export class RoomsService {
   constructor(
     private readonly store: ObjectStore,
     private readonly files: FilesService,
+    private readonly maxRoomBytes: number,
   ) {}
 
   async list(org: string, world: string, addressing: RoomAddressing, limit: number, after: string | undefined): Promise<RoomListPage> {
     const prefix = `${org}/${world}/`;
-    const found: string[] = [];
+    const found: { path: string; size: number }[] = [];
     let startAfter = after === undefined ? undefined : prefix + after;
     let scanned = 0;
     let more = false;
     while (found.length < limit) {
       const page = await this.store.list(prefix, startAfter, 1000);
       let stoppedEarly = false;
-      for (const [i, { key }] of page.keys.entries()) {
+      for (const [i, { key, size }] of page.keys.entries()) {
         scanned++;
         startAfter = key;
-        if (key.toLowerCase().endsWith(".wam")) found.push(key.slice(prefix.length));
+        if (key.toLowerCase().endsWith(".wam")) found.push({ path: key.slice(prefix.length), size });
         if (found.length === limit || scanned >= MAX_KEYS_SCANNED) {
           stoppedEarly = i < page.keys.length - 1;
           break;
@@ -66,23 +68,22 @@ export class RoomsService {
     }
     const items: (RoomListItem | null)[] = new Array(found.length).fill(null);
     await mapLimit(
-      found.map((path, index) => ({ path, index })),
+      found.map((room, index) => ({ ...room, index })),
       8,
-      async ({ path, index }) => {
-        items[index] = await this.item(org, world, path, addressing);
+      async ({ path, size, index }) => {
+        items[index] = await this.item(org, world, path, size, addressing);
       },
     );
     const last = startAfter === undefined ? undefined : startAfter.slice(prefix.length);
     return { items: items.filter((i): i is RoomListItem => i !== null), nextCursor: more && last ? encodeCursor(last) : null };
   }
 
-  private async item(org: string, world: string, path: string, addressing: RoomAddressing): Promise<RoomListItem | null> {
+  private async item(org: string, world: string, path: string, size: number, addressing: RoomAddressing): Promise<RoomListItem | null> {
     const file: FilePath = { organization: org, world, path, objectKey: `${org}/${world}/${path}`, extension: "wam" };
-    let body: Buffer;
+    let body: Buffer | null;
     try {
-      // No If-None-Match is sent, so the answer is always the file.
-      const result = await this.files.read(file, undefined);
-      body = result.status === 200 ? result.file.body : Buffer.alloc(0);
+      // Larger than what is parsed, as listed or as found (replaced since it was listed): not read.
+      body = size > this.maxRoomBytes ? null : await this.files.readSmall(file, this.maxRoomBytes);
     } catch (err) {
       if (err instanceof AppError && err.status === 404) return null; // deleted since it was listed
       throw err;
@@ -90,11 +91,12 @@ export class RoomsService {
     let mapUrl: string | null = null;
     let metadata: Record<string, unknown> | null = null;
     try {
+      if (body === null) throw new Error("too large to read");
       const doc = JSON.parse(body.toString("utf8")) as { mapUrl?: unknown; metadata?: unknown };
       if (typeof doc.mapUrl === "string") mapUrl = doc.mapUrl;
       if (typeof doc.metadata === "object" && doc.metadata !== null && !Array.isArray(doc.metadata)) metadata = doc.metadata as Record<string, unknown>;
     } catch {
-      // Not JSON: listed without what it would declare.
+      // Not JSON, or too large: listed without what it would declare.
     }
     const url = `${addressing.publicBaseUrl}/${org}/${world}/${path.split("/").map(encodeURIComponent).join("/")}`;
     return { path, url, roomUrl: addressing.roomUrl(file), mapUrl, metadata };

@@ -10,6 +10,7 @@ import { sendDirectoryZip } from "./download.js";
 import { spoolUpload } from "./multipart-spool.js";
 import { ROOMS_PAGE, decodeCursor, type RoomsService } from "./rooms.service.js";
 import type { UploadService } from "./upload.service.js";
+import type { UploadSlots } from "./upload-slots.js";
 import { directoryPrefix, parseDirectory } from "./upload-paths.js";
 import type { WorldDirectory } from "./world-directory.js";
 
@@ -27,6 +28,8 @@ export interface ToolsRoutesDeps {
   uploadTmpDir: string;
   /** The operator's token, also accepted by the room listing; null: world keys only. */
   adminToken: string | null;
+  /** MAX_CONCURRENT_UPLOADS of this process, each spooled, checked and published in one slot. */
+  uploadSlots: UploadSlots;
 }
 
 interface World {
@@ -109,25 +112,27 @@ export function toolsRouter(deps: ToolsRoutesDeps): Router {
   const upload: RequestHandler = async (req, res) => {
     const w = worldOf(req);
     const principal = await authorize(req, w);
-    const spooled = await spoolUpload(req, res, { maxZipBytes: deps.maxZipBytes, tmpDir: deps.uploadTmpDir });
-    try {
-      const directory = parseDirectory(spooled.directory);
-      const outcome = await deps.uploads.upload(w.org, w.world, directory, spooled.zipPath);
-      const toRoomUrl = roomUrlOf(principal.customDomain);
-      const body: UploadResult = {
-        directory: outcome.directory,
-        files: outcome.files.length,
-        bytes: outcome.bytes,
-        removed: outcome.removed,
-        skipped: outcome.skipped,
-        rooms: outcome.files
-          .filter((f) => f.extension === "wam")
-          .map((f) => ({ path: f.path, url: `${deps.publicBaseUrl}/${w.org}/${w.world}/${f.path.split("/").map(encodeURIComponent).join("/")}`, roomUrl: toRoomUrl(f) })),
-      };
-      res.status(200).json(body);
-    } finally {
-      await spooled.dispose();
-    }
+    await deps.uploadSlots.run(async () => {
+      const spooled = await spoolUpload(req, res, { maxZipBytes: deps.maxZipBytes, tmpDir: deps.uploadTmpDir });
+      try {
+        const directory = parseDirectory(spooled.directory);
+        const outcome = await deps.uploads.upload(w.org, w.world, directory, spooled.zipPath);
+        const toRoomUrl = roomUrlOf(principal.customDomain);
+        const body: UploadResult = {
+          directory: outcome.directory,
+          files: outcome.files.length,
+          bytes: outcome.bytes,
+          removed: outcome.removed,
+          skipped: outcome.skipped,
+          rooms: outcome.files
+            .filter((f) => f.extension === "wam")
+            .map((f) => ({ path: f.path, url: `${deps.publicBaseUrl}/${w.org}/${w.world}/${f.path.split("/").map(encodeURIComponent).join("/")}`, roomUrl: toRoomUrl(f) })),
+        };
+        res.status(200).json(body);
+      } finally {
+        await spooled.dispose();
+      }
+    });
   };
 
   const download: RequestHandler = async (req, res) => {

@@ -18,6 +18,8 @@ export function isReservedPath(path: string): boolean {
 }
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** `C:`: an absolute Windows path, which zip readers and writers refuse as an entry name. */
+const DRIVE_LETTER = /^[A-Za-z]:/;
 
 function badDirectory(detail: string): AppError {
   return new AppError(400, "invalid-path", detail, { errors: [{ pointer: "/directory", detail }] });
@@ -28,7 +30,9 @@ function badDirectory(detail: string): AppError {
  * no leading or trailing `/`; `""` is the world's root. Absent, empty, `/`, `.` and `./` all mean
  * the root (the upload tool sends `/` for it). A leading `/` is the world's root, never the
  * server's. Refused (400): `..` or `.` segments, backslashes, empty segments, control characters,
- * segments starting with `.` (an upload skips such paths), more than 512 bytes.
+ * segments starting with `.` (an upload skips such paths), a segment starting with a drive letter
+ * (`C:`), more than 512 bytes: whatever a zip entry's name may not hold, since a directory's files
+ * are named relative to any directory above them in a download's zip.
  */
 export function parseDirectory(raw: string | undefined): string {
   const value = (raw ?? "").trim();
@@ -42,6 +46,7 @@ export function parseDirectory(raw: string | undefined): string {
     if (segment === "") throw badDirectory("The directory must not contain empty segments ('//').");
     if (segment === ".." || segment === ".") throw badDirectory("The directory must not contain '.' or '..' segments: it is a path inside the world.");
     if (segment.startsWith(".")) throw badDirectory(`The directory must not have a segment starting with '.' ('${segment}'): such paths are never published.`);
+    if (DRIVE_LETTER.test(segment)) throw badDirectory(`The directory must not have a segment starting with a drive letter ('${segment}'): a zip entry cannot be named so.`);
   }
   return segments.join("/");
 }
@@ -61,7 +66,7 @@ function badEntry(name: string, detail: string): AppError {
  */
 export function planEntry(org: string, world: string, directory: string, name: string): EntryPlan {
   if (name.includes("\\")) throw badEntry(name, "contains a backslash; zip entries use '/' and never climb out of the directory.");
-  if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) throw badEntry(name, "is an absolute path; entries must be relative to the directory.");
+  if (name.startsWith("/") || DRIVE_LETTER.test(name)) throw badEntry(name, "is an absolute path; entries must be relative to the directory.");
   const segments = name.split("/");
   if (segments.some((s) => s === ".." || s === ".")) throw badEntry(name, "has a '.' or '..' segment, which would climb out of the directory.");
   if (name.endsWith("/")) return { kind: "skip", reason: "directory" };

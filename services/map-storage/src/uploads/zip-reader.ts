@@ -101,13 +101,23 @@ export async function openEntry(zip: ZipArchive, entry: ZipEntry, name: string, 
 }
 
 /**
- * Reads the whole entry, keeping the bytes only when `keep` (JSON files to validate); checks the
- * CRC-32 the zip declares against what came out. Resolves with the count.
+ * Reads the whole entry, keeping the bytes only when `keep` (a `.wam` to validate, a small file to
+ * write from memory) and showing each chunk to `observe` (a JSON file's depth, scanned as it
+ * passes); checks the CRC-32 the zip declares against what came out. Resolves with the count.
  */
-export async function drainEntry(zip: ZipArchive, entry: ZipEntry, name: string, budget: EntryBudget, keep: boolean): Promise<{ bytes: number; body?: Buffer }> {
+export async function drainEntry(
+  zip: ZipArchive,
+  entry: ZipEntry,
+  name: string,
+  budget: EntryBudget,
+  options: { keep?: boolean; observe?: (chunk: Buffer) => void } = {},
+): Promise<{ bytes: number; body?: Buffer }> {
   const { stream, counter } = await openEntry(zip, entry, name, budget);
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) if (keep) chunks.push(chunk as Buffer);
+  for await (const chunk of stream) {
+    options.observe?.(chunk as Buffer);
+    if (options.keep) chunks.push(chunk as Buffer);
+  }
   if ((counter.crc >>> 0) !== (entry.crc32 >>> 0)) throw invalidZip(`The zip entry '${name}' is corrupt (its CRC-32 does not match its content).`, name);
-  return keep ? { bytes: counter.bytes, body: Buffer.concat(chunks) } : { bytes: counter.bytes };
+  return options.keep ? { bytes: counter.bytes, body: Buffer.concat(chunks) } : { bytes: counter.bytes };
 }
