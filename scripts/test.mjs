@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
- * `pnpm test` (after setup): installs Debian's Chromium when missing (scripts/lib/browser.mjs,
- * for the dashboard's browser tests), then runs jest once for the whole workspace, in ESM mode
- * (`--experimental-vm-modules` appended to NODE_OPTIONS), with the CLI arguments passed through.
+ * `pnpm test` (after setup): installs Debian's Chromium and tinyproxy when missing
+ * (scripts/lib/test-tools.mjs: the dashboard's browser tests, the delivery proxy tests), then
+ * runs jest once for the whole workspace, in ESM mode (`--experimental-vm-modules` appended to
+ * NODE_OPTIONS), with the CLI arguments passed through.
  * jest's own reporter output is unchanged; after it comes one line `N passed, N failed` read from
  * jest's JSON results, which CI parses. Exits with jest's exit code.
  *
@@ -19,7 +20,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureChromium } from "./lib/browser.mjs";
+import { ensureTestTools } from "./lib/test-tools.mjs";
 import { ROOT, childEnv, signalExitCode } from "./lib/toolchain.mjs";
 import { randomBytes } from "node:crypto";
 
@@ -31,9 +32,9 @@ if (!existsSync(jestBin)) {
 
 const userArgs = process.argv.slice(2);
 
-// The browser tests fail, never skip, without Chromium: get it first, or say why not.
-const chromiumProblem = await ensureChromium();
-if (chromiumProblem) console.error(`[test] ${chromiumProblem}`);
+// The browser and proxy tests fail, never skip, without their programs: get them first, or say why not.
+const toolsProblem = await ensureTestTools();
+if (toolsProblem) console.error(`[test] ${toolsProblem}`);
 // Runs that list or print rather than test produce no results file, so get no summary line.
 const noResults = userArgs.some((a) => /^--(help|version|listTests|showConfig|clearCache|init)$/.test(a) || a === "-h" || a === "-v");
 const resultsFile = join(tmpdir(), `vw-jest-results-${process.pid}-${randomBytes(4).toString("hex")}.json`);

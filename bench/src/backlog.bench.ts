@@ -19,16 +19,15 @@
  * until the first stack has delivered all of it (after that the other has the machine to itself).
  *
  * The backlog sits on the first stack for BENCH_UNITS (3) units, then moves to the second for as
- * many (removed: its parked set and jobs deleted, then its world with its rows; queued again through
- * the other stack's ingest), so a difference between the stacks themselves cancels out. A warm-up
- * unit comes first and is not counted.
+ * many (removed: its world deleted, whose cascade takes its deliveries, pending ones included;
+ * queued again through the other stack's ingest), so a difference between the stacks themselves
+ * cancels out. A warm-up unit comes first and is not counted.
  *
  * Figures, with and without the backlog: healthy throughput (the median of its units; the goal is
  * on the geometric mean of the units' paired ratios), p99 lag from intake to receiver in the open
  * loop (median of the rounds' p99), Redis commands and Redis time per delivered message, and each
  * process's CPU time per healthy delivery (worker, ingest, its PostgreSQL backends, Redis,
- * receiver). BENCH_BACKLOG_KEEP=rows keeps the backlog's 100,000 rows but deletes its jobs: a cost
- * of the log tables' size told from one of the queue.
+ * receiver).
  * Expects DATABASE_URL and DATABASE_URL_TWIN (scripts/bench.mjs provides both); starts its own
  * redis-servers.
  */
@@ -64,8 +63,6 @@ const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 19_000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const LAG_ROUNDS = Math.max(1, Number(process.env.BENCH_LAG_ROUNDS ?? 2));
 const UNITS = Math.max(1, Number(process.env.BENCH_UNITS ?? 3));
-/** What of the backlog stays: "all" (its jobs in Redis and its rows in PostgreSQL) or "rows". */
-const KEEP = process.env.BENCH_BACKLOG_KEEP ?? "all";
 const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
 const secretsKey = generateSecretBoxKey();
 const box = createSecretBox(secretsKey);
@@ -88,7 +85,6 @@ interface Stack {
   ingest: ServiceProcess;
   worker: ServiceProcess;
   healthy: { name: string };
-  schedBase: string;
   organization: { id: string; slug: string };
   backlog: { worldId: string; endpointId: string } | null;
   stopRedis: () => Promise<void>;
@@ -156,7 +152,6 @@ async function startStack(label: string, databaseUrl: string): Promise<Stack> {
     ingest,
     worker,
     healthy: { name: "" },
-    schedBase: `${queue.qualifiedName}:sched:`,
     organization,
     backlog: null,
     stopRedis: redisServer.stop,
@@ -178,51 +173,31 @@ async function createWorld(stack: Stack, paths: string[]): Promise<{ id: string;
   return { id: w.id, name: `${stack.organization.slug}/${w.slug}`, endpointIds };
 }
 
-/** Deletes the stack's queued jobs of the backlog (parked set first, so no release hands a slot to a job about to go). */
-async function removeJobs(stack: Stack, endpointId: string): Promise<void> {
-  await stack.redis.multi().del(`${stack.schedBase}ep:${endpointId}:parked`).zrem(`${stack.schedBase}backlogged`, endpointId).exec();
-  await stack.queue.drain(true);
-  for (;;) {
-    const [active, waiting, delayed, stats] = await Promise.all([
-      stack.queue.getActiveCount(),
-      stack.queue.getWaitingCount(),
-      stack.queue.getDelayedCount(),
-      receiverStats(stack.receiver.origin),
-    ]);
-    if (active + waiting + delayed === 0 && stats.slowInFlight === 0) break;
-    await sleep(200);
-  }
-}
-
-/** Queues BACKLOG deliveries for a new slow endpoint of the stack, through its ingest, and waits until they are parked. */
+/** Queues BACKLOG deliveries for a new slow endpoint of the stack, through its ingest, and waits until every one is stored. */
 async function queueBacklog(stack: Stack): Promise<void> {
   const slow = await createWorld(stack, ["slow/0"]);
   const endpointId = slow.endpointIds[0]!;
   stack.backlog = { worldId: slow.id, endpointId };
-  const parkedKey = `${stack.schedBase}ep:${endpointId}:parked`;
   const started = Date.now();
-  const slow0 = (await receiverStats(stack.receiver.origin)).slow;
   await postBurst(stack.ingest.url, INGEST_TOKEN, slow.name, BACKLOG, 1000, 4);
-  for (;;) {
-    const parked = await stack.redis.zcard(parkedKey);
-    const done = (await receiverStats(stack.receiver.origin)).slow - slow0;
-    if (parked + done >= BACKLOG - 20) break;
-    await sleep(200);
-  }
-  log(`  backlog of ${BACKLOG} queued on stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s (${await stack.redis.zcard(parkedKey)} parked)`);
-  if (KEEP === "rows") {
-    await removeJobs(stack, endpointId);
-    log(`  its jobs removed (BENCH_BACKLOG_KEEP=rows): its ${BACKLOG} events and deliveries stay`);
-  }
+  const [row] = await stack.prisma.$queryRawUnsafe<{ pending: number }[]>(
+    "SELECT count(*)::int AS pending FROM delivery_states WHERE endpoint_id = $1::uuid AND status = 'pending'",
+    endpointId,
+  );
+  log(`  backlog of ${BACKLOG} queued on stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s (${row?.pending ?? 0} pending)`);
 }
 
-/** Takes the stack's backlog away: its jobs (unless already gone), then its world, whose cascade takes its rows. */
+/** Takes the stack's backlog away: its world, whose cascade takes its endpoint and every delivery of it; its drain then finds nothing. */
 async function removeBacklog(stack: Stack): Promise<void> {
   if (stack.backlog === null) return;
   const started = Date.now();
-  if (KEEP === "all") await removeJobs(stack, stack.backlog.endpointId);
   await stack.prisma.world.delete({ where: { id: stack.backlog.worldId } });
   stack.backlog = null;
+  for (;;) {
+    const [active, stats] = await Promise.all([stack.queue.getActiveCount(), receiverStats(stack.receiver.origin)]);
+    if (active === 0 && stats.slowInFlight === 0) break;
+    await sleep(200);
+  }
   log(`  backlog removed from stack ${stack.label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -244,7 +219,7 @@ async function unit(stacks: [Stack, Stack], expected: number, events: number, la
   for (const s of stacks) {
     // From a checkpointed database with fresh statistics (queuing or removing a backlog has just
     // written or deleted 100,000 rows, and this machine's PostgreSQL runs without autovacuum).
-    await s.prisma.$executeRawUnsafe("VACUUM ANALYZE webhook_events, webhook_deliveries, delivery_attempts, endpoint_stats");
+    await s.prisma.$executeRawUnsafe("VACUUM ANALYZE webhook_events, webhook_event_keys, webhook_deliveries, delivery_states, delivery_attempts, endpoint_stats");
   }
   await stacks[0].prisma.$executeRawUnsafe("CHECKPOINT");
   await Promise.all(stacks.map((s) => resetReceiver(s.receiver.origin)));
@@ -286,15 +261,10 @@ async function unit(stacks: [Stack, Stack], expected: number, events: number, la
       lagP50s: [],
     };
   }) as [Share, Share];
-  // Settled: the burst's jobs finished (the backlog holds at most its window in flight and as many
-  // promoted), then a second more, so the first round does not meet the burst's last completions.
+  // Settled: no drain waiting to start (running ones may linger for more), then a second more, so
+  // the first round does not meet the burst's last log writes.
   for (;;) {
-    const busy = await Promise.all(
-      stacks.map(async (s) => {
-        const [active, waiting] = await Promise.all([s.queue.getActiveCount(), s.queue.getWaitingCount()]);
-        return waiting > 0 || active > (s.backlog === null ? 0 : 20);
-      }),
-    );
+    const busy = await Promise.all(stacks.map(async (s) => (await s.queue.getWaitingCount()) > 0));
     if (!busy.includes(true)) break;
     await sleep(100);
   }
@@ -366,7 +336,6 @@ function condense(shares: Share[], healthyPerBurst: number): Condensed {
 }
 
 async function main(): Promise<void> {
-  if (KEEP !== "all" && KEEP !== "rows") throw new Error(`BENCH_BACKLOG_KEEP must be "all" or "rows", got "${KEEP}"`);
   const twinUrl = process.env.DATABASE_URL_TWIN;
   if (!twinUrl) throw new Error("DATABASE_URL_TWIN is not set: run it as `pnpm bench backlog` (scripts/bench.mjs creates the second database)");
   const stacks: Stack[] = [];
@@ -378,7 +347,7 @@ async function main(): Promise<void> {
     const expected = events * HEALTHY;
     log(
       `backlog benchmark: two identical stacks measured at the same moment, ${HEALTHY} healthy endpoints each; one holds a backlog of ${BACKLOG} on one endpoint answering in 1 s, window 10` +
-        `${KEEP === "rows" ? " (its jobs removed, its rows kept)" : ""}, for ${UNITS} units on each stack in turn; ` +
+        `, for ${UNITS} units on each stack in turn; ` +
         `each unit a burst of ${expected} healthy deliveries to both, then ${LAG_ROUNDS} x ${LAG_SECONDS} s open loop to both at half a stack's burst throughput`,
     );
     // Warm-up (JIT, pools, caches, the tables' first pages); it also sets the open loop's rate:

@@ -1,43 +1,34 @@
 /**
- * `pnpm bench delivery`: events through event-ingest → BullMQ → one delivery-worker process → a
- * receiver in its own process, with the attempt log on; against two baselines measured in the same
- * run on the same receiver: the raw ceiling (signed POSTs at the worker's concurrency, no
- * queue, no log) and the no-op BullMQ job rate. The ceiling and the all-healthy end-to-end run
- * alternate BENCH_ROUNDS (3) times and their medians are compared; each end-to-end run also says
- * how many jobs the worker parked (found their endpoint's window full) and the CPU time per
- * delivery of the worker and of ingest (from their `process_cpu_seconds_total`), next to the raw
- * client's CPU per POST: those move far less with the machine's noise than throughput does, so
- * they show what a change to the worker costs or saves. Both sides are bound by one JavaScript
- * thread each, so the run also says how much of it the worker's main thread and the ceiling's
- * client ran and how much they waited for a core (Linux schedstat), how many cores the
- * end-to-end run kept busy, and the CPU per job of a no-op BullMQ job. Then the end-to-end run
- * with 10% of the endpoints never answering, comparing the healthy endpoints' throughput with the
- * all-healthy run.
- * Finally an open-loop run: events at a steady 80% of the measured end-to-end maximum for
- * BENCH_STEADY_SECONDS (30), printing the lag from intake to receiver a receiver sees at that rate
- * (a burst's lag is only its drain time), and the CPU per delivery of every process and the Redis
- * commands per delivery during it beside the burst's, and how many intake transactions ingest
- * stored its requests in: a steady intake arrives in small requests, whose fixed costs (round trips,
- * statements, BullMQ pipelines) a burst of 100 events per request spreads thinly, so the open loop
- * falls behind when 80% of the burst's maximum exceeds what the steady costs leave.
- * `BENCH_STEADY_RATE=<deliveries/s>` runs only that: after the warm-up, an open loop at that rate
- * for BENCH_STEADY_SECONDS, then one burst of BENCH_DELIVERIES to compare its costs with (keep
- * BENCH_DELIVERIES small when profiling the open loop with BENCH_PROFILE_DIR).
- * The services run with the flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw
- * ceiling's client, which runs in this process: the benchmark starts itself again with them when
- * it was started without (the ceiling would otherwise be measured on a slower runtime than the
- * worker it is compared with).
+ * `pnpm bench delivery`: events through event-ingest -> PostgreSQL and Redis -> one delivery-worker
+ * process -> a receiver in its own process, with the attempt log on. The yardstick is CPU per
+ * delivery, summed over every process of the pipeline (worker, ingest, PostgreSQL, Redis,
+ * receiver), as a multiple of one raw signed POST's (client + receiver: webhook-core's
+ * `sendAttempt` with no queue and no log) measured in the same run on the same receiver: that
+ * multiple does not depend on how fast the machine is that day (docs/decisions/0017). Scenarios:
+ * - burst: events in batches of BATCH to a world of ENDPOINTS endpoints, alternating ROUNDS times
+ *   with the raw POSTs (medians compared), with Redis commands per delivery;
+ * - the same burst with a tenth of the endpoints never answering: healthy throughput against the
+ *   all-healthy burst's;
+ * - open loop at 80% of the burst's maximum for BENCH_STEADY_SECONDS (small requests, as a steady
+ *   producer posts them): lag from intake to receiver, and its CPU per delivery;
+ * - many small worlds: BENCH_SMALL_WORLDS worlds of 2 endpoints, one event per request, at 50% of
+ *   the burst's maximum: what a platform's traffic looks like;
+ * - QUEUE_SHARDS at its default against 1, a burst each, on a second pair of services.
+ * The run uses a Redis of its own (INFO counts only its commands) and counts PostgreSQL's CPU of
+ * its database's backends and the server's background writers only. The services run with the
+ * flags they are deployed with (RUNTIME_NODE_FLAGS); so does the raw POSTs' client, which runs in
+ * this process: the benchmark starts itself again with them when it was started without.
  * With BENCH_TRACING=1 it measures OpenTelemetry's cost instead: the same bursts through a pair
  * of services with tracing off and a pair exporting every span (lib/tracing-cost.ts).
+ * With BENCH_PROFILE_DIR, each service writes CPU profiles there when stopped.
  * Expects DATABASE_URL and REDIS_URL (scripts/bench.mjs provides them).
  *
- * `BENCH_REDIS=cluster` runs the end-to-end part instead on two stacks side by side, one on a
- * standalone Redis and one on a 3-primary Redis Cluster, both started here, and compares their
- * throughput, Redis commands per delivery and how the Cluster's primaries share them
- * (lib/delivery-cluster.ts; scripts/bench.mjs then also provides DATABASE_URL_CLUSTER).
+ * `BENCH_REDIS=cluster` runs the burst instead on two stacks side by side, one on a standalone
+ * Redis and one on a 3-primary Redis Cluster, both started here, and compares their throughput,
+ * Redis commands per delivery and how the Cluster's primaries share them (lib/delivery-cluster.ts;
+ * scripts/bench.mjs then also provides DATABASE_URL_CLUSTER).
  */
 import { spawnSync } from "node:child_process";
-import { availableParallelism } from "node:os";
 import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { Queue, Worker } from "bullmq";
@@ -51,16 +42,18 @@ import {
   mainThreadTime,
   metricValues,
   openLoop,
-  postEvents,
+  openLoopWorlds,
+  postBurst,
   ingestRetries,
   postgresCpuBetween,
-  postgresCpuSeconds,
+  postgresCpuOf,
   receiverReached,
   receiverStats,
   redisCpuSeconds,
   commandCalls,
   commandDelta,
   resetReceiver,
+  startPrivateRedis,
   startReceiver,
   threadShares,
   type ThreadShares,
@@ -82,8 +75,14 @@ const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 20);
 const BATCH = Number(process.env.BENCH_BATCH ?? 100);
 const POSTERS = Number(process.env.BENCH_POSTERS ?? 4);
 const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
-/** With a rate (deliveries/s), only an open loop at that rate and one burst to compare it with. */
-const STEADY_RATE = Number(process.env.BENCH_STEADY_RATE ?? 0);
+/** Worlds of the many-small-worlds scenario (2 endpoints each). */
+const SMALL_WORLDS = Number(process.env.BENCH_SMALL_WORLDS ?? 500);
+/**
+ * BENCH_ONLY=small: after the warm-up, only the raw POSTs and the many-small-worlds scenario, at
+ * BENCH_SMALL_RATE deliveries/s (to profile it with BENCH_PROFILE_DIR, say); goals are not judged.
+ */
+const ONLY_SMALL = process.env.BENCH_ONLY === "small";
+const SMALL_RATE = Number(process.env.BENCH_SMALL_RATE ?? 1000);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const INGEST_TOKEN = "bench-ingest-token-3d7a1f9c5e2b8046";
@@ -130,8 +129,8 @@ async function rawCeiling(origin: string, total: number): Promise<{ rate: number
  * the CPU per job of fetching and completing it (this process, which runs the worker, plus Redis):
  * what every delivery pays for being a BullMQ job before it does anything.
  */
-async function noopBullmq(total: number): Promise<{ rate: number; cpuMs: number }> {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+async function noopBullmq(url: string, total: number): Promise<{ rate: number; cpuMs: number }> {
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
   const prefix = bullPrefix(`${keyPrefix}-noop`);
   const queue = new Queue("noop", { connection, prefix });
   for (let i = 0; i < total; i += 1000) {
@@ -172,285 +171,235 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
+/** CPU ms per delivery of each process of the pipeline. */
+type CpuParts = Record<(typeof CPU_PARTS)[number], number>;
+
+/**
+ * The yardstick line of a scenario: its CPU per delivery over every process as a multiple of one
+ * raw signed POST's (client + receiver, measured in the same run), judged against `goal`.
+ */
+function yardstick(cpu: CpuParts, rawPostMs: number, goal: number): string {
+  const total = CPU_PARTS.reduce((sum, name) => sum + cpu[name], 0);
+  const multiple = total / rawPostMs;
+  goals.judge(multiple <= goal);
+  return `CPU per delivery: ${CPU_PARTS.map((name) => `${name} ${cpu[name].toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms (${multiple.toFixed(2)}x a raw POST's; goal <= ${goal.toFixed(1)}x)`;
+}
+
 async function main(): Promise<void> {
   const prisma = createPrismaClient(databaseUrl);
   const receiver = await startReceiver();
+  // A Redis of the run's own: INFO counts only this run's commands and CPU, whatever else the
+  // machine's Redis serves meanwhile.
+  const redisServer = await startPrivateRedis();
   const processes: ServiceProcess[] = [];
   let redis: Redis | undefined;
   try {
-    const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: "warn" };
-    const ingest = await spawnService(
-      serviceDir("event-ingest"),
-      { ...commonEnv, INGEST_TOKEN, SECRETS_ENCRYPTION_KEY: secretsKey },
-      { nodeArgs: profileArgs("ingest") },
-    );
-    processes.push(ingest);
-    const worker = await spawnService(
-      serviceDir("delivery-worker"),
-      { ...commonEnv, SECRETS_ENCRYPTION_KEY: secretsKey, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(CONCURRENCY) },
-      { nodeArgs: profileArgs("worker") },
-    );
-    processes.push(worker);
-    const stats = new Redis(redisUrl);
+    const commonEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, LOG_LEVEL: "warn", SECRETS_ENCRYPTION_KEY: secretsKey };
+    /** An event-ingest and a delivery-worker on their own key prefix (and `extra` settings). */
+    const startPair = async (tag: string, extra: Record<string, string> = {}) => {
+      const env = { ...commonEnv, REDIS_KEY_PREFIX: `${keyPrefix}-${tag}`, ...extra };
+      const ingest = await spawnService(serviceDir("event-ingest"), { ...env, INGEST_TOKEN }, { nodeArgs: profileArgs(`ingest-${tag}`) });
+      processes.push(ingest);
+      const worker = await spawnService(
+        serviceDir("delivery-worker"),
+        { ...env, ENDPOINT_URL_POLICY: "any", DELIVERY_CONCURRENCY: String(CONCURRENCY) },
+        { nodeArgs: profileArgs(`worker-${tag}`) },
+      );
+      processes.push(worker);
+      return { ingest, worker };
+    };
+    const main = await startPair("main");
+    const stats = new Redis(redisServer.url);
     redis = stats;
-    /** What the processes have done so far: jobs the worker parked, CPU seconds of each. */
-    const soFar = async () => {
-      const [parked, workerCpu] = (await metricValues(worker, ["vw_delivery_parked_total", "process_cpu_seconds_total"])) as [number, number];
+    const databaseName = new URL(databaseUrl).pathname.slice(1);
+    /** What the processes of `pair` have done so far: CPU seconds of each, Redis commands. */
+    const soFar = async (pair: Awaited<ReturnType<typeof startPair>>) => {
+      const [workerCpu] = (await metricValues(pair.worker, ["process_cpu_seconds_total"])) as [number];
       // intakeBatches: intake transactions of ingest so far (vw_ingest_batch_requests: its count).
-      const [ingestCpu, intakeBatches] = (await metricValues(ingest, ["process_cpu_seconds_total", "vw_ingest_batch_requests_count"])) as [number, number];
+      const [ingestCpu, intakeBatches] = (await metricValues(pair.ingest, ["process_cpu_seconds_total", "vw_ingest_batch_requests_count"])) as [number, number];
       return {
-        parked,
         workerCpu,
         ingestCpu,
         intakeBatches,
         receiverCpu: (await receiverStats(receiver.origin)).cpuMs / 1000,
         redisCpu: await redisCpuSeconds(stats),
-        postgresCpu: postgresCpuSeconds(),
+        postgresCpu: postgresCpuOf(databaseName),
         redisCalls: await commandCalls(stats),
       };
     };
+    type Reading = Awaited<ReturnType<typeof soFar>>;
     /** CPU ms per item of each process between two readings. */
-    const cpuPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => ({
+    const cpuPer = (before: Reading, after: Reading, items: number): CpuParts => ({
       worker: ((after.workerCpu - before.workerCpu) * 1000) / items,
       ingest: ((after.ingestCpu - before.ingestCpu) * 1000) / items,
       receiver: ((after.receiverCpu - before.receiverCpu) * 1000) / items,
       redis: ((after.redisCpu - before.redisCpu) * 1000) / items,
       postgres: (postgresCpuBetween(before.postgresCpu, after.postgresCpu) * 1000) / items,
     });
-    /**
-     * Redis commands per item between two readings (scripts' own commands included; this
-     * benchmark's INFO polling left out), and how many of them were script calls (BullMQ's and the
-     * scheduler's `evalsha`).
-     */
-    const redisPer = (before: Awaited<ReturnType<typeof soFar>>, after: Awaited<ReturnType<typeof soFar>>, items: number) => {
+    /** Redis commands per item between two readings (scripts' own commands included; this benchmark's polling left out), and script calls. */
+    const redisPer = (before: Reading, after: Reading, items: number) => {
       const delta = new Map(commandDelta(before.redisCalls, after.redisCalls).all);
       const polling = (delta.get("info") ?? 0) + (delta.get("ping") ?? 0);
       const total = [...delta.values()].reduce((sum, n) => sum + n, 0) - polling;
-      return { commands: total / items, scripts: ((delta.get("evalsha") ?? 0) + (delta.get("eval") ?? 0)) / items };
+      const top = [...delta].filter(([name]) => name !== "info" && name !== "ping").sort((a, b) => b[1] - a[1]).slice(0, 8);
+      return {
+        commands: total / items,
+        scripts: ((delta.get("evalsha") ?? 0) + (delta.get("eval") ?? 0)) / items,
+        top: top.map(([name, n]) => `${name} ${(n / items).toFixed(2)}`).join(", "),
+      };
     };
 
     const organization = await prisma.organization.create({ data: { slug: `bench-${randomBytes(4).toString("hex")}`, name: "Bench" } });
-
     /** A world with `healthy` + `hung` endpoints on the receiver. */
     const createWorld = async (healthy: number, hung: number) => {
       const world = await prisma.world.create({ data: { organizationId: organization.id, slug: `w-${randomBytes(4).toString("hex")}`, name: "Bench", adminEmails: [] } });
-      for (let i = 0; i < healthy + hung; i += 1) {
-        await prisma.webhookEndpoint.create({
-          data: {
-            worldId: world.id,
-            url: `${receiver.origin}/${i < healthy ? "ok" : "hang"}/${i}`,
-            subscriptions: ["visitor"],
-            format: "current",
-            apiVersion: "2026-11-01",
-            secretSealed: box.seal(generateSecret()),
-          },
-        });
-      }
-      return world;
+      await prisma.webhookEndpoint.createMany({
+        data: Array.from({ length: healthy + hung }, (_, i) => ({
+          worldId: world.id,
+          url: `${receiver.origin}/${i < healthy ? "ok" : "hang"}/${world.slug}-${i}`,
+          subscriptions: ["visitor"],
+          format: "current",
+          apiVersion: "2026-11-01",
+          secretSealed: box.seal(generateSecret()),
+        })),
+      });
+      return `${organization.slug}/${world.slug}`;
     };
 
-    /** One end-to-end run: a world with `healthy` + `hung` endpoints, events until `deliveries` healthy deliveries. */
-    const endToEnd = async (healthy: number, hung: number, deliveries: number) => {
+    /** One burst: events in batches of BATCH from POSTERS posters, until `deliveries` healthy deliveries arrived. */
+    const burst = async (pair: Awaited<ReturnType<typeof startPair>>, healthy: number, hung: number, deliveries: number) => {
       const world = await createWorld(healthy, hung);
       await resetReceiver(receiver.origin);
       const events = Math.ceil(deliveries / healthy);
-      const batches: { timestamp: string }[][] = [];
-      for (let i = 0; i < events; i += BATCH) {
-        batches.push(
-          Array.from({ length: Math.min(BATCH, events - i) }, (_, j) => ({
-            id: `evt-${i + j}-${randomUUID()}`,
-            world: `${organization.slug}/${world.slug}`,
-            type: "visitor.registered",
-            timestamp: "", // set at send time
-            data: { uuid: randomUUID(), name: "Bench Visitor", email: "visitor@example.com", via: "email" },
-          })),
-        );
-      }
       const expected = events * healthy;
-      const before = await soFar();
-      const threadBefore = mainThreadTime(worker.child.pid);
+      const before = await soFar(pair);
+      const threadBefore = mainThreadTime(pair.worker.child.pid);
       const start = Date.now();
-      let nextBatch = 0;
-      await Promise.all(
-        Array.from({ length: POSTERS }, async () => {
-          while (nextBatch < batches.length) {
-            // A 503 (storage slower than ingest's bound on a crowded machine) is retried as a producer would.
-            await postEvents(ingest.url, INGEST_TOKEN, batches[nextBatch++]!);
-          }
-        }),
-      );
+      await postBurst(pair.ingest.url, INGEST_TOKEN, world, events, BATCH, POSTERS);
       const ingestSeconds = (Date.now() - start) / 1000;
       const s = await receiverReached(receiver.origin, expected);
-      const thread = threadShares(threadBefore, mainThreadTime(worker.child.pid));
+      const thread = threadShares(threadBefore, mainThreadTime(pair.worker.child.pid));
       const seconds = (s.lastAt - start) / 1000;
-      const after = await soFar();
-      return {
-        expected,
-        rate: expected / seconds,
-        seconds,
-        ingestRate: expected / ingestSeconds,
-        p50: s.p50,
-        p99: s.p99,
-        parked: after.parked - before.parked,
-        /** CPU ms per delivery of each process: a machine's noise moves throughput far more than this. */
-        cpu: cpuPer(before, after, expected),
-        /** Redis commands and script calls per delivery. */
-        redis: redisPer(before, after, expected),
-        /** The worker's main thread: the share of the run it ran, and waited for a core. */
-        thread,
-      };
+      const after = await soFar(pair);
+      return { expected, rate: expected / seconds, seconds, ingestRate: expected / ingestSeconds, p50: s.p50, p99: s.p99, cpu: cpuPer(before, after, expected), redis: redisPer(before, after, expected), thread };
     };
 
-    /** The open loop: events posted at `rate` deliveries/s for STEADY_SECONDS to a new world, until all were received. */
-    const openLoopRun = async (rate: number) => {
-      const world = await createWorld(ENDPOINTS, 0);
+    /** An open loop of `post` at a steady rate for STEADY_SECONDS, until all `expected(posted)` deliveries were received. */
+    const steady = async (post: () => Promise<{ posted: number; requests: number }>, deliveriesOf: (posted: number) => number) => {
       await resetReceiver(receiver.origin);
-      const before = await soFar();
-      const threadBefore = mainThreadTime(worker.child.pid);
+      const before = await soFar(main);
       const start = Date.now();
-      const { posted, requests } = await openLoop({
-        ingestUrl: ingest.url,
-        token: INGEST_TOKEN,
-        world: `${organization.slug}/${world.slug}`,
-        eventsPerSecond: rate / ENDPOINTS,
-        seconds: STEADY_SECONDS,
-      });
-      const received = await receiverReached(receiver.origin, posted * ENDPOINTS);
-      const thread = threadShares(threadBefore, mainThreadTime(worker.child.pid));
-      const after = await soFar();
+      const { posted, requests } = await post();
+      const deliveries = deliveriesOf(posted);
+      const received = await receiverReached(receiver.origin, deliveries);
+      const after = await soFar(main);
       return {
-        rate,
-        posted,
+        deliveries,
         requests,
         received,
         seconds: (received.lastAt - start) / 1000,
-        thread,
         transactions: after.intakeBatches - before.intakeBatches,
-        cpu: cpuPer(before, after, posted * ENDPOINTS),
-        redis: redisPer(before, after, posted * ENDPOINTS),
+        cpu: cpuPer(before, after, deliveries),
+        redis: redisPer(before, after, deliveries),
       };
     };
 
-    /** Prints an open loop's lag and costs beside a burst's (`total`: the burst's CPU per delivery). */
-    const reportOpenLoop = (
-      title: string,
-      run: Awaited<ReturnType<typeof openLoopRun>>,
-      burst: Pick<Awaited<ReturnType<typeof endToEnd>>, "redis" | "thread" | "seconds" | "expected"> & { total: number },
-    ): void => {
-      const fmt = (n: number): string => n.toFixed(0);
-      const deliveries = run.posted * ENDPOINTS;
-      log(`${title} (${fmt(run.rate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt(deliveries / run.seconds)}/s received):`);
-      goals.judge(run.received.p99 < 1000);
-      log(`  lag from intake to receiver: p50 ${fmt(run.received.p50)} ms, p99 ${fmt(run.received.p99)} ms (goal p99 < 1000 ms)`);
-      // The requests' size follows the offered rate (what is due every tick): a slower machine's
-      // lower maximum means smaller requests, whose per-request costs weigh more per delivery.
-      log(
-        `  ${run.requests} requests of ${(run.posted / Math.max(1, run.requests)).toFixed(2)} events (${fmt(deliveries / Math.max(1, run.requests))} deliveries) on average; the burst's: ${BATCH} events (${BATCH * ENDPOINTS} deliveries)` +
-          `; ingest stored them in ${fmt(run.transactions)} transactions (${(run.requests / Math.max(1, run.transactions)).toFixed(2)} requests each)`,
-      );
-      // A steady intake costs more per delivery than a burst drained after it (smaller batches in
-      // ingest, PostgreSQL and BullMQ, and ingest running beside the worker all along): when these
-      // exceed what the offered rate leaves, the run falls behind and its lag grows with the queue.
-      const parts = CPU_PARTS.map((name) => [name, run.cpu[name]] as const);
-      const total = parts.reduce((sum, [, v]) => sum + v, 0);
-      log(
-        `  CPU per delivery: ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms (${((total / burst.total) * 100).toFixed(0)}% of the burst's)` +
-          (run.thread && burst.thread
-            ? `; the worker's main thread ran ${(run.thread.ran * 100).toFixed(0)}% of the run (${((run.thread.ran * run.seconds * 1000) / deliveries).toFixed(3)} ms per delivery, ` +
-              `burst ${((burst.thread.ran * burst.seconds * 1000) / burst.expected).toFixed(3)} ms) and waited for a core ${(run.thread.waited * 100).toFixed(0)}%`
-            : ""),
-      );
-      log(
-        `  ${run.redis.commands.toFixed(1)} Redis commands per delivery (${run.redis.scripts.toFixed(2)} script calls), against the burst's ${burst.redis.commands.toFixed(1)} (${burst.redis.scripts.toFixed(2)})`,
-      );
-    };
-
     log(`delivery benchmark: concurrency ${CONCURRENCY}, ${DELIVERIES} deliveries per run, ${ENDPOINTS} endpoints, events in batches of ${BATCH} from ${POSTERS} posters; Node ${process.version} ${RUNTIME_NODE_FLAGS.join(" ")}`);
-    // Warm-up: JIT, connection pools, prepared paths.
-    await endToEnd(ENDPOINTS, 0, 2000);
+    // Warm-up: JIT, connection pools, prepared statements.
+    await burst(main, ENDPOINTS, 0, 2000);
     await rawCeiling(receiver.origin, 2000);
 
-    if (STEADY_RATE > 0) {
-      // The open loop alone at a given rate, then one burst to compare its costs with: both on
-      // this run's machine and its load.
-      const run = await openLoopRun(STEADY_RATE);
-      const burst = await endToEnd(ENDPOINTS, 0, DELIVERIES);
-      const total = CPU_PARTS.reduce((sum, name) => sum + burst.cpu[name], 0);
-      log("");
-      log(`burst of ${DELIVERIES} deliveries: ${burst.rate.toFixed(0)} deliveries/s`);
-      log(`  CPU per delivery: ${CPU_PARTS.map((name) => `${name} ${burst.cpu[name].toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms`);
-      reportOpenLoop("open loop", run, { ...burst, total });
-      if (ingestRetries.count > 0) log(`(ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
-      log(goals.summary());
+    if (ONLY_SMALL) {
+      const receiverBefore = (await receiverStats(receiver.origin)).cpuMs;
+      const raw = await rawCeiling(receiver.origin, DELIVERIES);
+      const rawPost = raw.cpuMs + ((await receiverStats(receiver.origin)).cpuMs - receiverBefore) / DELIVERIES;
+      const worlds: string[] = [];
+      for (let i = 0; i < SMALL_WORLDS; i += 1) worlds.push(await createWorld(2, 0));
+      const run = await steady(
+        () => openLoopWorlds({ ingestUrl: main.ingest.url, token: INGEST_TOKEN, worlds, eventsPerSecond: SMALL_RATE / 2, seconds: STEADY_SECONDS }),
+        (posted) => posted * 2,
+      );
+      const total = CPU_PARTS.reduce((sum, name) => sum + run.cpu[name], 0);
+      log(`${SMALL_WORLDS} small worlds at ${SMALL_RATE} deliveries/s: p50 ${run.received.p50.toFixed(0)} ms, p99 ${run.received.p99.toFixed(0)} ms`);
+      log(`  CPU per delivery: ${CPU_PARTS.map((name) => `${name} ${run.cpu[name].toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms (${(total / rawPost).toFixed(2)}x a raw POST's)`);
+      log(`  ${run.requests} requests in ${run.transactions} intake transactions; ${run.redis.commands.toFixed(2)} Redis commands per delivery: ${run.redis.top}`);
       return;
     }
 
-    // The ceiling and the end-to-end run alternate, ROUNDS times, and their medians are compared:
-    // on a shared machine one run of either moves by a fifth from one minute to the next.
+    // The ceiling and the burst alternate, ROUNDS times, and their medians are compared: on a
+    // shared machine one run of either moves by a fifth from one minute to the next.
     const raws: Awaited<ReturnType<typeof rawCeiling>>[] = [];
-    const healthyRuns: Awaited<ReturnType<typeof endToEnd>>[] = [];
     const rawReceiverCpu: number[] = [];
+    const bursts: Awaited<ReturnType<typeof burst>>[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
       const receiverBefore = (await receiverStats(receiver.origin)).cpuMs;
       raws.push(await rawCeiling(receiver.origin, DELIVERIES));
       rawReceiverCpu.push(((await receiverStats(receiver.origin)).cpuMs - receiverBefore) / DELIVERIES);
-      healthyRuns.push(await endToEnd(ENDPOINTS, 0, DELIVERIES));
+      bursts.push(await burst(main, ENDPOINTS, 0, DELIVERIES));
     }
-    const raw = median(raws.map((r) => r.rate));
-    const healthyRun = [...healthyRuns].sort((a, b) => a.rate - b.rate)[Math.floor(ROUNDS / 2)]!;
-    const noop = await noopBullmq(DELIVERIES);
-    const hungCount = Math.max(1, Math.round(ENDPOINTS / 10));
-    const hangRun = await endToEnd(ENDPOINTS - hungCount, hungCount, DELIVERIES);
-
-    // Open loop at 80% of the measured end-to-end maximum: the latency a receiver sees at a rate
-    // the platform sustains, from the event's intake (its timestamp, set when posted) to arrival.
-    const steadyRun = await openLoopRun(healthyRun.rate * 0.8);
-
     const fmt = (n: number): string => n.toFixed(0);
-    log("");
-    const each = (rates: number[]): string => (ROUNDS > 1 ? `  (median of ${ROUNDS} rounds: ${rates.map(fmt).join(", ")})` : "");
-    log(`raw ceiling (signed POSTs, no queue, no log):   ${fmt(raw)} POSTs/s${each(raws.map((r) => r.rate))}`);
+    const each = (values: number[]): string => (ROUNDS > 1 ? `  (median of ${ROUNDS} rounds: ${values.map(fmt).join(", ")})` : "");
     const rawClient = median(raws.map((r) => r.cpuMs));
-    const rawReceiver = median(rawReceiverCpu);
-    log(`  CPU per POST (median): client ${rawClient.toFixed(3)} ms, receiver ${rawReceiver.toFixed(3)} ms = ${(rawClient + rawReceiver).toFixed(3)} ms`);
-    log(`no-op BullMQ jobs (same concurrency):               ${fmt(noop.rate)} jobs/s, CPU per job ${noop.cpuMs.toFixed(3)} ms (worker and Redis)`);
-    log(`end to end, all ${ENDPOINTS} endpoints healthy:           ${fmt(healthyRun.rate)} deliveries/s${each(healthyRuns.map((r) => r.rate))}`);
-    log(`  ingest accepted the events at ${fmt(healthyRun.ingestRate)} deliveries/s; jobs parked by the worker (window full): ${healthyRuns.map((r) => r.parked).join(", ")}`);
-    const part = (name: keyof (typeof healthyRun)["cpu"]): number => median(healthyRuns.map((r) => r.cpu[name]));
-    const parts = CPU_PARTS.map((name) => [name, part(name)] as const);
-    const total = parts.reduce((sum, [, v]) => sum + v, 0);
-    log(
-      `  CPU per delivery (median): ${parts.map(([name, v]) => `${name} ${v.toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms` +
-        " (postgres: its processes alive at both ends of the run)",
+    const rawPost = rawClient + median(rawReceiverCpu);
+    const burstRate = median(bursts.map((b) => b.rate));
+    const burstCpu = Object.fromEntries(CPU_PARTS.map((name) => [name, median(bursts.map((b) => b.cpu[name]))])) as CpuParts;
+    const burstRedis = median(bursts.map((b) => b.redis.commands));
+    const noop = await noopBullmq(redisServer.url, DELIVERIES);
+    log("");
+    log(`raw signed POST (no queue, no log):   ${fmt(median(raws.map((r) => r.rate)))} POSTs/s${each(raws.map((r) => r.rate))}`);
+    log(`  CPU per POST (median): client ${rawClient.toFixed(3)} ms, receiver ${(rawPost - rawClient).toFixed(3)} ms = ${rawPost.toFixed(3)} ms: the yardstick's unit`);
+    log(`no-op BullMQ job (same concurrency):  CPU per job ${noop.cpuMs.toFixed(3)} ms (worker and Redis) = ${(noop.cpuMs / rawPost).toFixed(2)}x a raw POST's`);
+
+    log(`burst, ${ENDPOINTS} endpoints, events in batches of ${BATCH}:   ${fmt(burstRate)} deliveries/s${each(bursts.map((b) => b.rate))}`);
+    log(`  ${yardstick(burstCpu, rawPost, 2.5)}`);
+    goals.judge(burstRedis <= 15);
+    log(`  ${burstRedis.toFixed(2)} Redis commands per delivery (goal <= 15)`);
+    const threads = bursts.map((b) => b.thread).filter((t): t is ThreadShares => t !== null);
+    if (threads.length > 0) log(`  the worker's main thread ran ${(median(threads.map((t) => t.ran)) * 100).toFixed(0)}% of the run and waited for a core ${(median(threads.map((t) => t.waited)) * 100).toFixed(0)}%`);
+
+    const hungCount = Math.max(1, Math.round(ENDPOINTS / 10));
+    const hung = await burst(main, ENDPOINTS - hungCount, hungCount, DELIVERIES);
+    goals.judge(hung.rate / burstRate >= 0.8);
+    log(`burst with ${hungCount} of ${ENDPOINTS} endpoints never answering: ${fmt(hung.rate)} healthy deliveries/s = ${((hung.rate / burstRate) * 100).toFixed(1)}% of the all-healthy burst's (goal >= 80%)`);
+
+    // Open loop at 80% of the burst's maximum: the latency a receiver sees at a rate the platform
+    // sustains, from the event's intake (its timestamp, set when posted) to its arrival.
+    const loopWorld = await createWorld(ENDPOINTS, 0);
+    const loopRate = burstRate * 0.8;
+    const loop = await steady(
+      () => openLoop({ ingestUrl: main.ingest.url, token: INGEST_TOKEN, world: loopWorld, eventsPerSecond: loopRate / ENDPOINTS, seconds: STEADY_SECONDS }),
+      (posted) => posted * ENDPOINTS,
     );
-    const redisOf = (r: { commands: number; scripts: number }): string => `${r.commands.toFixed(1)} Redis commands per delivery (${r.scripts.toFixed(2)} script calls)`;
-    log(`  ${redisOf(healthyRun.redis)}`);
-    goals.judge(healthyRun.rate / raw >= 0.7);
-    log(`  = ${((healthyRun.rate / raw) * 100).toFixed(1)}% of the raw ceiling (goal >= 70%), ${((healthyRun.rate / noop.rate) * 100).toFixed(1)}% of the no-op job rate`);
-    // Whether the run was bound by CPU: the ceiling's client runs on about one core, end to end
-    // shares every core with PostgreSQL and Redis; below all of them busy, it waited on something.
-    const cores = availableParallelism();
-    log(
-      `  cores busy: ${((healthyRun.rate * total) / 1000).toFixed(2)} of ${cores} (rate x CPU per delivery); ` +
-        `70% of the ceiling on ${cores} cores leaves ${((cores * 1000) / (0.7 * raw)).toFixed(3)} ms of CPU per delivery; this run used ${total.toFixed(3)} ms (${(total / (rawClient + rawReceiver)).toFixed(2)}x a raw POST's)`,
-    );
-    // Both sides are bound by one JavaScript thread: the client's, and the worker's, which shares
-    // the cores with PostgreSQL, Redis, ingest and the receiver (it waits for one when they run).
-    const shares = (list: (ThreadShares | null)[]): string | null => {
-      const known = list.filter((t): t is ThreadShares => t !== null);
-      if (known.length === 0) return null;
-      const pct = (v: number) => `${(v * 100).toFixed(0)}%`;
-      return `ran ${pct(median(known.map((t) => t.ran)))}, waited for a core ${pct(median(known.map((t) => t.waited)))}`;
+    const loopReport = (title: string, run: Awaited<ReturnType<typeof steady>>, rate: number, goal: number): void => {
+      log(`${title} (${fmt(rate)} deliveries/s offered for ${STEADY_SECONDS} s, ${fmt(run.deliveries / run.seconds)}/s received):`);
+      goals.judge(run.received.p99 < 500);
+      log(`  lag from intake to receiver: p50 ${fmt(run.received.p50)} ms, p99 ${fmt(run.received.p99)} ms (goal p99 < 500 ms)`);
+      log(`  ${yardstick(run.cpu, rawPost, goal)}`);
+      log(
+        `  ${run.requests} requests (${(run.deliveries / Math.max(1, run.requests)).toFixed(1)} deliveries each) in ${fmt(run.transactions)} intake transactions; ` +
+          `${run.redis.commands.toFixed(2)} Redis commands per delivery (${run.redis.scripts.toFixed(2)} script calls)`,
+      );
     };
-    const rawThread = shares(raws.map((r) => r.thread));
-    const workerThread = shares(healthyRuns.map((r) => r.thread));
-    if (rawThread && workerThread) log(`  main JavaScript thread (median): raw-ceiling client ${rawThread}; worker ${workerThread}`);
-    log(`  delivery lag (event timestamp -> received): p50 ${fmt(healthyRun.p50)} ms, p99 ${fmt(healthyRun.p99)} ms`);
-    log(`end to end, ${hungCount} of ${ENDPOINTS} endpoints never answering:   ${fmt(hangRun.rate)} healthy deliveries/s (jobs parked by the worker: ${hangRun.parked})`);
-    goals.judge(hangRun.rate / healthyRun.rate >= 0.8);
-    log(`  = ${((hangRun.rate / healthyRun.rate) * 100).toFixed(1)}% of the all-healthy throughput (goal >= 80%)`);
-    log(`  delivery lag of healthy endpoints: p50 ${fmt(hangRun.p50)} ms, p99 ${fmt(hangRun.p99)} ms`);
-    reportOpenLoop("open loop at 80% of the end-to-end maximum", steadyRun, { ...healthyRun, total });
+    loopReport("open loop at 80% of the burst's maximum", loop, loopRate, 3.0);
+
+    // Many small worlds: each event of its own request, to one of WORLDS worlds of 2 endpoints.
+    const worlds: string[] = [];
+    for (let i = 0; i < SMALL_WORLDS; i += 1) worlds.push(await createWorld(2, 0));
+    const smallRate = burstRate * 0.5;
+    const small = await steady(
+      () => openLoopWorlds({ ingestUrl: main.ingest.url, token: INGEST_TOKEN, worlds, eventsPerSecond: smallRate / 2, seconds: STEADY_SECONDS }),
+      (posted) => posted * 2,
+    );
+    loopReport(`${SMALL_WORLDS} small worlds of 2 endpoints, one event per request, at 50% of the burst's maximum`, small, smallRate, 3.5);
+
+    // QUEUE_SHARDS: the default against one shard, on this standalone Redis, burst against burst.
+    const single = await startPair("one-shard", { QUEUE_SHARDS: "1" });
+    const oneShard = await burst(single, ENDPOINTS, 0, DELIVERIES);
+    const sharded = await burst(main, ENDPOINTS, 0, DELIVERIES);
+    const totalOf = (cpu: CpuParts): number => CPU_PARTS.reduce((sum, name) => sum + cpu[name], 0);
+    const shardRatio = totalOf(sharded.cpu) / totalOf(oneShard.cpu);
+    goals.judge(shardRatio <= 1.1);
+    log(`QUEUE_SHARDS at its default against 1, a burst each: ${totalOf(sharded.cpu).toFixed(3)} against ${totalOf(oneShard.cpu).toFixed(3)} ms per delivery = ${shardRatio.toFixed(2)}x (goal <= 1.1x)`);
     if (ingestRetries.count > 0) log(`(ingest answered 503 ${ingestRetries.count} times under the machine's load; retried)`);
     log(goals.summary());
   } finally {
@@ -460,7 +409,7 @@ async function main(): Promise<void> {
     }
     receiver.stop();
     await redis?.quit();
-    await deleteKeysUnder(redisUrl, keyPrefix);
+    await redisServer.stop();
     await prisma.$disconnect();
   }
 }

@@ -24,6 +24,10 @@ export interface ReceiverStats {
   slow: number;
   /** `/slow/...` requests received and not answered yet (not reset by `/_reset`). */
   slowInFlight: number;
+  /** `/limited/...` requests answered 200, answered 429, and the most held at once. */
+  limitedOk: number;
+  limited429: number;
+  limitedMost: number;
   /** The receiver process's CPU time since it started, in ms. */
   cpuMs: number;
 }
@@ -203,6 +207,68 @@ export async function openLoop(options: {
   }
   await Promise.all(inFlight);
   return { posted, requests, maxOutstandingHit: hit };
+}
+
+/**
+ * Open loop over many worlds: `eventsPerSecond` events, one per request, each to a world drawn at
+ * random from `worlds`, for `seconds`; a request waits for none before it, unless `maxOutstanding`
+ * are unanswered (then what is due waits for the next tick, and the lag shows it).
+ */
+export async function openLoopWorlds(options: {
+  ingestUrl: string;
+  token: string;
+  worlds: readonly string[];
+  eventsPerSecond: number;
+  seconds: number;
+  tickMs?: number;
+  maxOutstanding?: number;
+}): Promise<{ posted: number; requests: number; maxOutstandingHit: number }> {
+  const tickMs = options.tickMs ?? 10;
+  const maxOutstanding = options.maxOutstanding ?? 256;
+  const start = performance.now();
+  let posted = 0;
+  let outstanding = 0;
+  let hit = 0;
+  const inFlight = new Set<Promise<void>>();
+  for (;;) {
+    const elapsed = (performance.now() - start) / 1000;
+    if (elapsed >= options.seconds) break;
+    let due = Math.floor(elapsed * options.eventsPerSecond) - posted;
+    for (; due > 0 && outstanding < maxOutstanding; due -= 1) {
+      posted += 1;
+      outstanding += 1;
+      const world = options.worlds[Math.floor(Math.random() * options.worlds.length)] as string;
+      const p = postEvents(options.ingestUrl, options.token, visitorEvents(world, 1)).finally(() => {
+        outstanding -= 1;
+        inFlight.delete(p);
+      });
+      inFlight.add(p);
+    }
+    if (due > 0) hit += 1;
+    await new Promise((r) => setTimeout(r, tickMs));
+  }
+  await Promise.all(inFlight);
+  return { posted, requests: posted, maxOutstandingHit: hit };
+}
+
+/**
+ * CPU seconds so far of one database's PostgreSQL backends and of the server's own background
+ * processes (WAL writer, checkpointer, background writer), by pid: the other databases' backends
+ * (other people's tests on a shared machine) are left out.
+ */
+export function postgresCpuOf(database: string): Map<number, number> {
+  const all = postgresCpuSeconds();
+  const mine = new Map<number, number>();
+  for (const [pid, seconds] of all) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
+    } catch {
+      continue;
+    }
+    if (cmdline.includes(` ${database} `) || /walwriter|checkpointer|background writer/.test(cmdline)) mine.set(pid, seconds);
+  }
+  return mine;
 }
 
 /** Spread of repeated figures: "min-max (median)". */

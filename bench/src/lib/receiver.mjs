@@ -1,7 +1,9 @@
 /**
  * The benchmark's webhook receiver, in its own process so its CPU is not the benchmark's:
  * `/ok/...` answers 200 at once, `/hang/...` never answers, `/slow/...` answers 200 after a second
- * (counted apart, as `slow`). For every `/ok` request it records the lag from the envelope's
+ * (counted apart, as `slow`), `/limited/...` holds a request 20 ms and answers 200 while fewer than
+ * 3 are in flight, 429 at once otherwise (counted as `limitedOk` and `limited429`: an overloaded
+ * receiver). For every `/ok` request it records the lag from the envelope's
  * `timestamp` (when the event happened) to its arrival. Control:
  * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, slowInFlight (`/slow` requests not answered
  * yet; not reset), cpuMs (its own CPU time since it started)},
@@ -15,6 +17,12 @@ let firstAt = 0;
 let lastAt = 0;
 let slow = 0;
 let slowInFlight = 0;
+/** `/limited`: requests held now, answered 200, answered 429, and the most held at once. */
+const LIMIT = 3;
+let limitedInFlight = 0;
+let limitedOk = 0;
+let limited429 = 0;
+let limitedMost = 0;
 
 const quantile = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
 
@@ -29,7 +37,9 @@ const server = http.createServer((req, res) => {
     const sorted = Float64Array.from(lags).sort();
     res.setHeader("content-type", "application/json");
     const cpu = process.cpuUsage();
-    res.end(JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, slowInFlight, cpuMs: (cpu.user + cpu.system) / 1000 }));
+    res.end(
+      JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, slowInFlight, limitedOk, limited429, limitedMost, cpuMs: (cpu.user + cpu.system) / 1000 }),
+    );
     return;
   }
   if (req.url === "/_reset") {
@@ -37,6 +47,9 @@ const server = http.createServer((req, res) => {
     firstAt = 0;
     lastAt = 0;
     slow = 0;
+    limitedOk = 0;
+    limited429 = 0;
+    limitedMost = 0;
     res.end();
     return;
   }
@@ -44,6 +57,23 @@ const server = http.createServer((req, res) => {
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     if (req.url.startsWith("/hang/")) return; // never answered
+    if (req.url.startsWith("/limited/")) {
+      if (limitedInFlight >= LIMIT) {
+        limited429 += 1;
+        res.statusCode = 429;
+        res.end("too many requests");
+        return;
+      }
+      limitedInFlight += 1;
+      limitedMost = Math.max(limitedMost, limitedInFlight);
+      setTimeout(() => {
+        limitedInFlight -= 1;
+        limitedOk += 1;
+        res.statusCode = 200;
+        res.end("ok");
+      }, 20);
+      return;
+    }
     if (req.url.startsWith("/slow/")) {
       slowInFlight += 1;
       setTimeout(() => {

@@ -29,6 +29,11 @@ export interface DeliverySummaryResource {
   lastStatus: number | null;
   /** When the next retry is due, while one is scheduled. */
   nextAttemptAt: string | null;
+  /**
+   * Why the next retry is later than the retry schedule, while it is: the receiver answered 429 or
+   * 503 with `Retry-After` ("the receiver asked to wait 10 minutes"). Absent otherwise.
+   */
+  nextAttemptReason?: string;
   createdAt: string;
   updatedAt: string;
   /** The producer's `id` of the event it carries; present only for deliveries of an event. */
@@ -75,10 +80,30 @@ export interface EndpointStatsResource {
    * one holding `until`; they add up to `attempts`. `failed` is every attempt not answered 2xx.
    */
   attemptsByHour: { hour: string; succeeded: number; failed: number }[];
+  /**
+   * The endpoint's window of attempts in flight as its last drain left it (one endpoint's stats
+   * only; absent when it was not sent to lately or Redis does not answer): `size` of at most `max`,
+   * and while it is smaller, why and since when.
+   */
+  sendingWindow?: SendingWindowResource;
+}
+
+/** Why an endpoint's window of attempts in flight is below its largest size. */
+export type SlowdownReason = "throttled" | "unresponsive";
+
+/** See {@link EndpointStatsResource.sendingWindow}. */
+export interface SendingWindowResource {
+  size: number;
+  max: number;
+  slowedDown: boolean;
+  /** `throttled`: the receiver answered 429 or 503; `unresponsive`: it timed out or refused connections. Null when not slowed down. */
+  reason: SlowdownReason | null;
+  /** When it was last made smaller (while slowed down). */
+  since: string | null;
 }
 
 /** `GET /worlds/{org}/{world}/stats`: the figures of every endpoint the world has, together. */
-export type WorldStatsResource = EndpointStatsResource;
+export type WorldStatsResource = Omit<EndpointStatsResource, "sendingWindow">;
 
 /** One attempt of a delivery, as sent and answered. */
 export interface AttemptResource {
@@ -138,6 +163,10 @@ const deliverySummaryProperties = {
   attemptCount: { type: "integer", minimum: 0 },
   lastStatus: { ...httpStatus, description: "HTTP status of the latest attempt, null when it got none." },
   nextAttemptAt: { ...nullableDateTime, description: "When the next retry is due, while one is scheduled." },
+  nextAttemptReason: {
+    type: "string",
+    description: "Why the next retry is later than the retry schedule, while it is: the receiver answered 429 or 503 with `Retry-After` (\"the receiver asked to wait 10 minutes\"). Absent otherwise.",
+  },
   createdAt: dateTime,
   updatedAt: dateTime,
   eventId: { type: "string", description: "The producer's `id` of the event it carries; present only for deliveries of an event." },
@@ -197,14 +226,23 @@ export const ATTEMPT_SCHEMA = {
     attemptNumber: { type: "integer", minimum: 1 },
     trigger: { type: "string", description: "`initial`, `retry`, `replay`, `test` or `hook`." },
     startedAt: dateTime,
-    requestHeaders: headerMap,
+    requestHeaders: {
+      ...headerMap,
+      description:
+        "The headers sent, as sent; the endpoint's custom headers appear with the value `[redacted]` (their values are write-only). " +
+        "A delivery proxy's `Proxy-Authorization` is never among them.",
+    },
     requestBody: { type: "string", description: "The delivery's body, the same bytes on every attempt." },
     responseStatus: httpStatus,
     responseHeaders: { anyOf: [headerMap, { type: "null" }] },
     responseBody: { type: ["string", "null"], description: "The first 4 KiB of the answer." },
     responseBodyTruncated: { type: "boolean" },
     durationMs: { type: "number", minimum: 0 },
-    errorKind: { type: ["string", "null"], description: "`timeout`, `connection`, `refused-by-policy` or `redirect`; null when an HTTP status came back." },
+    errorKind: {
+      type: ["string", "null"],
+      description:
+        "`timeout`, `connection` (the delivery proxy's refusal or absence included), `refused-by-policy` or `redirect`; null when an HTTP status came back.",
+    },
     error: { type: ["string", "null"] },
     verdict: { type: "string", description: "`delivered`, `retry`, `gone` or `rejected`." },
   },
@@ -296,6 +334,20 @@ export const ENDPOINT_STATS_SCHEMA = {
         },
         { type: "null" },
       ],
+    },
+    sendingWindow: {
+      type: "object",
+      additionalProperties: false,
+      required: ["size", "max", "slowedDown", "reason", "since"],
+      properties: {
+        size: { type: "integer", minimum: 1 },
+        max: { type: "integer", minimum: 1 },
+        slowedDown: { type: "boolean" },
+        reason: { enum: ["throttled", "unresponsive", null], description: "throttled: the receiver answered 429 or 503; unresponsive: it timed out or refused connections." },
+        since: nullableDateTime,
+      },
+      description:
+        "The endpoint's window of attempts in flight as its last drain left it (one endpoint's stats only; absent when it was not sent to lately): the platform sends at most `size` at once, halving it on 429 and 503 and growing it back as answers come.",
     },
     attemptsByHour: {
       type: "array",

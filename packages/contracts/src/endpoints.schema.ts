@@ -6,6 +6,7 @@
  * The URL rules of `ENDPOINT_URL_POLICY` (https, public addresses) need DNS, so they are not
  * here: the schema only bounds the member, the admin API applies the policy.
  */
+import { ENDPOINT_HEADER_NAMES_SCHEMA, ENDPOINT_HEADERS_SCHEMA, type EndpointHeaders } from "./endpoint-headers.schema.js";
 import { compileValidator, type ValidationResult } from "./validation.js";
 
 /** What an endpoint can subscribe to (spec: Webhook endpoint > subscriptions), in canonical order. */
@@ -46,6 +47,8 @@ export interface CreateEndpointRequest {
   subscriptions: WebhookSubscription[];
   /** Most deliveries started per second, across all workers; absent or null = no throttle. */
   rateLimitPerSecond?: number | null;
+  /** Custom headers of every delivery (see endpoint-headers.schema.ts); absent = none. */
+  headers?: EndpointHeaders;
 }
 
 /** `PATCH .../endpoints/{id}`: members given replace the stored ones. */
@@ -54,6 +57,8 @@ export interface UpdateEndpointRequest {
   subscriptions?: WebhookSubscription[];
   /** A number sets the throttle, null removes it. */
   rateLimitPerSecond?: number | null;
+  /** Replaces the whole set of custom headers; `{}` removes them all. */
+  headers?: EndpointHeaders;
 }
 
 /** `PUT .../endpoints/{id}/format` */
@@ -82,6 +87,8 @@ export interface EndpointResource {
   disabledAt: string | null;
   /** Most deliveries started per second, across all workers; null = no throttle. */
   rateLimitPerSecond: number | null;
+  /** Names of the custom headers, sorted case-insensitively; values are never shown. */
+  headerNames: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -132,7 +139,7 @@ export const CREATE_ENDPOINT_REQUEST_SCHEMA = {
   type: "object",
   additionalProperties: false,
   required: ["url", "subscriptions"],
-  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema },
+  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema, headers: ENDPOINT_HEADERS_SCHEMA },
 } as const;
 
 export const UPDATE_ENDPOINT_REQUEST_SCHEMA = {
@@ -142,7 +149,7 @@ export const UPDATE_ENDPOINT_REQUEST_SCHEMA = {
   description: "Members present replace the stored ones; `apiVersion`, format, secret and state are changed by their own actions.",
   type: "object",
   additionalProperties: false,
-  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema },
+  properties: { url: urlSchema, subscriptions: subscriptionsSchema, rateLimitPerSecond: rateLimitSchema, headers: ENDPOINT_HEADERS_SCHEMA },
 } as const;
 
 export const SET_ENDPOINT_FORMAT_REQUEST_SCHEMA = {
@@ -179,6 +186,7 @@ const endpointProperties = {
   disabledReason: { enum: [...ENDPOINT_DISABLED_REASONS, null], description: "Why it is disabled; null while enabled." },
   disabledAt: { type: ["string", "null"], format: "date-time" },
   rateLimitPerSecond: rateLimitSchema,
+  headerNames: ENDPOINT_HEADER_NAMES_SCHEMA,
   createdAt: dateTime,
   updatedAt: dateTime,
 } as const;
@@ -194,6 +202,7 @@ const endpointRequired = [
   "disabledReason",
   "disabledAt",
   "rateLimitPerSecond",
+  "headerNames",
   "createdAt",
   "updatedAt",
 ] as const;

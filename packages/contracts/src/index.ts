@@ -32,6 +32,7 @@ export {
 export * from "./admin.schema.js";
 export * from "./world-quotas.schema.js";
 export * from "./endpoints.schema.js";
+export * from "./endpoint-headers.schema.js";
 export * from "./events/index.js";
 export * from "./deliveries.schema.js";
 export * from "./members.schema.js";

@@ -104,6 +104,10 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
 }
 
 function isRedundantWrapper(error: ErrorObject, all: ErrorObject[]): boolean {
+  // "is not an allowed member name" says less than the errors about that name ajv reports beside it.
+  if (error.keyword === "propertyNames") {
+    return all.some((other) => other !== error && other.instancePath === error.instancePath && other.propertyName === error.params["propertyName"]);
+  }
   if (!WRAPPER_KEYWORDS.has(error.keyword)) return false;
   // A oneOf that failed because several branches matched has no branch errors to stand in for it.
   if (error.keyword === "oneOf" && Array.isArray(error.params["passingSchemas"])) return false;

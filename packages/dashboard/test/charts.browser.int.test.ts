@@ -6,54 +6,25 @@
  * Empty worlds and endpoints get the same cards with an empty chart. Every page is scanned with
  * axe, must fit 360 px, and is screenshotted (desktop and 360 px) for a person to look at.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Browser, Page } from "playwright-core";
+import { describe, expect, it } from "@jest/globals";
+import type { Page } from "playwright-core";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { checkPage, launchBrowser, openPage, type WatchedPage } from "./browser.js";
-import { startStack, type Stack } from "./stack.js";
+import { checkPage } from "./browser.js";
+import { browserSuite } from "./browser-suite.js";
 
-let stack: Stack;
-let browser: Browser;
 const receivers: WebhookReceiver[] = [];
-const pages: WatchedPage[] = [];
-
-beforeAll(async () => {
-  const [stackStarted, browserStarted] = await Promise.allSettled([startStack(), launchBrowser()]);
-  if (stackStarted.status === "fulfilled") stack = stackStarted.value;
-  if (browserStarted.status === "fulfilled") browser = browserStarted.value;
-  if (stackStarted.status === "rejected") throw stackStarted.reason;
-  if (browserStarted.status === "rejected") throw browserStarted.reason;
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await Promise.all(receivers.map((r) => r.close()));
-  await stack?.close();
-}, 60_000);
-
 // Nothing fetched from another host, no CSP violation or script error, on any page.
-afterEach(async () => {
-  for (const w of pages.splice(0)) {
-    await w.context.close();
-    expect(w.foreignRequests).toEqual([]);
-    expect(w.errors).toEqual([]);
-  }
-});
+const suite = browserSuite(() => Promise.all(receivers.map((r) => r.close())));
 
 async function signIn(org: string, world: string, name: string): Promise<Page> {
-  const link = await stack.mintLink(org, world);
-  const w = await openPage(browser, new URL(link).origin);
-  pages.push(w);
-  await w.page.goto(link);
-  await w.page.getByTestId("world-name").filter({ hasText: name }).waitFor();
-  return w.page;
+  return suite.signIn(await suite.stack.mintLink(org, world), name);
 }
 
 /** An endpoint of the world on a receiver that nothing in these tests makes it call. */
 async function endpointOf(org: string, world: string): Promise<{ id: string; url: string }> {
   const r = await startWebhookReceiver({ answer: 204 });
   receivers.push(r);
-  return stack.adminCall("POST", `/admin/v1/worlds/${org}/${world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
+  return suite.stack.adminCall("POST", `/admin/v1/worlds/${org}/${world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
 }
 
 const CHART_TITLE = "Attempts per hour, last 24 hours: delivered and failed";
@@ -89,9 +60,9 @@ const EXPECTED_HOURS = [...DAY.map((h) => [h.delivered, h.failed]), [0, RETRYING
 
 describe("24 h figures and charts", () => {
   it("the overview and the endpoint's page chart a day of attempts hour by hour, with the table alternative and figures that say what they count", async () => {
-    const world = await stack.createWorld("delta");
+    const world = await suite.stack.createWorld("delta");
     const endpoint = await endpointOf(world.org, world.world);
-    await stack.seedHistory(endpoint.id, DAY, { count: RETRYING, nextAttemptAt: new Date(Date.now() + 2 * 3600_000 + 60_000) });
+    await suite.stack.seedHistory(endpoint.id, DAY, { count: RETRYING, nextAttemptAt: new Date(Date.now() + 2 * 3600_000 + 60_000) });
 
     const page = await signIn(world.org, world.world, world.name);
     const card = page.getByRole("region", { name: "Deliveries, last 24 hours" });
@@ -133,7 +104,7 @@ describe("24 h figures and charts", () => {
   }, 120_000);
 
   it("a world and an endpoint without deliveries show zeros and an empty chart, not a table of zeros", async () => {
-    const world = await stack.createWorld("epsilon");
+    const world = await suite.stack.createWorld("epsilon");
     const page = await signIn(world.org, world.world, world.name);
     const card = page.getByRole("region", { name: "Deliveries, last 24 hours" });
     await card.getByText("No attempts in the last 24 hours").first().waitFor();
@@ -143,7 +114,7 @@ describe("24 h figures and charts", () => {
     await checkPage(page, "overview-empty");
 
     const endpoint = await endpointOf(world.org, world.world);
-    await page.goto(`${stack.admin.url}/dashboard/endpoints/${endpoint.id}`);
+    await page.goto(`${suite.stack.admin.url}/dashboard/endpoints/${endpoint.id}`);
     const stats = page.getByRole("region", { name: "Last 24 hours" });
     await stats.getByText("No attempts in the last 24 hours").first().waitFor();
     expect(await figures(page)).toEqual({ "figure-delivered": "0", "figure-failed": "0", "figure-retrying": "0", "figure-success-rate": "—", "figure-latency": "—" });

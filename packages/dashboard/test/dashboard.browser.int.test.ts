@@ -6,69 +6,29 @@
  * axe-core (no serious or critical violation) and screenshotted at 1280 and 360 px.
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Browser, Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "@jest/globals";
+import type { Page } from "playwright-core";
 import { EVENT_SAMPLES } from "@vw/contracts";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { checkPage, launchBrowser, openPage, type WatchedPage } from "./browser.js";
-import { startStack, type Stack } from "./stack.js";
+import { checkPage } from "./browser.js";
+import { browserSuite } from "./browser-suite.js";
 
-let stack: Stack;
-let browser: Browser;
 let alpha: { org: string; world: string; name: string };
 let beta: { org: string; world: string; name: string };
 let gamma: { org: string; world: string; name: string };
 const receivers: WebhookReceiver[] = [];
-const pages: WatchedPage[] = [];
+// Every page of every test: nothing fetched from another host, no CSP violation or script error.
+const suite = browserSuite(() => Promise.all(receivers.map((r) => r.close())));
+const { signIn, visit } = suite;
 
 beforeAll(async () => {
-  // Started at once; if one fails, the other is still closed by afterAll rather than left running.
-  const [stackStarted, browserStarted] = await Promise.allSettled([startStack(), launchBrowser()]);
-  if (stackStarted.status === "fulfilled") stack = stackStarted.value;
-  if (browserStarted.status === "fulfilled") browser = browserStarted.value;
-  if (stackStarted.status === "rejected") throw stackStarted.reason;
-  if (browserStarted.status === "rejected") throw browserStarted.reason;
-  [alpha, beta, gamma] = await Promise.all([stack.createWorld("alpha"), stack.createWorld("beta"), stack.createWorld("gamma")]);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await Promise.all(receivers.map((r) => r.close()));
-  await stack?.close();
+  [alpha, beta, gamma] = await Promise.all([suite.stack.createWorld("alpha"), suite.stack.createWorld("beta"), suite.stack.createWorld("gamma")]);
 }, 60_000);
-
-// Every page of every test: nothing fetched from another host, no CSP violation or script error.
-afterEach(async () => {
-  for (const w of pages.splice(0)) {
-    await w.context.close();
-    expect(w.foreignRequests).toEqual([]);
-    expect(w.errors).toEqual([]);
-  }
-});
 
 async function receiver(answer: number = 204): Promise<WebhookReceiver> {
   const r = await startWebhookReceiver({ answer });
   receivers.push(r);
   return r;
-}
-
-const origin = (base: string) => new URL(base).origin;
-
-/** Opens a minted link in a fresh browser context and waits for the signed-in shell. */
-async function signIn(link: string, expectedWorldName: string): Promise<Page> {
-  const w = await openPage(browser, origin(link));
-  pages.push(w);
-  await w.page.goto(link);
-  await w.page.getByTestId("world-name").filter({ hasText: expectedWorldName }).waitFor();
-  return w.page;
-}
-
-/** Opens a page without signing in (refused links, no session). */
-async function visit(url: string): Promise<Page> {
-  const w = await openPage(browser, origin(url));
-  pages.push(w);
-  await w.page.goto(url);
-  return w.page;
 }
 
 const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name }).click();
@@ -91,13 +51,13 @@ async function createEndpoint(page: Page, url: string, subscriptions: string[]):
 
 describe("rooms", () => {
   it("the overview lists the world's rooms, each with its room URL", async () => {
-    const key = await stack.adminCall<{ token: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/api-keys`, { name: "map upload" });
+    const key = await suite.stack.adminCall<{ token: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/api-keys`, { name: "map upload" });
     const wam = (path: string, name: string) => JSON.stringify({ version: "2.1.0", mapUrl: `https://maps.example.test/${path.replace(/\.wam$/, ".tmj")}`, entities: {}, areas: [], metadata: { name } });
     for (const [path, name] of [["lobby.wam", "Lobby"], ["floors/first-floor-meeting-rooms-and-the-kitchen.wam", "First floor, meeting rooms and kitchen"]] as const) {
-      const res = await fetch(`${stack.mapStorage.url}/${beta.org}/${beta.world}/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key.token}` }, body: wam(path, name) });
+      const res = await fetch(`${suite.stack.mapStorage.url}/${beta.org}/${beta.world}/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key.token}` }, body: wam(path, name) });
       expect(res.status).toBe(201);
     }
-    const page = await signIn(await stack.mintLink(beta.org, beta.world, { capabilities: ["view"] }), beta.name);
+    const page = await signIn(await suite.stack.mintLink(beta.org, beta.world, { capabilities: ["view"] }), beta.name);
     await waitForCount(page, '[data-testid="room-row"]', 2);
     const urls = await page.getByTestId("room-url").allTextContents();
     expect(urls).toEqual([
@@ -122,10 +82,10 @@ describe("rooms", () => {
 
 describe("session links", () => {
   it("a link opens its world once and leaves no code in the address bar; a reused or unknown link and no session get clear pages", async () => {
-    const link = await stack.mintLink(alpha.org, alpha.world);
-    expect(link).toMatch(new RegExp(`^${stack.admin.url}/dashboard/#code=.+`));
+    const link = await suite.stack.mintLink(alpha.org, alpha.world);
+    expect(link).toMatch(new RegExp(`^${suite.stack.admin.url}/dashboard/#code=.+`));
     const page = await signIn(link, alpha.name);
-    expect(page.url()).toBe(`${stack.admin.url}/dashboard/`);
+    expect(page.url()).toBe(`${suite.stack.admin.url}/dashboard/`);
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByTestId("map-storage-url").filter({ hasText: `https://maps.example.test/${alpha.org}/${alpha.world}` }).waitFor();
     await page.getByText(`https://play.example.test/@/${alpha.org}/${alpha.world}/`).waitFor();
@@ -142,25 +102,25 @@ describe("session links", () => {
     expect(await reused.getByTestId("world-name").count()).toBe(0);
     await checkPage(reused, "link-refused");
 
-    const unknown = await visit(`${stack.admin.url}/dashboard/#code=${randomUUID()}`);
+    const unknown = await visit(`${suite.stack.admin.url}/dashboard/#code=${randomUUID()}`);
     await unknown.getByRole("heading", { name: "This dashboard link is not valid" }).waitFor();
     expect(await unknown.getByTestId("world-name").count()).toBe(0);
 
     // A link opened after its 10 minutes.
-    const late = await stack.mintLink(gamma.org, gamma.world);
-    await stack.expireUnopenedLinks(gamma.org, gamma.world);
+    const late = await suite.stack.mintLink(gamma.org, gamma.world);
+    await suite.stack.expireUnopenedLinks(gamma.org, gamma.world);
     const expired = await visit(late);
     await expired.getByRole("heading", { name: "This dashboard link has expired" }).waitFor();
     expect(expired.url()).not.toContain("code=");
     expect(await expired.getByTestId("world-name").count()).toBe(0);
 
-    const none = await visit(`${stack.admin.url}/dashboard/endpoints`);
+    const none = await visit(`${suite.stack.admin.url}/dashboard/endpoints`);
     await none.getByRole("heading", { name: "You are not signed in" }).waitFor();
     await checkPage(none, "no-session");
   }, 120_000);
 
   it("signing out ends the session", async () => {
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("heading", { name: "You are signed out" }).waitFor();
     await page.reload();
@@ -170,7 +130,7 @@ describe("session links", () => {
 
 describe("API keys", () => {
   it("creates a key whose token is shown once with the base address, lists it, revokes it after confirmation", async () => {
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     await nav(page, "API keys");
     await page.getByRole("heading", { name: "API keys" }).waitFor();
     await page.getByText("No API keys yet.").waitFor();
@@ -203,7 +163,7 @@ describe("API keys", () => {
 
 describe("endpoints", () => {
   it("refuses a private address on the URL field under the default policy (public-https)", async () => {
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world, {}, stack.strictAdmin.url), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world, {}, suite.stack.strictAdmin.url), alpha.name);
     await nav(page, "Endpoints");
     await page.getByText("No endpoints yet.").waitFor();
     await checkPage(page, "endpoints-empty");
@@ -225,7 +185,7 @@ describe("endpoints", () => {
 
   it("create (secret once), Test, an ingested event in the list, attempt detail, Replay, rotate, disable, re-enable, format switch, delete", async () => {
     const r = await receiver(204);
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     const secret = await createEndpoint(page, r.url, ["visitor", "consent"]);
     r.setSecret(secret);
     await page.getByText("Verify each delivery with any Standard Webhooks library").waitFor();
@@ -247,7 +207,7 @@ describe("endpoints", () => {
     await checkPage(page, "endpoint-detail");
 
     // An event posted to event-ingest shows up in the list, delivered.
-    const eventId = await stack.postEvent(alpha.org, alpha.world, "visitor.registered", EVENT_SAMPLES["visitor.registered"]);
+    const eventId = await suite.stack.postEvent(alpha.org, alpha.world, "visitor.registered", EVENT_SAMPLES["visitor.registered"]);
     await r.waitFor(2);
     expect(r.received[1]!.verifyError).toBeNull();
     const deliveredRow = page.getByTestId("delivery-row").filter({ hasText: "visitor.registered" });
@@ -346,14 +306,14 @@ describe("endpoints", () => {
 
   it("recover after a receiver outage: the preview counts the failed deliveries, all arrive again with their ids and bytes", async () => {
     const r = await receiver(503);
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     const secret = await createEndpoint(page, r.url, ["consent"]);
     r.setSecret(secret);
     await page.getByRole("link", { name: "Open the endpoint" }).click();
     await page.getByTestId("endpoint-title").waitFor();
 
     const events = 3;
-    for (let i = 0; i < events; i++) await stack.postEvent(alpha.org, alpha.world, "consent.changed", EVENT_SAMPLES["consent.changed"]);
+    for (let i = 0; i < events; i++) await suite.stack.postEvent(alpha.org, alpha.world, "consent.changed", EVENT_SAMPLES["consent.changed"]);
     // The first attempt of each and its one retry (RETRY_DELAYS=100ms) are refused.
     await r.waitFor(events * 2, 30_000);
     const failedIds = new Set(r.received.map((d) => d.headers["webhook-id"]));
@@ -399,9 +359,9 @@ describe("endpoints", () => {
 describe("capabilities and isolation", () => {
   it("a view-only session sees every action disabled with its reason, and the API refuses it", async () => {
     const r = await receiver(204);
-    const endpoint = await stack.adminCall<{ id: string }>("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
-    await stack.adminCall("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}/test`, {});
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world, { capabilities: ["view"] }), alpha.name);
+    const endpoint = await suite.stack.adminCall<{ id: string }>("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
+    await suite.stack.adminCall("POST", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}/test`, {});
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world, { capabilities: ["view"] }), alpha.name);
 
     await nav(page, "Endpoints");
     const add = page.getByRole("button", { name: "Add endpoint" });
@@ -438,16 +398,16 @@ describe("capabilities and isolation", () => {
       ];
     }, [alpha.org, alpha.world, endpoint.id] as const);
     expect(statuses).toEqual([403, 403, 403, 403]);
-    await stack.adminCall("DELETE", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}`);
+    await suite.stack.adminCall("DELETE", `/admin/v1/worlds/${alpha.org}/${alpha.world}/endpoints/${endpoint.id}`);
   }, 120_000);
 
   it("a session of world A cannot read world B, whatever path or id it uses", async () => {
     const r = await receiver(204);
-    const bEndpoint = await stack.adminCall<{ id: string; url: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/endpoints`, {
+    const bEndpoint = await suite.stack.adminCall<{ id: string; url: string }>("POST", `/admin/v1/worlds/${beta.org}/${beta.world}/endpoints`, {
       url: `${r.url}?world=beta`,
       subscriptions: ["visitor"],
     });
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     const answers = await page.evaluate(async ([aOrg, aWorld, bOrg, bWorld, bId]) => {
       const get = async (path: string) => {
         const res = await fetch(path);
@@ -467,7 +427,7 @@ describe("capabilities and isolation", () => {
       expect(a.body).not.toContain("world=beta");
     }
     // Through the UI: world B's endpoint id under A's dashboard is simply not found.
-    await page.goto(`${stack.admin.url}/dashboard/endpoints/${bEndpoint.id}`);
+    await page.goto(`${suite.stack.admin.url}/dashboard/endpoints/${bEndpoint.id}`);
     await page.getByText("Could not load the endpoint").waitFor();
     expect(await page.content()).not.toContain("world=beta");
   }, 90_000);
@@ -475,7 +435,7 @@ describe("capabilities and isolation", () => {
 
 describe("catalogue and settings", () => {
   it("lists every delivered type with description, sample and schema; settings save analytics and token exposure", async () => {
-    const page = await signIn(await stack.mintLink(alpha.org, alpha.world), alpha.name);
+    const page = await signIn(await suite.stack.mintLink(alpha.org, alpha.world), alpha.name);
     await nav(page, "Event catalogue");
     await waitForCount(page, "[data-testid=event-type]", 7);
     for (const type of ["recording.completed", "visitor.registered", "consent.changed", "analytics.batch", "member.connecting", "ping"]) {

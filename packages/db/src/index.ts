@@ -27,6 +27,7 @@ export {
   type EndpointRecord,
   type NewEndpoint,
   type QuotaCheck,
+  type SealedHeaders,
   type WorldEndpointCounts,
 } from "./endpoints/endpoint-store.js";
 export { PrismaWorldLookup, type WorldSummary } from "./world-lookup.js";

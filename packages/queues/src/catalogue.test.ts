@@ -1,37 +1,28 @@
 import { describe, expect, it } from "@jest/globals";
-import { JOB_NAMES, JobPayloadError, assertPayload, validateDeliverJob, validateEndpointDisabledMail, validateLegacyDeliverJob } from "./catalogue.js";
-import { deliverJobId, infraBackoffDelay, runOfJobId } from "./producer.js";
+import { JOB_NAMES, JobPayloadError, assertPayload, validateDrainJob, validateEndpointDisabledMail } from "./catalogue.js";
+import { drainJobId, endpointOfJobId, timerJobId } from "./drain-signals.js";
+import { infraBackoffDelay } from "./producer.js";
 
 const id = "0b9c0e55-3f43-4c1e-9a43-1c8a4a7d2f10";
 
-describe("deliver.v2 payload", () => {
+describe("drain.v1 payload", () => {
   it("accepts a well-formed payload", () => {
-    expect(assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: id, endpointId: id, run: 0 })).toEqual({ deliveryId: id, endpointId: id, run: 0 });
+    expect(assertPayload(JOB_NAMES.drain, validateDrainJob, { endpointId: id })).toEqual({ endpointId: id });
   });
 
   it("names every bad field", () => {
-    expect(() => assertPayload(JOB_NAMES.deliver, validateDeliverJob, { deliveryId: "x", run: -1 })).toThrow(JobPayloadError);
-    const result = validateDeliverJob({ deliveryId: "x", run: -1, trigger: "initial" });
+    expect(() => assertPayload(JOB_NAMES.drain, validateDrainJob, { endpointId: "x" })).toThrow(JobPayloadError);
+    const result = validateDrainJob({ endpointId: "x", deliveryId: id });
     expect(result.ok).toBe(false);
-    if (!result.ok) {
-      const pointers = result.errors.map((e) => e.pointer);
-      expect(pointers).toEqual(expect.arrayContaining(["/deliveryId", "/run", "/endpointId", "/trigger"]));
-    }
+    if (!result.ok) expect(result.errors.map((e) => e.pointer)).toEqual(expect.arrayContaining(["/endpointId", "/deliveryId"]));
   });
 
-  it("names a run's job after the delivery and the run alone, and reads the run back", () => {
-    expect(deliverJobId({ deliveryId: id, run: 0 })).toBe(id);
-    expect(deliverJobId({ deliveryId: id, run: 7 })).toBe(`${id}-replay-7`);
-    expect(runOfJobId(id)).toBe(0);
-    expect(runOfJobId(`${id}-replay-7`)).toBe(7);
-    expect(runOfJobId(`${id}-replay-1732700000000`)).toBeUndefined();
-  });
-});
-
-describe("deliver.v1 payload (queued by earlier versions)", () => {
-  it("is still understood", () => {
-    expect(validateLegacyDeliverJob({ deliveryId: id, endpointId: id, trigger: "replay", attempt: 2 }).ok).toBe(true);
-    expect(validateLegacyDeliverJob({ deliveryId: id, endpointId: id, trigger: "later" }).ok).toBe(false);
+  it("names an endpoint's drain and timers after the endpoint, and reads it back", () => {
+    expect(drainJobId(id)).toBe(`d-${id}`);
+    expect(timerJobId(id, 180_000_000_000)).toBe(`t-${id}-180000000000`);
+    expect(endpointOfJobId(drainJobId(id))).toBe(id);
+    expect(endpointOfJobId(timerJobId(id, 180_000_000_000))).toBe(id);
+    expect(endpointOfJobId(id)).toBeNull();
   });
 });
 

@@ -8,7 +8,7 @@ import { compileValidator, type ValidationResult } from "@vw/contracts";
 
 /** Queue names (BullMQ keys are `<prefix>:<queue>:...`). */
 export const QUEUE_NAMES = {
-  /** Webhook deliveries waiting for their next attempt (initial, retry, replay). */
+  /** Endpoint drains: which endpoints have deliveries due (drain-signals.ts); the deliveries themselves are in PostgreSQL. */
   deliveries: "webhook-deliveries",
   /** E-mails to world administrators (endpoint disabled). */
   notifications: "notifications",
@@ -22,42 +22,21 @@ export const QUEUE_NAMES = {
 
 /** Job names, versioned. */
 export const JOB_NAMES = {
-  /** A run of a delivery: {@link DeliverJobData}. */
-  deliver: "deliver.v2",
-  /**
-   * The previous shape ({@link LegacyDeliverJobData}): still processed, so jobs queued before an
-   * upgrade are sent; nothing adds it any more.
-   */
-  deliverV1: "deliver.v1",
+  /** An endpoint's drain, or a timer that wakes one: {@link DrainJobData}. */
+  drain: "drain.v1",
   endpointDisabledMail: "endpoint-disabled-mail.v1",
   retention: "retention.v1",
   analyticsFlush: "analytics-flush.v1",
   recover: "recover.v1",
 } as const;
 
-/** Why a delivery run was queued (`deliver.v1` only; a run's trigger is now read from its row). */
-export type DeliveryTrigger = "initial" | "replay";
-
 /**
- * Payload of `deliver.v2`: which run of which stored delivery to send. Everything else (where
- * the run stands in its retry schedule, when it is due, whether it is a replay) is read from the
- * delivery row, the schedule of record, so a job rebuilt from PostgreSQL after Redis lost its data
- * is the same job.
+ * Payload of `drain.v1`: the endpoint whose due deliveries a worker sends (job `d-<endpointId>`),
+ * or wakes at a retry's due time (job `t-<endpointId>-<second>`). Which deliveries, and where each
+ * stands, is read from PostgreSQL when the drain claims them.
  */
-export interface DeliverJobData {
-  deliveryId: string;
-  /** Redundant with the delivery row; lets the worker apply per-endpoint limits before any read. */
+export interface DrainJobData {
   endpointId: string;
-  /** The delivery's run (0 first, +1 per Replay or recover): a job of an older run sends nothing. */
-  run: number;
-}
-
-/** Payload of `deliver.v1`, queued by earlier versions: its run is whatever the row's is. */
-export interface LegacyDeliverJobData {
-  deliveryId: string;
-  endpointId: string;
-  trigger: DeliveryTrigger;
-  attempt?: number;
 }
 
 /** Why an endpoint was disabled automatically (a manual disable sends no mail). */
@@ -90,29 +69,12 @@ export interface RecoverJobData {
   recoveryId: string;
 }
 
-/** `deliver.v2` payload validator. */
-export const validateDeliverJob: (data: unknown) => ValidationResult<DeliverJobData> = compileValidator<DeliverJobData>({
+/** `drain.v1` payload validator. */
+export const validateDrainJob: (data: unknown) => ValidationResult<DrainJobData> = compileValidator<DrainJobData>({
   type: "object",
-  required: ["deliveryId", "endpointId", "run"],
+  required: ["endpointId"],
   additionalProperties: false,
-  properties: {
-    deliveryId: UUID,
-    endpointId: UUID,
-    run: { type: "integer", minimum: 0 },
-  },
-});
-
-/** `deliver.v1` payload validator. */
-export const validateLegacyDeliverJob: (data: unknown) => ValidationResult<LegacyDeliverJobData> = compileValidator<LegacyDeliverJobData>({
-  type: "object",
-  required: ["deliveryId", "endpointId", "trigger"],
-  additionalProperties: false,
-  properties: {
-    deliveryId: UUID,
-    endpointId: UUID,
-    trigger: { enum: ["initial", "replay"] },
-    attempt: { type: "integer", minimum: 0 },
-  },
+  properties: { endpointId: UUID },
 });
 
 /** `endpoint-disabled-mail.v1` payload validator. */

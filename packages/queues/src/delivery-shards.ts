@@ -20,7 +20,6 @@ import { QUEUE_NAMES } from "./catalogue.js";
 import { openQueue } from "./connection.js";
 import { CLUSTER_SLOTS, crc16 } from "./key-slots.js";
 import type { EnvReader } from "@vw/service-kit";
-import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-connection.js";
 
 /** Default QUEUE_SHARDS. */
@@ -143,98 +142,6 @@ export class DeliveryQueues {
 /** Opens the deliveries queue's shards of the layout `shards` on an existing connection. */
 export function openDeliveryQueues(connection: RedisClient, keyPrefix: string, shards: number = DEFAULT_QUEUE_SHARDS): DeliveryQueues {
   return new DeliveryQueues(connection, keyPrefix, shards);
-}
-
-/** The layouts registry: shard counts whose queues may still hold jobs (one set, one slot). */
-export function layoutsKey(keyPrefix: string): string {
-  return `${keyPrefix.replace(/:+$/, "")}:dispatch:layouts`;
-}
-
-/** Records that layout `shards` is in use; resolves with the other layouts recorded (to drain). */
-export async function registerLayout(redis: RedisClient, keyPrefix: string, shards: number): Promise<number[]> {
-  await redis.sadd(layoutsKey(keyPrefix), String(shards));
-  return otherLayouts(redis, keyPrefix, shards);
-}
-
-/** The layouts recorded besides `shards`, in order. */
-export async function otherLayouts(redis: RedisClient, keyPrefix: string, shards: number): Promise<number[]> {
-  const all = await redis.smembers(layoutsKey(keyPrefix));
-  return all.map(Number).filter((n) => Number.isInteger(n) && n >= 1 && n <= MAX_QUEUE_SHARDS && n !== shards).sort((a, b) => a - b);
-}
-
-/** Forgets a drained layout (its queues hold no job any more). */
-export async function retireLayout(redis: RedisClient, keyPrefix: string, shards: number): Promise<void> {
-  await redis.srem(layoutsKey(keyPrefix), String(shards));
-}
-
-/** How often a process that queues into or serves a layout says so ({@link keepAnnouncingLayout}). */
-export const LAYOUT_ANNOUNCE_MS = 5000;
-/** How long a layout counts as in use after it was last announced: three announcements missed. */
-export const LAYOUT_IN_USE_MS = 3 * LAYOUT_ANNOUNCE_MS;
-
-/** The key that says a layout is in use (it expires when no process announces the layout any more). */
-export function layoutInUseKey(keyPrefix: string, shards: number): string {
-  return `${keyPrefix.replace(/:+$/, "")}:dispatch:layout-in-use:${shards}`;
-}
-
-/** Records layout `shards` in the registry and marks it in use for {@link LAYOUT_IN_USE_MS}. */
-export async function announceLayout(redis: RedisClient, keyPrefix: string, shards: number): Promise<void> {
-  await redis.sadd(layoutsKey(keyPrefix), String(shards));
-  await redis.set(layoutInUseKey(keyPrefix, shards), "1", "PX", LAYOUT_IN_USE_MS);
-}
-
-/**
- * Announces the layout now and every {@link LAYOUT_ANNOUNCE_MS} until stopped: every process that
- * queues deliveries (event-ingest, admin-api) or serves them does, so a layout still used by a
- * process of an earlier `QUEUE_SHARDS` (a rollout under way) is not retired while that process
- * may still queue into it. A failed announcement (Redis unavailable) is reported and tried again
- * at the next one.
- */
-export function keepAnnouncingLayout(redis: RedisClient, keyPrefix: string, shards: number, onError: (err: Error) => void): { stop(): void } {
-  const announce = () => void announceLayout(redis, keyPrefix, shards).catch(onError);
-  // At once when connected (before this process queues anything), and again after each reconnection.
-  if (redis.status === "ready") announce();
-  redis.on("ready", announce);
-  const timer = setInterval(announce, LAYOUT_ANNOUNCE_MS);
-  timer.unref();
-  return {
-    stop: () => {
-      clearInterval(timer);
-      redis.off("ready", announce);
-    },
-  };
-}
-
-/** Whether a process announced layout `shards` within the last {@link LAYOUT_IN_USE_MS}. */
-export async function layoutInUse(redis: RedisClient, keyPrefix: string, shards: number): Promise<boolean> {
-  return (await redis.exists(layoutInUseKey(keyPrefix, shards))) === 1;
-}
-
-/**
- * Deletes every key of a layout's shards: BullMQ's (finished jobs kept for inspection included),
- * the scheduler's and the index marker, all under each shard's `<prefix>:{<tag>}:<queue>:`. For a
- * retired layout only, whose workers are closed: each shard's keys are found by SCAN on the node
- * that holds them (every primary of a Cluster), and deleted in batches of one slot.
- */
-export async function clearLayout(redis: RedisClient, queues: DeliveryQueues): Promise<void> {
-  const nodes = redis.isCluster ? (redis as Cluster).nodes("master") : [redis as Redis];
-  for (const queue of queues.shards) {
-    const match = `${queue.qualifiedName.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}:*`;
-    for (const node of nodes) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await node.scan(cursor, "MATCH", match, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await redis.del(...keys);
-      } while (cursor !== "0");
-    }
-  }
-}
-
-/** Whether every shard of a layout is empty: nothing waiting, delayed, prioritized or running. */
-export async function layoutDrained(queues: DeliveryQueues): Promise<boolean> {
-  const counts = await Promise.all(queues.shards.map((q) => q.getJobCounts("wait", "delayed", "prioritized", "active", "waiting-children")));
-  return counts.every((c) => Object.values(c).every((n) => n === 0));
 }
 
 /**

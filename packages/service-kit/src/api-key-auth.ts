@@ -66,7 +66,7 @@ export class ApiKeyAuthenticator<P extends { keyId: string }> {
   async authenticate(authorization: string | undefined, client: string | null): Promise<P> {
     const throttle = this.options.throttle;
     if (throttle === undefined || client === null) return this.check(authorization);
-    return throttle.guard(client, () => this.check(authorization));
+    return throttle.guard(client, () => this.check(authorization), undefined, authorization);
   }
 
   /**
@@ -80,7 +80,7 @@ export class ApiKeyAuthenticator<P extends { keyId: string }> {
     const check = async (): Promise<P | A> => alternative(authorization) ?? (await this.check(authorization));
     const throttle = this.options.throttle;
     if (throttle === undefined || client === null) return check();
-    return throttle.guard(client, check);
+    return throttle.guard(client, check, undefined, authorization);
   }
 
   private async check(authorization: string | undefined): Promise<P> {

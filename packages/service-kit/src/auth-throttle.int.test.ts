@@ -186,3 +186,70 @@ describe("clientId", () => {
     expect(clientId(address)).toBe(id);
   });
 });
+
+describe("a credential the client proved it holds", () => {
+  /** A Redis client that counts the scripts it runs (the throttle's round trips). */
+  function countingRedis(): { client: Redis; calls: () => number } {
+    let n = 0;
+    const client = new Proxy(redis, {
+      get(target, key, receiver) {
+        if (key === "eval") {
+          return (...args: Parameters<Redis["eval"]>) => {
+            n += 1;
+            return target.eval(...args);
+          };
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    return { client, calls: () => n };
+  }
+  const guarded = (throttle: AuthThrottle, client: string, presented: string) =>
+    throttle.guard(client, check(presented), undefined, presented).then(
+      () => 200,
+      (err: unknown) => (err as AppError).status,
+    );
+
+  it("is checked again without a slot (no round trip), while every other credential still takes one", async () => {
+    const counted = countingRedis();
+    const throttle = throttleOn(counted.client);
+    const client = "198.51.100.21";
+    expect(await guarded(throttle, client, SECRET)).toBe(200);
+    const afterFirst = counted.calls();
+    expect(afterFirst).toBeGreaterThan(0);
+    for (let i = 0; i < 5; i += 1) expect(await guarded(throttle, client, SECRET)).toBe(200);
+    expect(counted.calls()).toBe(afterFirst);
+    // Another client presenting the same credential proved nothing yet: it takes a slot.
+    expect(await guarded(throttle, "198.51.100.22", SECRET)).toBe(200);
+    expect(counted.calls()).toBeGreaterThan(afterFirst);
+    // A guess of the same client takes a slot and counts.
+    expect(await guarded(throttle, client, "a-guess")).toBe(401);
+  });
+
+  it("is still refused once its client is throttled, and guesses in a burst are still capped", async () => {
+    const throttle = throttleOn(redis);
+    const client = "198.51.100.23";
+    expect(await guarded(throttle, client, SECRET)).toBe(200);
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => guarded(throttle, client, `guess-${i}`)));
+    expect(burst.filter((s) => s === 401)).toHaveLength(3);
+    expect(burst.filter((s) => s === 429)).toHaveLength(27);
+    expect(await guarded(throttle, client, SECRET)).toBe(429);
+  });
+
+  it("is forgotten when it fails (revoked since): its next try takes a slot again", async () => {
+    const counted = countingRedis();
+    const throttle = throttleOn(counted.client);
+    const client = "198.51.100.24";
+    let valid = true;
+    const revocable = () => {
+      if (!valid) throw new AppError(401, "invalid-token", "revoked");
+      return "ok";
+    };
+    await throttle.guard(client, revocable, undefined, "key-1");
+    valid = false;
+    await expect(throttle.guard(client, revocable, undefined, "key-1")).rejects.toMatchObject({ status: 401 });
+    const before = counted.calls();
+    await expect(throttle.guard(client, revocable, undefined, "key-1")).rejects.toMatchObject({ status: 401 });
+    expect(counted.calls()).toBeGreaterThan(before);
+  });
+});

@@ -18,11 +18,17 @@
  *   fields `failures`, `inflight`, `window`), so every script touches one key and is slot-safe on
  *   Redis Cluster. A client is its IP address; an IPv6 client is its /64, which one machine
  *   usually owns whole.
+ * - A credential this client presented and that checked out (in this process, within
+ *   {@link VERIFIED_TTL_MS}) is checked again without a slot: comparing a request's credential
+ *   with one the same client has already proved it holds tells a guesser nothing, so the limit on
+ *   guesses holds, and a busy legitimate client pays no round trip per request. Only a digest of
+ *   it is kept. A throttled client is still refused first, whatever it presents; a remembered
+ *   credential that fails (revoked since) is forgotten, and its next try takes a slot again.
  * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to the same
  *   counters in memory (the same limits, per replica) and logs one warning per outage; nobody is
  *   locked out by the outage itself and nothing crashes.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import type { Request } from "express";
 import { LRUCache } from "lru-cache";
@@ -46,6 +52,9 @@ export interface AuthThrottleLimits {
   /** Length of a window, from a client's first failure. */
   windowMs: number;
 }
+
+/** How long a credential that checked out is remembered for its client (see the file comment). */
+export const VERIFIED_TTL_MS = 600_000;
 
 /** Defaults of AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S. */
 export const DEFAULT_AUTH_THROTTLE: Readonly<AuthThrottleLimits> = Object.freeze({ maxFailures: 20, windowMs: 60_000 });
@@ -79,6 +88,8 @@ export class AuthThrottle {
   private readonly keyBase: string;
   /** Clients known to be over the limit, until when: refused without a round trip. */
   private readonly blocked = new LRUCache<string, number>({ max: 100_000 });
+  /** Digests of (client, credential) that checked out lately (see the file comment). */
+  private readonly verified: LRUCache<string, true>;
   private readonly memory: MemoryCounters;
   private readonly gate: LocalGate;
   private fallingBack = false;
@@ -88,16 +99,28 @@ export class AuthThrottle {
     this.keyBase = `${options.keyPrefix.replace(/:+$/, "")}:auth-failures:${options.scope}:`;
     this.memory = new MemoryCounters(options.maxFailures, options.windowMs, this.now);
     this.gate = new LocalGate(options.maxFailures);
+    this.verified = new LRUCache({ max: 10_000, ttl: VERIFIED_TTL_MS, ttlAutopurge: false, perf: { now: () => this.now() } });
   }
 
   /**
    * Runs a credential check for `client` once it holds a slot: refuses a throttled client with 429
    * before checking; when the check throws a counting failure, the slot is kept as that failure;
-   * otherwise it is given back. Other outcomes pass through unchanged.
+   * otherwise it is given back. Other outcomes pass through unchanged. `credential`, when given, is
+   * what the request presents: one that checked out for this client lately is checked without a
+   * slot (see the file comment).
    */
-  async guard<T>(client: string, check: () => T | Promise<T>, counts: FailurePredicate = countsAsAuthFailure): Promise<T> {
+  async guard<T>(client: string, check: () => T | Promise<T>, counts: FailurePredicate = countsAsAuthFailure, credential?: string): Promise<T> {
     const id = clientId(client);
     this.refuseIfBlocked(id);
+    const known = credential === undefined ? undefined : createHash("sha256").update(id).update("\0").update(credential).digest("base64");
+    if (known !== undefined && this.verified.get(known) === true) {
+      try {
+        return await check();
+      } catch (err) {
+        this.verified.delete(known);
+        throw err;
+      }
+    }
     await this.gate.enter(id);
     let slot: Slot;
     try {
@@ -131,6 +154,7 @@ export class AuthThrottle {
     // keeps commands in order), and not awaited: a success costs its request no second round trip.
     void this.release(slot);
     this.gate.leave(id);
+    if (known !== undefined) this.verified.set(known, true);
     return result;
   }
 

@@ -56,7 +56,7 @@ export function bearerAuth({ token, realm, variable, label, throttle }: BearerAu
     };
   }
   return async (req, _res, next) => {
-    await throttle.guard(clientAddress(req), () => check(req));
+    await throttle.guard(clientAddress(req), () => check(req), undefined, req.headers.authorization);
     next();
   };
 }

@@ -29,4 +29,6 @@ export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
 export { isAlive } from "./owned-processes.js";
 export * from "./otlp-receiver.js";
+export * from "./forward-proxy.js";
+export * from "./tls-certificate.js";
 export * from "./test-topologies.js";

@@ -5,6 +5,7 @@
  * the test decides. Waiting is event-driven (`waitFor`), never a sleep.
  */
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 
@@ -29,6 +30,8 @@ export interface WebhookReceiverOptions {
   secret?: string | null;
   /** Answer for each request; changeable later with `answerWith`. Default 204. */
   answer?: ReceiverAnswer;
+  /** Serve https with this key and certificate (`selfSignedCertificate`); plain http by default. */
+  tls?: { key: string; cert: string };
 }
 
 /** A running receiver. */
@@ -62,7 +65,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   const waiters: { count: number; resolve: () => void }[] = [];
   const hanging = new Set<http.ServerResponse>();
 
-  const server = http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -94,12 +97,13 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
         res.end("ok");
       }
     });
-  });
+  };
+  const server = options.tls ? https.createServer(options.tls, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `${options.tls ? "https" : "http"}://127.0.0.1:${port}/hook`,
     port,
     received,
     setSecret(next) {

@@ -42,4 +42,31 @@ describe("sendAttempt", () => {
     expect(got.headers["webhook-id"]).toBe("d-2");
     expect(sent.verdict).toBe("gone");
   });
+
+  it("sends the endpoint's custom headers beside a signature that still verifies, and logs their names only", async () => {
+    answer = 200;
+    const body = Buffer.from('{"type":"ping"}');
+    const headers = { Authorization: "Bearer gateway-token", "X-Tenant": "acme" };
+    const sent = await sendAttempt({ url: receiver.origin, deliveryId: "d-3", attemptNumber: 1, trigger: "test", body, secret, agents, timeoutMs: 2000, headers });
+    const got = receiver.requests.at(-1)!;
+    expect(got.headers.authorization).toBe("Bearer gateway-token");
+    expect(got.headers["x-tenant"]).toBe("acme");
+    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toEqual({ type: "ping" });
+    expect(sent.requestHeaders).toMatchObject({ Authorization: "[redacted]", "X-Tenant": "[redacted]" });
+    expect(JSON.stringify(sent)).not.toContain("gateway-token");
+    expect(JSON.stringify(sent)).not.toContain("acme");
+  });
+
+  it("never lets a custom header replace one the platform sets", async () => {
+    answer = 200;
+    const body = Buffer.from("{}");
+    const headers = { "Webhook-Signature": "v1,forged", "content-type": "text/plain", "User-Agent": "spoof", "X-Kept": "yes" };
+    const sent = await sendAttempt({ url: receiver.origin, deliveryId: "d-4", attemptNumber: 1, trigger: "initial", body, secret, agents, timeoutMs: 2000, headers });
+    const got = receiver.requests.at(-1)!;
+    expect(got.headers["content-type"]).toBe("application/json");
+    expect(got.headers["user-agent"]).toBe("vw-webhooks/1.0");
+    expect(got.headers["x-kept"]).toBe("yes");
+    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toEqual({});
+    expect(Object.keys(sent.requestHeaders)).not.toContain("Webhook-Signature");
+  });
 });

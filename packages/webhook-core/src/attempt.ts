@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { DeliveryAgents } from "./delivery-agents.js";
 import { postDelivery } from "./delivery-http.js";
+import { redactedHeaders, sendableHeaders } from "./endpoint-headers.js";
 import { classify, type AttemptErrorKind, type AttemptVerdict } from "./outcome.js";
 import { signatureHeaders } from "./signing.js";
 
@@ -22,6 +23,12 @@ export interface SendAttemptInput {
   secret: string | null;
   agents: DeliveryAgents;
   timeoutMs: number;
+  /**
+   * The endpoint's custom headers, opened (`SecretCache.headersOf`, `openEndpointHeaders`): sent
+   * after the platform's own, never in place of one (a reserved name is left out). The record
+   * shows their names with the value `[redacted]`.
+   */
+  headers?: Readonly<Record<string, string>>;
   /** Sent as `user-agent`; identifies the platform in receivers' logs. */
   userAgent?: string;
   /** Wall clock of the attempt (the `webhook-timestamp`); injectable. */
@@ -41,6 +48,7 @@ export interface AttemptRecord {
   attemptNumber: number;
   trigger: AttemptTrigger;
   startedAt: Date;
+  /** What was sent, custom headers' values replaced by `[redacted]` (a proxy's credentials are never here). */
   requestHeaders: Record<string, string>;
   responseStatus: number | null;
   responseHeaders: Record<string, string> | null;
@@ -52,9 +60,16 @@ export interface AttemptRecord {
   verdict: AttemptVerdict;
   /**
    * For the server's log only, never stored or answered: the address a policy refusal was about,
-   * or what the resolver said of a host that had no address.
+   * what the resolver said of a host that had no address, or what the delivery proxy said.
    */
   errorDetail?: string;
+  /**
+   * Set when the platform's own egress failed (DELIVERY_PROXY_URL's proxy unreachable, or refusing
+   * the request with a 4xx), so the receiver was never tried. The attempt is a `connection`
+   * failure, retried, but it says nothing of the receiver: it should not count toward disabling
+   * the endpoint (a proxy outage must not disable every busy endpoint). Not stored.
+   */
+  egressFailure?: true;
 }
 
 /**
@@ -64,14 +79,16 @@ export interface AttemptRecord {
  */
 export async function sendAttempt(input: SendAttemptInput): Promise<AttemptRecord> {
   const startedAt = (input.now ?? (() => new Date()))();
-  const requestHeaders = {
+  const platformHeaders = {
     ...signatureHeaders({ deliveryId: input.deliveryId, body: input.body, secret: input.secret, now: startedAt }),
     "user-agent": input.userAgent ?? DEFAULT_USER_AGENT,
   };
+  const custom = sendableHeaders(input.headers);
+  const requestHeaders = { ...platformHeaders, ...redactedHeaders(custom) };
   const outcome = await postDelivery({
     url: input.url,
     body: input.body,
-    headers: requestHeaders,
+    headers: { ...platformHeaders, ...custom },
     timeoutMs: input.timeoutMs,
     agents: input.agents,
   });
@@ -91,5 +108,6 @@ export async function sendAttempt(input: SendAttemptInput): Promise<AttemptRecor
     error: outcome.error?.message ?? null,
     verdict: classify(outcome),
     ...(outcome.error?.detail === undefined ? {} : { errorDetail: outcome.error.detail }),
+    ...(outcome.error?.egressFailure ? { egressFailure: true as const } : {}),
   };
 }

@@ -1,5 +1,3 @@
-import { lookup as systemLookup, type LookupAddress } from "node:dns";
-import type { LookupFunction } from "node:net";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "@jest/globals";
 import got, { RequestError } from "got";
 import { RequestFilteringHttpAgent } from "request-filtering-agent";
@@ -13,27 +11,11 @@ import {
   type DeliveryAgents,
 } from "./delivery-agents.js";
 import { postDelivery } from "./delivery-http.js";
-import { startReceiver, type Receiver } from "./loopback-receiver.test-helper.js";
+import { fakeLookup, startReceiver, type Receiver } from "./loopback-receiver.test-helper.js";
 import { classify } from "./outcome.js";
 
 const body = Buffer.from("{}");
 const headers = { "content-type": "application/json" };
-
-type ResolverFailure = "ENOTFOUND" | "ENODATA" | "EAI_AGAIN";
-
-/** A DNS whose answers the test chooses (a rebinding attacker's name server, in effect). */
-function fakeLookup(table: Record<string, string[] | ResolverFailure>): LookupFunction {
-  return (hostname, options, callback) => {
-    const answers = table[hostname];
-    if (!answers) return systemLookup(hostname, options, callback);
-    // A code: the resolver's failure, as getaddrinfo reports it (ENOTFOUND for NXDOMAIN).
-    if (typeof answers === "string") return callback(Object.assign(new Error(`getaddrinfo ${answers} ${hostname}`), { code: answers }), "", 4);
-    const all: LookupAddress[] = answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-    if (options.all) return callback(null, all);
-    const first = all[0] as LookupAddress;
-    return callback(null, first.address, first.family);
-  };
-}
 
 let receiver: Receiver;
 const created: DeliveryAgents[] = [];

@@ -15,22 +15,39 @@ import https from "node:https";
 import { Socket, isIP, type LookupFunction, type TcpNetConnectOpts } from "node:net";
 import type { Duplex } from "node:stream";
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from "request-filtering-agent";
+import { ProxyTunnelAgent, type AddressVetter, type DeliveryProxy } from "./delivery-proxy.js";
 import { classifyAddress, describeAddress, type SpecialRangeName } from "./ip-ranges.js";
 import type { EndpointUrlPolicy } from "./url-policy.js";
 
-/** The agents got takes as its `agent` option, and the policy they were built for. */
+/** The agents a delivery POST goes through, and the policy they were built for. */
 export interface DeliveryAgents {
   readonly policy: EndpointUrlPolicy;
+  /** Plain http: to the receiver, or to the proxy (absolute-form requests) when {@link proxy} is set. */
   readonly http: http.Agent;
+  /** https: to the receiver, or through CONNECT tunnels of the proxy when {@link proxy} is set. */
   readonly https: https.Agent;
+  /** Set when deliveries leave through DELIVERY_PROXY_URL. */
+  readonly proxy?: ProxyRoute;
+}
+
+/** How {@link postDelivery} sends plain http through the proxy: to an address vetted like a direct connection's. */
+export interface ProxyRoute {
+  readonly proxy: DeliveryProxy;
+  /** The address to ask the proxy for: resolved and checked as a direct connection would be (refusals included). */
+  readonly vet: AddressVetter;
 }
 
 /** Options of {@link createDeliveryAgents}. */
 export interface DeliveryAgentOptions {
-  /** Extra `http.Agent` options (keep-alive is always on). */
-  agentOptions?: http.AgentOptions;
+  /** Extra `http.Agent` options (keep-alive is always on); `ca` here is what receivers' certificates are checked against. */
+  agentOptions?: https.AgentOptions;
   /** DNS lookup used for connections (default `dns.lookup`); injectable to test rebinding. */
   lookup?: LookupFunction;
+  /**
+   * DELIVERY_PROXY_URL, parsed ({@link parseDeliveryProxyUrl}): every connection to a receiver
+   * goes through it, to the address this process resolved and vetted. Null or absent: direct.
+   */
+  proxy?: DeliveryProxy | null;
 }
 
 /** Code of the error our own connect-time check raises (got keeps it as the RequestError's code). */
@@ -99,9 +116,18 @@ export class UnresolvedHostError extends Error {
  *
  * Both agents of the `public-https` pair filter addresses. Plain http is refused before any
  * connection by {@link postDelivery}, which reads `policy` from the returned object.
+ *
+ * With `proxy`, the same addresses are resolved and refused before the proxy is asked for the
+ * vetted address (delivery-proxy.ts): https through CONNECT tunnels, plain http in absolute form.
  */
 export function createDeliveryAgents(policy: EndpointUrlPolicy, options: DeliveryAgentOptions = {}): DeliveryAgents {
-  const base: http.AgentOptions = { ...options.agentOptions, keepAlive: true };
+  const base: https.AgentOptions = { ...options.agentOptions, keepAlive: true };
+  if (options.proxy) {
+    const vet = addressVetter(policy, options.lookup);
+    // Connections to the proxy itself: a plain agent and the system resolver, as the proxy is the
+    // operator's own host, usually on a private address that the policy would refuse.
+    return { policy, http: new http.Agent(base), https: new ProxyTunnelAgent(base, options.proxy, vet), proxy: { proxy: options.proxy, vet } };
+  }
   if (policy === "any") {
     const lookup = options.lookup;
     const withLookup = lookup ? { ...base, lookup } : base;
@@ -196,6 +222,31 @@ function policyLookup(inner: LookupFunction): LookupFunction {
       callback(null, address, family);
     });
   };
+}
+
+/**
+ * What the proxy is asked for: the address a direct connection to `host` would use, refused as it
+ * would be. Under `public-https` an IP literal is judged by the address table and a name resolved
+ * through {@link policyLookup} (every answer checked); the first answer is the one used, as a
+ * direct connection tries it first.
+ */
+function addressVetter(policy: EndpointUrlPolicy, lookup: LookupFunction = dnsLookup as LookupFunction): AddressVetter {
+  const resolve = policy === "public-https" ? policyLookup(lookup) : lookup;
+  return (host) =>
+    new Promise((done, fail) => {
+      const bare = host.replace(/^\[(.*)\]$/, "$1");
+      if (isIP(bare.replace(/%.*$/, "")) !== 0) {
+        const verdict = classifyAddress(bare);
+        if (policy === "public-https" && !verdict.public) return fail(AddressRefusedError.ofAddress(bare, verdict.range, bare));
+        return done(bare);
+      }
+      resolve(bare, { all: true }, (err, address) => {
+        if (err) return fail(err);
+        const first = Array.isArray(address) ? address[0]?.address : address;
+        if (first === undefined) return fail(new UnresolvedHostError(bare, "ENODATA"));
+        done(first);
+      });
+    });
 }
 
 /** Refuses an IP-literal host before connecting: Node skips the lookup for literals. */

@@ -12,7 +12,8 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage,
 import { request as httpsRequest } from "node:https";
 import type { Transform } from "node:stream";
 import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { describePolicyRefusal, describeUnresolvedHost, type DeliveryAgents } from "./delivery-agents.js";
+import { describePolicyRefusal, describeUnresolvedHost, type DeliveryAgents, type ProxyRoute } from "./delivery-agents.js";
+import { DeliveryProxyError, authorityOf, describeProxyFailure } from "./delivery-proxy.js";
 import type { AttemptErrorKind, AttemptOutcome } from "./outcome.js";
 
 /** Response bytes kept by default: the "first 4 KiB" of the delivery log. */
@@ -120,32 +121,80 @@ function isStaleConnectionFailure(req: { reusedSocket: boolean }, answered: bool
  * ({@link isStaleConnectionFailure}).
  */
 class DirectRequest extends EventEmitter implements OutcomeSource {
-  private req: ClientRequest;
+  /** Undefined only while plain http through the proxy waits for the receiver's vetted address. */
+  private req: ClientRequest | undefined;
   private res: IncomingMessage | undefined;
   private decoder: Transform | undefined;
   private readonly timer: NodeJS.Timeout;
   private settled = false;
   private resends = 0;
+  /** Plain http through the proxy: the proxy and the receiver's vetted address (absolute-form request). */
+  private viaProxy: { route: ProxyRoute; address: string } | undefined;
 
   constructor(
     private readonly url: URL,
     private readonly input: PostDeliveryInput,
   ) {
     super();
+    // https through the proxy is the agent's tunnel; plain http is a request to the proxy itself.
+    const route = url.protocol === "http:" ? input.agents.proxy : undefined;
     // Throws (before anything is sent or any timer is set) for a header value node:http refuses.
-    this.req = this.send();
+    if (route === undefined) this.req = this.send();
     this.timer = setTimeout(() => this.fail(Object.assign(new Error(`Timeout awaiting 'request' for ${input.timeoutMs}ms`), { name: "TimeoutError", code: "ETIMEDOUT" })), input.timeoutMs);
+    if (route !== undefined) this.sendThroughProxy(route);
+  }
+
+  /** Resolves and vets the receiver's address as a direct connection would, then asks the proxy for it. */
+  private sendThroughProxy(route: ProxyRoute): void {
+    route.vet(this.url.hostname).then(
+      (address) => {
+        if (this.settled) return;
+        this.viaProxy = { route, address };
+        try {
+          this.req = this.send();
+        } catch (err) {
+          this.fail(err as Error);
+        }
+      },
+      (err: Error) => this.fail(err),
+    );
   }
 
   /** Writes the POST (on a kept-alive connection when the agent has one free). */
   private send(): ClientRequest {
     const secure = this.url.protocol === "https:";
     const headers = { ...this.input.headers, "content-length": String(this.input.body.length), "accept-encoding": "gzip, deflate, br" };
-    const req = (secure ? httpsRequest : httpRequest)(this.url, { method: "POST", agent: secure ? this.input.agents.https : this.input.agents.http, headers });
+    const req = this.viaProxy
+      ? this.proxyRequest(this.viaProxy, headers)
+      : (secure ? httpsRequest : httpRequest)(this.url, { method: "POST", agent: secure ? this.input.agents.https : this.input.agents.http, headers });
     req.on("error", (err) => this.onRequestError(req, err));
     req.on("response", (res) => this.onResponse(res));
     req.end(this.input.body);
     return req;
+  }
+
+  /**
+   * The absolute-form POST to the proxy: `POST http://<vetted address>:<port>/path` with the
+   * endpoint's `Host`. A proxy that follows RFC 9112 replaces that `Host` with the address it was
+   * given (tinyproxy and squid do): receivers of plain-http endpoints see their address there.
+   */
+  private proxyRequest(via: { route: ProxyRoute; address: string }, headers: Record<string, string>): ClientRequest {
+    const { proxy } = via.route;
+    const path = `http://${authorityOf(via.address, this.url.port || "80")}${this.url.pathname}${this.url.search}`;
+    const authorization = proxy.authorization === null ? {} : { "proxy-authorization": proxy.authorization };
+    return httpRequest({ host: proxy.host, port: proxy.port, method: "POST", path, agent: this.input.agents.http, headers: { host: this.url.host, ...headers, ...authorization } });
+  }
+
+  /**
+   * An answer to an absolute-form request that the proxy made itself (it could not connect, it
+   * refused the credentials or the target): an error status without the `Via` header that a proxy
+   * adds to every answer it forwards (RFC 9110; squid's and tinyproxy's default). The receiver
+   * never saw the request: a connection failure, retried, rather than the receiver's verdict.
+   */
+  private proxyOwnAnswer(res: IncomingMessage): DeliveryProxyError | null {
+    if (this.viaProxy === undefined || res.statusCode === undefined || res.statusCode < 400 || res.headers.via !== undefined) return null;
+    const { route, address } = this.viaProxy;
+    return DeliveryProxyError.refused(route.proxy, this.url.hostname, res.statusCode, `POST http://${authorityOf(address, this.url.port || "80")}`);
   }
 
   private onRequestError(req: ClientRequest, err: Error): void {
@@ -156,19 +205,25 @@ class DirectRequest extends EventEmitter implements OutcomeSource {
       this.req = this.send();
       return;
     }
+    // Before any answer, a failed absolute-form request failed on the way to the proxy.
+    if (this.viaProxy !== undefined && this.res === undefined) {
+      return this.fail(DeliveryProxyError.unreachable(this.viaProxy.route.proxy, this.url.hostname, err.message));
+    }
     this.fail(err);
   }
 
   /** Drops the connection and stops decoding; no event follows. */
   destroy(): void {
     this.settle();
-    this.req.destroy();
+    this.req?.destroy();
     this.res?.destroy();
     this.decoder?.destroy();
   }
 
   private onResponse(res: IncomingMessage): void {
     this.res = res;
+    const proxyAnswer = this.proxyOwnAnswer(res);
+    if (proxyAnswer !== null) return this.fail(proxyAnswer);
     this.emit("response", res);
     const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
     res.on("data", (chunk: Buffer) => {
@@ -251,11 +306,15 @@ function readOutcome(stream: OutcomeSource, maxBytes: number, elapsed: () => num
       if (err !== undefined) {
         const refusal = describePolicyRefusal(err, host.replace(/^\[(.*)\]$/, "$1"));
         const unresolved = refusal ? null : describeUnresolvedHost(err);
+        // A proxy that could not carry the attempt is a connection failure too, retried.
+        const proxy = refusal || unresolved ? null : describeProxyFailure(err);
         outcome.error = refusal
           ? { kind: "refused-by-policy", message: refusal.message, detail: refusal.detail }
           : unresolved
             ? { kind: "connection", message: unresolved.message, detail: unresolved.detail }
-            : { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+            : proxy
+              ? { kind: "connection", message: proxy.message, detail: proxy.detail, ...(proxy.egressFailure ? { egressFailure: true } : {}) }
+              : { kind: errorKind(err), message: err instanceof Error ? err.message : String(err) };
       } else if (status !== undefined && status >= 300 && status <= 399) {
         const location = responseHeaders["location"];
         outcome.error = { kind: "redirect", message: `redirect (${status}${location ? ` to ${location}` : ""}) not followed` };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { buildEnvelope, buildLegacyAuthBody, worldReference } from "./envelope.js";
+import { buildEnvelope, buildLegacyAuthBody, envelopeTemplate, worldReference } from "./envelope.js";
 
 const base = {
   deliveryId: "6f1c1f0e-2b7a-4f0e-9a43-1c8a4a7d2f10",
@@ -25,6 +25,18 @@ describe("buildEnvelope", () => {
 
   it("is deterministic, so a stored body can be compared byte for byte", () => {
     expect(buildEnvelope(base).equals(buildEnvelope({ ...base }))).toBe(true);
+  });
+});
+
+describe("envelopeTemplate", () => {
+  it.each([
+    ["an ordinary delivery", base],
+    ["a Test", { ...base, test: true }],
+    ["no data", { ...base, data: undefined }],
+    ["text that JSON escapes", { ...base, type: 'x"\\u2028', world: { slug: "é", url: "https://x/\n" }, data: { s: "\u0000😀" } }],
+  ])("makes the bytes buildEnvelope makes (%s)", (_name, input) => {
+    const { deliveryId, apiVersion, ...rest } = input;
+    expect(envelopeTemplate(rest)(deliveryId, apiVersion).equals(buildEnvelope(input))).toBe(true);
   });
 });
 

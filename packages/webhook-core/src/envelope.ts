@@ -61,3 +61,13 @@ export function worldReference(playUrl: string, organizationSlug: string, worldS
   const url = customDomain ? `https://${customDomain}/` : `${playUrl.replace(/\/+$/, "")}/@/${organizationSlug}/${worldSlug}`;
   return { slug: worldSlug, url };
 }
+
+/**
+ * The envelopes of one event for several endpoints, built once: everything after `apiVersion` is
+ * serialised here, and each delivery adds its own `deliveryId` and the endpoint's `apiVersion` in
+ * front. The bytes are those {@link buildEnvelope} makes for the same input.
+ */
+export function envelopeTemplate(input: Omit<EnvelopeInput, "deliveryId" | "apiVersion">): (deliveryId: string, apiVersion: string) => Buffer {
+  const tail = `,"type":${JSON.stringify(input.type)},"timestamp":${JSON.stringify(input.timestamp)},"world":${JSON.stringify({ slug: input.world.slug, url: input.world.url })},"data":${JSON.stringify(input.data ?? {})}${input.test === true ? ',"test":true' : ""}}`;
+  return (deliveryId, apiVersion) => Buffer.from(`{"deliveryId":${JSON.stringify(deliveryId)},"apiVersion":${JSON.stringify(apiVersion)}${tail}`, "utf8");
+}

@@ -1,10 +1,10 @@
 /**
  * @vw/webhook-core — the webhook rules shared by admin-api, event-ingest and delivery-worker:
- * Standard Webhooks signing, endpoint secrets encrypted at rest, the endpoint URL policy (SSRF
- * defence at creation and at connect time), one HTTP delivery attempt, the verdict on its
- * outcome, and the retry schedule.
+ * Standard Webhooks signing, endpoint secrets and custom headers encrypted at rest, the endpoint
+ * URL policy (SSRF defence at creation and at connect time), egress through a forward proxy, one
+ * HTTP delivery attempt, the verdict on its outcome, and the retry schedule.
  *
- * Pure logic plus small I/O helpers (DNS lookups, one got POST). It must not import database,
+ * Pure logic plus small I/O helpers (DNS lookups, one node:http POST). It must not import database,
  * queue or web-framework code (no Prisma, BullMQ, ioredis, express), so every process can use it
  * without pulling in infrastructure. Nothing here reads `process.env`: callers pass config values.
  */
@@ -61,7 +61,18 @@ export {
   isPolicyRefusal,
   type DeliveryAgentOptions,
   type DeliveryAgents,
+  type ProxyRoute,
 } from "./delivery-agents.js";
+export {
+  DELIVERY_PROXY_ERROR_CODE,
+  DeliveryProxyError,
+  DeliveryProxyUrlError,
+  describeProxyFailure,
+  parseDeliveryProxyUrl,
+  readDeliveryProxyUrl,
+  type DeliveryProxy,
+} from "./delivery-proxy.js";
+export { REDACTED_HEADER_VALUE, openEndpointHeaders, redactedHeaders, sealEndpointHeaders, sendableHeaders } from "./endpoint-headers.js";
 export { DEFAULT_MAX_RESPONSE_BYTES, postDelivery, type PostDeliveryInput } from "./delivery-http.js";
 export { classify, type AttemptErrorKind, type AttemptOutcome, type AttemptVerdict } from "./outcome.js";
 export {
@@ -72,7 +83,7 @@ export {
   nextDelay,
   parseRetryDelays,
 } from "./retry-schedule.js";
-export { buildEnvelope, buildLegacyAuthBody, worldReference, type EnvelopeInput, type LegacyAuthBodyInput, type WorldReference } from "./envelope.js";
+export { buildEnvelope, buildLegacyAuthBody, envelopeTemplate, worldReference, type EnvelopeInput, type LegacyAuthBodyInput, type WorldReference } from "./envelope.js";
 export {
   DEFAULT_USER_AGENT,
   sendAttempt,
@@ -80,3 +91,17 @@ export {
   type AttemptTrigger,
   type SendAttemptInput,
 } from "./attempt.js";
+export {
+  decideFate,
+  disabledForFailures,
+  humanDuration,
+  retryAfterMs,
+  waitReasonText,
+  windowSignal,
+  type AttemptFacts,
+  type DeliveryKind,
+  type DeliveryPosition,
+  type Fate,
+  type FatePolicy,
+  type WindowSignal,
+} from "./fate.js";

@@ -1,6 +1,7 @@
 /** Real HTTP receivers on 127.0.0.1 (port 0) for the delivery tests; no mocks of the network. */
+import { lookup as systemLookup, type LookupAddress } from "node:dns";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, LookupFunction } from "node:net";
 
 export interface ReceivedRequest {
   method: string;
@@ -59,4 +60,23 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+type ResolverFailure = "ENOTFOUND" | "ENODATA" | "EAI_AGAIN";
+
+/**
+ * A DNS whose answers the test chooses (a rebinding attacker's name server, in effect); names not
+ * in the table go to the system resolver.
+ */
+export function fakeLookup(table: Record<string, string[] | ResolverFailure>): LookupFunction {
+  return (hostname, options, callback) => {
+    const answers = table[hostname];
+    if (!answers) return systemLookup(hostname, options, callback);
+    // A code: the resolver's failure, as getaddrinfo reports it (ENOTFOUND for NXDOMAIN).
+    if (typeof answers === "string") return callback(Object.assign(new Error(`getaddrinfo ${answers} ${hostname}`), { code: answers }), "", 4);
+    const all: LookupAddress[] = answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+    if (options.all) return callback(null, all);
+    const first = all[0] as LookupAddress;
+    return callback(null, first.address, first.family);
+  };
 }

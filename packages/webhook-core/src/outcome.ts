@@ -29,9 +29,14 @@ export interface AttemptOutcome {
     message: string;
     /**
      * For the server's log only, never stored or answered: the address a policy refusal was about,
-     * or what the resolver said of a host that had no address.
+     * what the resolver said of a host that had no address, or what the delivery proxy said.
      */
     detail?: string;
+    /**
+     * True when the platform's own egress (the delivery proxy) failed, unreachable or refusing,
+     * so the receiver was never tried: a `connection` failure that is not the receiver's.
+     */
+    egressFailure?: true;
   };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { createSecretBox, generateSecretBoxKey, SecretBoxError, type SecretBox } from "./secret-box.js";
+import { sealEndpointHeaders } from "./endpoint-headers.js";
 import { SecretCache } from "./secret-cache.js";
 
 /** A real box that counts its opens. */
@@ -55,5 +56,26 @@ describe("SecretCache", () => {
     for (let i = 0; i < 10; i += 1) cache.secretOf(`ep-${i}`, sealed);
     expect(cache.size).toBeLessThanOrEqual(3);
     expect(cache.secretOf("ep-9", sealed)).toBe("whsec_x");
+  });
+
+  it("opens an endpoint's custom headers once, and again only when the stored set changed", () => {
+    const { box, opens } = countingBox();
+    const cache = new SecretCache(box);
+    const first = sealEndpointHeaders(box, { Authorization: "Bearer one" });
+    expect(cache.headersOf("ep-1", first)).toEqual({ Authorization: "Bearer one" });
+    expect(cache.headersOf("ep-1", first)).toEqual({ Authorization: "Bearer one" });
+    expect(opens()).toBe(1);
+    // A PATCH stores a new sealed set: the next attempt sends the new values.
+    expect(cache.headersOf("ep-1", sealEndpointHeaders(box, { Authorization: "Bearer two" }))).toEqual({ Authorization: "Bearer two" });
+    // The secret of the same endpoint is kept apart from its headers.
+    expect(cache.secretOf("ep-1", box.seal("whsec_x"))).toBe("whsec_x");
+    expect(cache.headersOf("ep-1", null)).toEqual({});
+    expect(opens()).toBe(3);
+  });
+
+  it("refuses a sealed value that is not a header set (a secret stored in the wrong column)", () => {
+    const { box } = countingBox();
+    expect(() => new SecretCache(box).headersOf("ep-1", box.seal("whsec_not_headers"))).toThrow(SecretBoxError);
+    expect(() => new SecretCache(box).headersOf("ep-1", box.seal('["a"]'))).toThrow(SecretBoxError);
   });
 });

@@ -19,7 +19,7 @@ import {
 import { CURRENT_API_VERSION, DEFAULT_MAX_STORAGE_BYTES_PER_WORLD } from "@vw/contracts";
 import type { DeliveryAgents, EndpointUrlPolicy, HostResolver, SecretBox } from "@vw/webhook-core";
 import type { Queue } from "bullmq";
-import type { DeliveryQueues } from "@vw/queues";
+import { DrainSignals, type DeliveryQueues } from "@vw/queues";
 import { adminOrSessionAuth, sessionCookiePolicy } from "./dashboard-auth.js";
 import { dashboardPageRouter, dashboardSecurityHeaders } from "./dashboard-page.js";
 import { dashboardSessionApiRouter, dashboardSessionsAdminRouter } from "./dashboard-sessions.routes.js";
@@ -142,7 +142,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
     quotas: deps.endpointQuotas ?? DEFAULT_ENDPOINT_QUOTAS,
   });
-  const deliveries = new DeliveriesService(log, history, endpoints, deps.deliveryQueue, deps.enqueueTimeoutMs);
+  const deliveries = new DeliveriesService(log, history, endpoints, new DrainSignals(deps.deliveryQueue), deps.logger, deps.enqueueTimeoutMs);
   const endpointTests = new EndpointTestService(log, endpoints, {
     playUrl: deps.playUrl.replace(/\/+$/, ""),
     secretBox: deps.secretBox,

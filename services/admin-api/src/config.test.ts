@@ -51,6 +51,7 @@ describe("loadConfig", () => {
       queueShards: 16,
       playUrl: "https://play.localhost",
       endpointUrlPolicy: "public-https",
+      deliveryProxy: null,
       secretsEncryptionKey: KEY_A,
       redis: { kind: "standalone", url: "redis://127.0.0.1:6379", password: null, tls: false },
       redisKeyPrefix: "vw",
@@ -229,5 +230,13 @@ describe("loadConfig", () => {
       expect(problems).toEqual([expect.stringContaining("PUBLIC_ADMIN_URL must be an origin")]);
       expect(problems.join()).not.toContain("secret");
     }
+  });
+
+  it("sends the Test action through DELIVERY_PROXY_URL when set, its credentials as Proxy-Authorization", () => {
+    expect(loadConfig(valid).deliveryProxy).toBeNull();
+    const { deliveryProxy } = loadConfig({ ...valid, DELIVERY_PROXY_URL: "http://tests:pa%24%24@10.0.0.5:8888" });
+    expect(deliveryProxy).toEqual({ host: "10.0.0.5", port: 8888, authorization: `Basic ${Buffer.from("tests:pa$$").toString("base64")}`, address: "10.0.0.5:8888" });
+    const problems = problemsOf({ ...valid, DELIVERY_PROXY_URL: "socks5://tests:pa%24%24@10.0.0.5:1080" });
+    expect(problems).toEqual(["DELIVERY_PROXY_URL must be http://[user:password@]host:port (the scheme is socks5, only http is supported)"]);
   });
 });

@@ -13,7 +13,7 @@ import {
   type Env,
   type EnvReader,
 } from "@vw/service-kit";
-import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
+import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Defaults of MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD (the operator raises them per world). */
 export const DEFAULT_ENDPOINT_QUOTAS = Object.freeze({ maxEndpoints: 50, maxAuthEndpoints: 10 });
@@ -37,6 +37,8 @@ export function loadConfig(env: Env) {
     const redisKeyPrefix = readRedisKeyPrefix(r, "vw");
     const publicAdminUrl = readPublicAdminUrl(r);
     const dashboardFrameAncestors = readFrameAncestors(r);
+    const deliveryProxy = readDeliveryProxyUrl(r.optionalString("DELIVERY_PROXY_URL"));
+    if (deliveryProxy.problem !== null) r.problem(deliveryProxy.problem);
     return {
       ...common,
       databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
@@ -59,6 +61,12 @@ export function loadConfig(env: Env) {
        * `any`: every http(s) URL, for development and tests only (logged loudly at start-up).
        */
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /**
+       * DELIVERY_PROXY_URL: the forward proxy the Test action's requests go through, as every
+       * request to a customer does (asked for the address this process resolved and vetted);
+       * null: they leave directly.
+       */
+      deliveryProxy: deliveryProxy.proxy,
       /**
        * Keys of the secret box that seals endpoint secrets at rest: comma-separated base64 32-byte
        * keys; the first seals, all open (rotation).

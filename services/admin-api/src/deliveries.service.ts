@@ -6,9 +6,9 @@ import type {
   EndpointStatsSummary,
 } from "@vw/db";
 import type { AttemptRecord } from "@vw/webhook-core";
-import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
-import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, WorldStatsResource } from "@vw/contracts";
-import { enqueueDeliveries, type DeliveryQueues } from "@vw/queues";
+import { AppError, notFound, withSpan, withTimeout, type Logger } from "@vw/service-kit";
+import type { AttemptResource, DeliveryResource, DeliverySummaryResource, EndpointStatsResource, ListResource, SendingWindowResource, WorldStatsResource } from "@vw/contracts";
+import type { DrainSignals } from "@vw/queues";
 import type { EndpointsService } from "./endpoints.service.js";
 import { badCursor, isUuid, type PageRequest } from "./http-support.js";
 
@@ -20,15 +20,16 @@ export interface DeliveryPageRequest extends PageRequest {
 /**
  * Delivery history of one endpoint (filtered list, one delivery with every attempt, 24 h stats)
  * and Replay, through the DeliveryLog of @vw/db (the one owner of the history tables): reads from
- * its DeliveryHistory, Replay through its requeue/restore.
+ * its DeliveryHistory, Replay through its requeue and a wake of the endpoint.
  */
 export class DeliveriesService {
   constructor(
     private readonly log: DeliveryLog,
     private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
-    private readonly deliveryQueue: DeliveryQueues,
-    /** How long Replay waits for Redis to take the job (BullMQ waits for a connection forever). */
+    private readonly signals: Pick<DrainSignals, "wake" | "loadWindow">,
+    private readonly logger: Logger,
+    /** How long Replay waits for Redis to take the wake (a producer connection waits for a reconnection). */
     private readonly enqueueTimeoutMs = DEFAULT_ENQUEUE_TIMEOUT_MS,
   ) {}
 
@@ -60,10 +61,19 @@ export class DeliveriesService {
     return { ...toDeliverySummary(row), body, attempts: row.attempts.map((attempt) => toAttemptResource(attempt, body)) };
   }
 
-  /** The endpoint's figures over the last 24 h (see EndpointStatsResource), from the rollup kept as attempts are recorded. */
+  /**
+   * The endpoint's figures over the last 24 h (see EndpointStatsResource), from the rollup kept as
+   * attempts are recorded, with its sending window as its last drain left it (left out when Redis
+   * does not answer in time: the figures do not wait for it).
+   */
   async stats(organizationSlug: string, worldSlug: string, endpointId: string): Promise<EndpointStatsResource> {
     const endpoint = await this.endpoints.find(organizationSlug, worldSlug, endpointId);
-    return toStatsResource(await this.history.stats(endpoint.id));
+    const window = withTimeout(this.signals.loadWindow(endpoint.id), this.enqueueTimeoutMs, "window").catch((err: unknown) => {
+      this.logger.debug({ err: err as Error, endpointId: endpoint.id }, "the endpoint's sending window could not be read");
+      return null;
+    });
+    const [stats, stored] = await Promise.all([this.history.stats(endpoint.id), window]);
+    return { ...toStatsResource(stats), ...(stored === null ? {} : { sendingWindow: toSendingWindow(stored) }) };
   }
 
   /** The figures of every endpoint of the world together, over the last 24 h (one read of the rollup). */
@@ -77,11 +87,10 @@ export class DeliveriesService {
    *
    * Refused with 409 `endpoint-disabled` while the endpoint is disabled (this project's choice:
    * a disabled endpoint receives nothing; re-enable it first). The check is part of the UPDATE
-   * itself, so a disable landing at the same moment cannot be overtaken. The row becomes
-   * `pending` before the job exists, because the worker only sends pending deliveries; if the job
-   * cannot be added (Redis down, or not answering within `enqueueTimeoutMs`), the row gets its
-   * previous status back and the caller a 503. Should a timed-out add still land once Redis is
-   * back, its run sends the delivery only if it is pending by then (at least once, never lost).
+   * itself, so a disable landing at the same moment cannot be overtaken. Once the delivery is
+   * pending again, PostgreSQL owes it: the endpoint is woken at once, and should that fail (Redis
+   * down, or not answering within `enqueueTimeoutMs`), the worker's reconciler wakes it within
+   * RECONCILE_INTERVAL_MS; the Replay is accepted either way.
    */
   replay(organizationSlug: string, worldSlug: string, endpointId: string, deliveryId: string): Promise<DeliverySummaryResource> {
     return withSpan("delivery replay", { "webhook.endpoint_id": endpointId, "webhook.delivery_id": deliveryId }, () => this.replayUntraced(organizationSlug, worldSlug, endpointId, deliveryId));
@@ -101,18 +110,11 @@ export class DeliveriesService {
       throw endpointDisabled("replays");
     }
 
-    const enqueued = enqueueDeliveries(this.deliveryQueue, [{ deliveryId: before.id, endpointId: endpoint.id, run: requeued.run }]);
-    try {
-      await withTimeout(enqueued, this.enqueueTimeoutMs, ENQUEUE_TIMEOUT_MESSAGE);
-    } catch (err) {
-      enqueued.catch(() => undefined); // settled or not, nobody waits for it any more
-      // Only if nothing else touched the row since (a worker run of an earlier job, a disable).
-      await this.log.restore(requeued).catch(() => undefined);
-      if (err instanceof Error && err.message === ENQUEUE_TIMEOUT_MESSAGE) {
-        throw new AppError(503, "dependency-unavailable", `${ENQUEUE_TIMEOUT_MESSAGE}; the delivery was not replayed, retry shortly.`, { headers: { "Retry-After": "2" } });
-      }
-      throw err;
-    }
+    const woken = this.signals.wake([endpoint.id]);
+    await withTimeout(woken, this.enqueueTimeoutMs, ENQUEUE_TIMEOUT_MESSAGE).catch((err: unknown) => {
+      woken.catch(() => undefined); // settled or not, nobody waits for it any more
+      this.logger.warn({ err: err as Error, endpointId: endpoint.id, deliveryId }, "replay: waking the endpoint failed; the worker's reconciler will");
+    });
     const row = await this.history.find(endpoint.id, before.id);
     if (!row) throw deliveryNotFound(endpoint.id, deliveryId);
     return toDeliverySummary(row);
@@ -121,7 +123,7 @@ export class DeliveriesService {
 
 /** Default of {@link DeliveriesService}'s `enqueueTimeoutMs`. */
 export const DEFAULT_ENQUEUE_TIMEOUT_MS = 5000;
-const ENQUEUE_TIMEOUT_MESSAGE = "Redis did not take the replay job in time";
+const ENQUEUE_TIMEOUT_MESSAGE = "Redis did not take the replay's wake in time";
 
 /** 409 for an action that would send to a disabled endpoint (`what`: "replays", "recovers"). */
 export function endpointDisabled(what: string): AppError {
@@ -143,6 +145,7 @@ export function toDeliverySummary(row: DeliverySummary): DeliverySummaryResource
     attemptCount: row.attemptCount,
     lastStatus: row.lastStatus,
     nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
+    ...(row.status === "pending" && row.waitReason !== null ? { nextAttemptReason: row.waitReason } : {}),
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
     ...(row.eventId === null ? {} : { eventId: row.eventId }),
@@ -167,6 +170,12 @@ export function toAttemptResource(row: AttemptRecord, requestBody: string): Atte
     error: row.error,
     verdict: row.verdict,
   };
+}
+
+/** A drain's stored window as the API shows it. */
+function toSendingWindow(w: { size: number; max: number; reason: "throttled" | "unresponsive" | null; since: number | null }): SendingWindowResource {
+  const slowedDown = w.size < w.max;
+  return { size: w.size, max: w.max, slowedDown, reason: slowedDown ? w.reason : null, since: slowedDown && w.since !== null ? new Date(w.since).toISOString() : null };
 }
 
 function toStatsResource(s: EndpointStatsSummary): EndpointStatsResource {

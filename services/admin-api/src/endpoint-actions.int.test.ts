@@ -242,6 +242,7 @@ describe("POST .../endpoints/import-legacy", () => {
       disabledReason: null,
       disabledAt: null,
       rateLimitPerSecond: null,
+      headerNames: [],
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -10,6 +10,7 @@ import {
 import {
   buildEnvelope,
   buildLegacyAuthBody,
+  openEndpointHeaders,
   sendAttempt,
   worldReference,
   type DeliveryAgents,
@@ -71,15 +72,18 @@ export class EndpointTestService {
     const deliveryId = newDeliveryId();
     const { type, body } = this.sampleBody(endpoint, world, deliveryId, request.subscription, now());
     const secret = endpoint.secretSealed === null ? null : this.options.secretBox.open(endpoint.secretSealed);
+    // A Test carries the endpoint's custom headers as its deliveries do (a gateway in front of the receiver needs them).
+    const headers = openEndpointHeaders(this.options.secretBox, endpoint.headersSealed);
     const attempt = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "test" }, () =>
-      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "test", body, secret, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now }),
+      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "test", body, secret, headers, agents: this.options.agents, timeoutMs: this.options.timeoutMs, now }),
     );
-    // What a policy refusal was about, or what the resolver said of a host without an address, stays
-    // on the server: the answer and the history say only "not a public address" or "could not connect".
+    // What a policy refusal was about, what the resolver said of a host without an address, or what
+    // the delivery proxy said, stays on the server: the answer and the history say only "not a
+    // public address" or "could not connect".
     if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
         { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
-        attempt.errorKind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: its host had no address",
+        attempt.errorKind === "refused-by-policy" ? "Test refused by ENDPOINT_URL_POLICY" : "Test could not connect: see detail",
       );
     }
 

@@ -1,5 +1,5 @@
 import { badRequest, type FieldError, type Logger } from "@vw/service-kit";
-import type { ValidationResult } from "@vw/contracts";
+import { endpointHeadersErrors, type ValidationResult } from "@vw/contracts";
 import { checkEndpointUrl, systemResolver, type EndpointUrlPolicy, type HostResolver } from "@vw/webhook-core";
 
 /** Outcome of applying ENDPOINT_URL_POLICY to one url: the normalised URL or the problem. */
@@ -35,9 +35,10 @@ export function createEndpointUrlChecker(policy: EndpointUrlPolicy, resolveHost:
 }
 
 /**
- * Validates a request body that may carry an endpoint `url`: the schema, and the URL policy for a
- * url the schema accepts, so one 400 `invalid-request` lists every problem. Returns the body with
- * the url normalised.
+ * Validates a request body that may carry an endpoint `url` and `headers`: the schema, the URL
+ * policy for a url the schema accepts, and the header rules the schema cannot say (reserved
+ * names, a name repeated in another case), so one 400 `invalid-request` lists every problem, each
+ * header's at its own pointer (`/headers/Host`). Returns the body with the url normalised.
  */
 export async function validEndpointBody<T extends { url?: string }>(
   validate: (data: unknown) => ValidationResult<T>,
@@ -53,6 +54,8 @@ export async function validEndpointBody<T extends { url?: string }>(
     if (verdict.ok) accepted = verdict.url;
     else errors.push(verdict.error);
   }
+  const headers = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as { headers?: unknown }).headers : undefined;
+  if (typeof headers === "object" && headers !== null && !Array.isArray(headers)) errors.push(...endpointHeadersErrors(headers as Record<string, string>));
   if (!result.ok || errors.length > 0) {
     throw badRequest("invalid-request", "The request body is not valid; see `errors` for each invalid member.", errors);
   }

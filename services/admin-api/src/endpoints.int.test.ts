@@ -15,7 +15,7 @@ afterAll(async () => {
   await api.close();
 });
 
-const ENDPOINT_KEYS = ["apiVersion", "createdAt", "disabledAt", "disabledReason", "enabled", "format", "hasSecret", "id", "rateLimitPerSecond", "subscriptions", "updatedAt", "url"];
+const ENDPOINT_KEYS = ["apiVersion", "createdAt", "disabledAt", "disabledReason", "enabled", "format", "hasSecret", "headerNames", "id", "rateLimitPerSecond", "subscriptions", "updatedAt", "url"];
 
 describe("POST .../endpoints", () => {
   it("creates an enabled current endpoint: 201, Location, no-store, the secret once, apiVersion frozen to the current one", async () => {
@@ -37,6 +37,7 @@ describe("POST .../endpoints", () => {
       disabledReason: null,
       disabledAt: null,
       rateLimitPerSecond: null,
+      headerNames: [],
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+={0,2}$/),

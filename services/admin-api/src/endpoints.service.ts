@@ -1,8 +1,10 @@
-import type { EndpointPatch, EndpointRecord, EndpointStore, PrismaClient, QuotaCheck } from "@vw/db";
+import type { EndpointPatch, EndpointRecord, EndpointStore, PrismaClient, QuotaCheck, SealedHeaders } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
+  headerNamesOf,
   type CreateEndpointRequest,
+  type EndpointHeaders,
   type EndpointDisabledReason,
   type EndpointFormat,
   type EndpointResource,
@@ -12,7 +14,7 @@ import {
   type UpdateEndpointRequest,
   type WebhookSubscription,
 } from "@vw/contracts";
-import { generateSecret, type SecretBox } from "@vw/webhook-core";
+import { generateSecret, sealEndpointHeaders, type SecretBox } from "@vw/webhook-core";
 import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
@@ -29,7 +31,7 @@ export interface EndpointQuotas {
 
 /** What endpoint management is built from besides the database and the worlds. */
 export interface EndpointsServiceOptions {
-  /** Seals secrets at rest (SECRETS_ENCRYPTION_KEY). */
+  /** Seals secrets and custom headers at rest (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
   /** `apiVersion` given to endpoints created by this process; frozen on each endpoint. */
   currentApiVersion: string;
@@ -80,6 +82,7 @@ export class EndpointsService {
         apiVersion: this.options.currentApiVersion,
         secretSealed: this.options.secretBox.seal(secret),
         rateLimitPerSecond: request.rateLimitPerSecond ?? null,
+        ...(request.headers === undefined ? {} : { headers: this.sealed(request.headers) }),
       },
       this.quotaCheck(world, { endpoints: 1, authEndpoints: subscriptions.includes("auth") ? 1 : 0 }),
     );
@@ -119,13 +122,17 @@ export class EndpointsService {
     return toEndpointResource(await this.find(organizationSlug, worldSlug, id));
   }
 
-  /** Replaces url, subscriptions and/or the throttle (null removes it); `{}` changes nothing. Nothing else is editable here. */
+  /**
+   * Replaces url, subscriptions, the throttle (null removes it) and/or the whole set of custom
+   * headers (`{}` removes them); `{}` changes nothing. Nothing else is editable here.
+   */
   async update(organizationSlug: string, worldSlug: string, id: string, patch: UpdateEndpointRequest): Promise<EndpointResource> {
     const data: EndpointPatch = {};
     if (patch.url !== undefined) data.url = patch.url;
     if (patch.subscriptions !== undefined) data.subscriptions = canonicalSubscriptions(patch.subscriptions);
     // Workers pick a change up at the endpoint's next attempt (they read the row for each).
     if (patch.rateLimitPerSecond !== undefined) data.rateLimitPerSecond = patch.rateLimitPerSecond;
+    if (patch.headers !== undefined) data.headers = this.sealed(patch.headers);
     const where = await this.whereOf(organizationSlug, worldSlug, id);
     if (Object.keys(data).length === 0) return this.get(organizationSlug, worldSlug, id);
     if (patch.subscriptions?.includes("auth")) {
@@ -198,6 +205,11 @@ export class EndpointsService {
     return toEndpointResource(await this.updating(organizationSlug, worldSlug, id, () => this.store.update(where, { format })));
   }
 
+  /** Custom headers as stored: the set sealed (values are write-only), the names in the order reads show. */
+  private sealed(headers: EndpointHeaders): SealedHeaders {
+    return { sealed: sealEndpointHeaders(this.options.secretBox, headers), names: headerNamesOf(headers) };
+  }
+
   /** The stored endpoint (sealed secret included); 404 for an unknown id or an endpoint of another world. */
   async find(organizationSlug: string, worldSlug: string, id: string): Promise<EndpointRow> {
     return (await this.findWithWorld(organizationSlug, worldSlug, id)).endpoint;
@@ -257,7 +269,7 @@ function quotaExceeded(quota: "maxEndpoints" | "maxAuthEndpoints", limit: number
   return new AppError(409, "quota-exceeded", detail, { quota, limit, ...(pointer === undefined ? {} : { errors: [{ pointer, detail: `would exceed the world's ${quota} (${limit})` }] }) });
 }
 
-/** An endpoint as the API shows it: never the secret, sealed or not. */
+/** An endpoint as the API shows it: never the secret nor a header value, sealed or not. */
 export function toEndpointResource(row: EndpointRow): EndpointResource {
   return {
     id: row.id,
@@ -270,6 +282,7 @@ export function toEndpointResource(row: EndpointRow): EndpointResource {
     disabledReason: (row.disabledReason as EndpointDisabledReason | null) ?? null,
     disabledAt: row.disabledAt?.toISOString() ?? null,
     rateLimitPerSecond: row.rateLimitPerSecond,
+    headerNames: row.headerNames,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

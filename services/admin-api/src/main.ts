@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
-import { QUEUE_NAMES, closeRedisConnection, createRedisConnection, keepAnnouncingLayout, openDeliveryQueues, openQueue } from "@vw/queues";
+import { QUEUE_NAMES, closeRedisConnection, createRedisConnection, openDeliveryQueues, openQueue } from "@vw/queues";
 import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
 import { DASHBOARD_ASSETS_DIR } from "@vw/dashboard/assets-dir";
@@ -21,11 +21,9 @@ const deliveryQueue = openDeliveryQueues(redis, config.redisKeyPrefix, config.qu
 // Connection errors (the queues re-emit their connection's) are one line per outage, not per retry.
 watchRedisConnection(redis, logger);
 for (const shard of deliveryQueue.shards) shard.on("error", redisClientErrorListener(logger, "delivery queue error"));
-// The shard layout Replay queues into stays in use (not retired by the workers) while this process runs.
-const layoutAnnouncer = keepAnnouncingLayout(redis, config.redisKeyPrefix, config.queueShards, (err) => logger.debug({ err }, "announcing the delivery shard layout failed; tried again shortly"));
 const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
 recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
-const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
+const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy, { proxy: config.deliveryProxy });
 // The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
 const membersPool = createPgPool(config.databaseUrl, {
   max: 4,
@@ -66,6 +64,8 @@ logger.info(
     publicMapStorageUrl: config.publicMapStorageUrl,
     playUrl: config.playUrl,
     endpointUrlPolicy: config.endpointUrlPolicy,
+    // Its address only: the credentials are never logged.
+    deliveryProxy: config.deliveryProxy?.address ?? null,
     redis: describeRedisTopology(config.redis),
     redisKeyPrefix: config.redisKeyPrefix,
     publicAdminUrl: config.publicAdminUrl,
@@ -76,13 +76,7 @@ logger.info(
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
-  {
-    name: "delivery queue",
-    run: async () => {
-      layoutAnnouncer.stop();
-      await deliveryQueue.close();
-    },
-  },
+  { name: "delivery queue", run: () => deliveryQueue.close() },
   { name: "recovery queue", run: () => recoveryQueue.close() },
   // QUIT needs a live connection; one that is down is simply dropped.
   { name: "redis", run: () => closeRedisConnection(redis) },

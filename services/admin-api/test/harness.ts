@@ -20,6 +20,7 @@ import {
   createSecretBox,
   destroyDeliveryAgents,
   generateSecretBoxKey,
+  type DeliveryProxy,
   type EndpointUrlPolicy,
   type HostResolver,
   type SecretBox,
@@ -82,6 +83,8 @@ export interface AdminApiOptions {
   trustProxy?: number | string[] | false;
   /** DNS lookup of the Test action's connections; the system's unless given. */
   deliveryLookup?: LookupFunction;
+  /** DELIVERY_PROXY_URL, parsed: the Test action's requests go through it; direct unless given. */
+  deliveryProxy?: DeliveryProxy;
   /** ADMIN_TOKEN; a fresh random one unless given. */
   adminToken?: string;
   /** MAP_STORAGE_INTERNAL_URL (the room listing); PUBLIC_MAP_STORAGE_URL unless given. */
@@ -163,7 +166,7 @@ export async function startAdminApi(options: AdminApiOptions = {}): Promise<Admi
   const redisKeyPrefix = testKeyPrefix("admin-");
   const deliveryQueue = openDeliveryQueues(redis, redisKeyPrefix);
   const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, redisKeyPrefix);
-  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy, options.deliveryLookup ? { lookup: options.deliveryLookup } : {});
+  const deliveryAgents = createDeliveryAgents(endpointUrlPolicy, { proxy: options.deliveryProxy ?? null, ...(options.deliveryLookup ? { lookup: options.deliveryLookup } : {}) });
   const ownDashboardDir = options.dashboardAssetsDir === undefined ? await testDashboardDir() : null;
   const app = createAdminApp({
     prisma,

@@ -3,22 +3,21 @@
  * `analytics.batch` deliveries. Each run takes at most ONE batch of up to `batchMax` inner events
  * per endpoint, so an endpoint gets at most `60000 / ANALYTICS_FLUSH_INTERVAL_MS` batches a minute
  * whatever the activity (3 with the default 20 s); what does not fit waits in the bounded buffer
- * for the next run. A batch is an ordinary delivery (a `webhook_deliveries` row and a `deliver.v1`
- * job), so signing, retries, history, replay and disabling all apply to it.
+ * for the next run. A batch is an ordinary delivery (a pending delivery in the log, and a wake of
+ * its endpoint), so signing, retries, history, replay and disabling all apply to it.
  *
  * At least once: a batch is claimed into the endpoint's in-flight record (with its deliveryId),
- * and released only after its row is committed and its job queued. A run that fails in between
- * (the database write, the enqueue, a crash) leaves the batch there; the next run takes that same
- * batch again, inserts its row if it is not there yet and re-adds its job (the job id is the
- * deliveryId, so neither step can double it). Events never sent are counted, never silent:
+ * and released only after its delivery is committed. A run that fails before (the database write,
+ * a crash) leaves the batch there; the next run takes that same batch again and inserts its
+ * delivery if it is not there yet (its id is the deliveryId, so it cannot be doubled). Once
+ * committed, the delivery is PostgreSQL's: a wake that fails is made up by the reconciler. Events never sent are counted, never silent:
  * trimmed from a full buffer (ingest side, collected here) or discarded because their endpoint can
  * no longer receive analytics.
  */
-import type { DeliveryQueues } from "@vw/queues";
-import type { RedisClient } from "@vw/queues";
+import type { DrainSignals, RedisClient } from "@vw/queues";
 import { newDeliveryId, type DeliveryLog, type SqlRunner } from "@vw/db";
 import { ANALYTICS_BATCH_MAX_EVENTS } from "@vw/contracts";
-import { claimAnalyticsBatch, discardAnalyticsBuffer, enqueueDeliveries, pendingAnalyticsEndpoints, releaseAnalyticsBatch, type DeliverJobData } from "@vw/queues";
+import { claimAnalyticsBatch, discardAnalyticsBuffer, pendingAnalyticsEndpoints, releaseAnalyticsBatch } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { AnalyticsDropReason, WorkerMetrics } from "./metrics.js";
@@ -36,8 +35,8 @@ export interface AnalyticsFlushDeps {
   /** The process's runner (the endpoints' read) and delivery log (the batches' rows). */
   sql: SqlRunner;
   log: DeliveryLog;
-  /** The deliveries queue the batch jobs go to. */
-  deliveries: DeliveryQueues;
+  /** Wakes the batches' endpoints. */
+  signals: Pick<DrainSignals, "wake">;
   keyPrefix: string;
   /** PLAY_URL, for the world's `url` in the envelope. */
   playUrl: string;
@@ -148,15 +147,14 @@ export async function flushAnalytics(deps: AnalyticsFlushDeps): Promise<Analytic
       { ignoreExisting: true },
     );
     deps.metrics.analyticsBatches.inc(stored);
-    const jobs: DeliverJobData[] = batches.map((b) => ({ deliveryId: b.id, endpointId: b.endpointId, run: 0 }));
-    await enqueueDeliveries(deps.deliveries, jobs);
   } catch (err) {
     deps.logger.warn(
       { batches: batches.length, events: batches.reduce((n, b) => n + b.events, 0), err },
-      "analytics batches not stored or queued: kept in flight for the next flush",
+      "analytics batches not stored: kept in flight for the next flush",
     );
     throw err;
   }
+  await deps.signals.wake(batches.map((b) => b.endpointId)).catch((err: unknown) => deps.logger.warn({ err: err as Error }, "waking the analytics batches' endpoints failed; the reconciler's sweep will"));
   await Promise.all(batches.map((b) => releaseAnalyticsBatch(deps.redis, deps.keyPrefix, b.worldId, b.endpointId, b.id)));
   result.deliveryIds = batches.map((b) => b.id);
   result.events = batches.reduce((n, b) => n + b.events, 0);

@@ -107,4 +107,12 @@ describe("analytics flush and PLAY_URL", () => {
     expect(problems).toEqual(["PLAY_URL must not contain credentials (it is sent in every analytics.batch envelope)"]);
     expect(problems.join("\n")).not.toContain("hunter2");
   });
+
+  it("sends deliveries through DELIVERY_PROXY_URL when set; a malformed one is named, its password never repeated", () => {
+    expect(loadConfig(base).deliveryProxy).toBeNull();
+    expect(loadConfig({ ...base, DELIVERY_PROXY_URL: "http://[fd00::3]:3128" }).deliveryProxy).toMatchObject({ host: "fd00::3", port: 3128, address: "[fd00::3]:3128" });
+    const problems = problemsOf({ DELIVERY_PROXY_URL: "http://worker:hunter2@egress:3128/path" });
+    expect(problems).toEqual(["DELIVERY_PROXY_URL must be http://[user:password@]host:port (no path, query or fragment)"]);
+    expect(problems.join()).not.toContain("hunter2");
+  });
 });

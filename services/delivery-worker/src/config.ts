@@ -7,6 +7,7 @@ import {
   RetryScheduleError,
   secretBoxKeyProblem,
   parseRetryDelays,
+  readDeliveryProxyUrl,
   type EndpointUrlPolicy,
 } from "@vw/webhook-core";
 
@@ -40,6 +41,8 @@ export function loadConfig(env: Env) {
       r.problem(`RETRY_DELAYS lists ${retryDelays.length} delays; at most ${MAX_RETRIES} retries are allowed (spec: Limits)`);
     }
     const playUrl = readPlayUrl(r);
+    const deliveryProxy = readDeliveryProxyUrl(r.optionalString("DELIVERY_PROXY_URL"));
+    if (deliveryProxy.problem !== null) r.problem(deliveryProxy.problem);
     const smtpUrl = r.optionalString("SMTP_URL");
     if (smtpUrl !== undefined) r.url("SMTP_URL", undefined, ["smtp:", "smtps:"]);
     return {
@@ -54,6 +57,11 @@ export function loadConfig(env: Env) {
       /** Same keys as admin-api: the worker opens endpoint secrets to sign with them. */
       secretsEncryptionKey,
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /**
+       * DELIVERY_PROXY_URL: the forward proxy every request to a customer goes through (asked for
+       * the address this process resolved and vetted); null: requests leave directly.
+       */
+      deliveryProxy: deliveryProxy.proxy,
       /** Whole-attempt budget of one delivery POST. */
       deliveryTimeoutMs: r.int("DELIVERY_TIMEOUT_MS", 15_000, { min: 100, max: 120_000 }),
       /** Delay before each retry (up to 9 retries); each delay gets up to +10% jitter. */
@@ -68,21 +76,15 @@ export function loadConfig(env: Env) {
       retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
       /** Deliveries in flight per worker process, across all endpoints. */
       deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 100, { min: 1, max: 2000 }),
-      /** Largest window of attempts in flight per endpoint, across all worker replicas together. */
+      /** Largest window of attempts in flight per endpoint (one drain at a time sends to an endpoint, whatever the replicas). */
       endpointConcurrency: r.int("DELIVERY_ENDPOINT_CONCURRENCY", 10, { min: 1, max: 1000 }),
       /**
-       * Safety-net delay of a parked job: it is promoted exactly when a slot frees; this only
-       * bounds the wait if that promotion were lost (a crash at the wrong moment).
+       * How long an endpoint's drain that ran out of work waits for more before its job ends: an
+       * endpoint getting events every second or so keeps one drain instead of a job per event.
        */
-      parkTimeoutMs: r.int("SCHEDULER_PARK_TIMEOUT_MS", 3_600_000, { min: 10_000, max: 7 * 86_400_000 }),
-      /**
-       * How long a job whose endpoint has every slot taken (and nothing parked) waits in the worker
-       * for one before it is parked: a fast endpoint frees a slot within milliseconds, and a park
-       * costs a promotion and a second fetch. 0 parks at once.
-       */
-      slotWaitMs: r.int("SCHEDULER_SLOT_WAIT_MS", 200, { min: 0, max: 10_000 }),
-      /** How often each worker takes back expired slots (dead workers') and hands them to parked jobs. */
-      sweepIntervalMs: r.int("SCHEDULER_SWEEP_MS", 2000, { min: 100, max: 60_000 }),
+      drainLingerMs: r.int("DRAIN_LINGER_MS", 3000, { min: 0, max: 60_000 }),
+      /** RETRY_AFTER_MAX_S in ms: the longest a receiver's Retry-After (429, 503) may push a retry past the schedule. */
+      retryAfterMaxMs: r.int("RETRY_AFTER_MAX_S", 21_600, { min: 0, max: 7 * 86_400 }) * 1000,
       /**
        * Lock of an active job; a worker that dies holding one (kill -9, a crashed node) has its
        * jobs handed to another worker within about this long (BullMQ lockDuration and
@@ -91,9 +93,9 @@ export function loadConfig(env: Env) {
        */
       jobLockMs: r.int("JOB_LOCK_MS", 30_000, { min: 1000 }),
       /**
-       * How often the reconciler sweeps the pending deliveries of PostgreSQL (the schedule of
-       * record) for ones without a job in Redis, and queues them again: the longest a delivery can
-       * wait without a job. A Redis that lost its data is noticed within a second, whatever this is.
+       * How often the reconciler wakes every endpoint with due deliveries in PostgreSQL (the schedule
+       * of record) that has no drain in Redis: the longest a delivery can wait without one. A Redis
+       * that lost its data is noticed within a second, whatever this is.
        */
       reconcileIntervalMs: r.int("RECONCILE_INTERVAL_MS", 30_000, { min: 1000, max: 3_600_000 }),
       /** SMTP relay for administrator mails; unset = mails are logged, not sent (loud warning). */

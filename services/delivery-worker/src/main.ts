@@ -20,8 +20,8 @@ if (config.smtpUrl === null) {
   logger.warn("SMTP_URL is not set: administrators will NOT be e-mailed when an endpoint is disabled (the mails are logged instead).");
 }
 
-// The process's one way to PostgreSQL: the per-attempt statements (delivery-store.ts: at most 2
-// loads and 3 group commits run at once), disables, recoveries, the flush, the reconciler, /readyz.
+// The process's one way to PostgreSQL: the drains' claims and group commits (delivery-store.ts: one
+// of each at a time), disables, recoveries, the flush, the reconciler, /readyz.
 const pool = createPgPool(config.databaseUrl, {
   max: 8,
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
@@ -41,14 +41,14 @@ const worker = await startDeliveryWorker({
   // loadConfig has already built a box from these keys, so this cannot throw.
   secretBox: createSecretBox(config.secretsEncryptionKey),
   endpointUrlPolicy: config.endpointUrlPolicy,
+  deliveryProxy: config.deliveryProxy,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   retryDelays: config.retryDelays,
   disableAfterFailures: config.disableAfterFailures,
   deliveryConcurrency: config.deliveryConcurrency,
   endpointConcurrency: config.endpointConcurrency,
-  parkTimeoutMs: config.parkTimeoutMs,
-  slotWaitMs: config.slotWaitMs,
-  sweepIntervalMs: config.sweepIntervalMs,
+  retryAfterMaxMs: config.retryAfterMaxMs,
+  drainLingerMs: config.drainLingerMs,
   retentionDays: config.deliveryRetentionDays,
   partitionsAheadDays: config.partitionsAheadDays,
   retentionIntervalMs: config.retentionIntervalMs,
@@ -64,6 +64,8 @@ logger.info(
     port: config.port,
     redis: describeRedisTopology(config.redis),
     queueShards: config.queueShards,
+    // Its address only: the credentials are never logged.
+    deliveryProxy: config.deliveryProxy?.address ?? null,
     concurrency: config.deliveryConcurrency,
     endpointConcurrency: config.endpointConcurrency,
     retryDelays: config.retryDelays,

@@ -5,7 +5,6 @@
  * No label names an endpoint or a world: their number is unbounded.
  */
 import type { Queue } from "bullmq";
-import type { BacklogStats } from "@vw/queues";
 import { Counter, Gauge, Histogram, METRICS_PREFIX, type Registry } from "@vw/service-kit";
 import type { AttemptVerdict } from "@vw/webhook-core";
 
@@ -40,8 +39,8 @@ export class WorkerMetrics {
   readonly firstAttemptLag: Histogram;
   /** `vw_delivery_success_lag_seconds`: event accepted → the attempt that succeeded (retries included). */
   readonly successLag: Histogram;
-  /** `vw_delivery_parked_total`: jobs that found their endpoint's window full and were parked (nothing sent). */
-  readonly parked: Counter;
+  /** `vw_delivery_endpoints_slowed{reason}`: endpoints this process sends to whose window is below its largest size. */
+  readonly endpointsSlowed: Gauge<"reason">;
   /** `vw_delivery_skipped_total`: deliveries not sent (endpoint disabled or deleted). */
   readonly skipped: Counter;
   /** `vw_endpoints_disabled_total{reason}`. */
@@ -62,7 +61,7 @@ export class WorkerMetrics {
   readonly analyticsBatches: Counter;
   /** `vw_analytics_events_dropped_total{reason}`. */
   readonly analyticsDropped: Counter<"reason">;
-  /** `vw_deliveries_reconciled_total{reason}`: pending deliveries queued again from PostgreSQL (rebuild: Redis lost its data; sweep: a job was missing). */
+  /** `vw_deliveries_reconciled_total{reason}`: endpoints woken from PostgreSQL (rebuild: Redis lost its data; sweep: one with due deliveries had no drain). */
   readonly reconciled: Counter<"reason">;
   /** `vw_delivery_platform_failures_total`: runs that could not be attempted for the platform's reason (a dependency down); no attempt spent. */
   readonly platformFailures: Counter;
@@ -86,7 +85,12 @@ export class WorkerMetrics {
       "From the event's acceptance by event-ingest to the attempt that delivered it, retries included (replays and tests excluded).",
       LAG_BUCKETS,
     );
-    this.parked = counter("delivery_parked_total", "Jobs parked because their endpoint had every slot of its window taken.");
+    this.endpointsSlowed = new Gauge({
+      name: `${METRICS_PREFIX}delivery_endpoints_slowed`,
+      help: "Endpoints this process drained lately whose window of attempts in flight is below its largest size, by reason (throttled: 429 or 503; unresponsive: timeouts or failed connections). Sum over replicas.",
+      labelNames: ["reason"] as const,
+      registers,
+    });
     this.skipped = counter("delivery_skipped_total", "Deliveries not sent: endpoint disabled or deleted.");
     this.endpointsDisabled = counter("endpoints_disabled_total", "Endpoints disabled by the worker, by reason (gone: a 410 answer; failures: consecutive failures).", ["reason"]);
     this.mailsSent = counter("admin_mails_sent_total", "Endpoint-disabled mails sent.");
@@ -103,7 +107,7 @@ export class WorkerMetrics {
     this.analyticsDropped = counter("analytics_events_dropped_total", "Analytics events never sent, by reason.", ["reason"]);
     this.reconciled = counter(
       "deliveries_reconciled_total",
-      "Pending deliveries queued again from PostgreSQL, the schedule of record (rebuild: Redis lost the queue's data; sweep: a due delivery had no job).",
+      "Endpoints woken from PostgreSQL, the schedule of record (rebuild: Redis lost the queue's data; sweep: an endpoint with due deliveries had no drain).",
       ["reason"],
     );
     this.platformFailures = counter(
@@ -116,6 +120,7 @@ export class WorkerMetrics {
     for (const reason of ["gone", "failures"] as const) this.endpointsDisabled.inc({ reason }, 0);
     for (const reason of ANALYTICS_DROP_REASONS) this.analyticsDropped.inc({ reason }, 0);
     for (const reason of ["rebuild", "sweep"] as const) this.reconciled.inc({ reason }, 0);
+    for (const reason of ["throttled", "unresponsive"] as const) this.endpointsSlowed.set({ reason }, 0);
   }
 
   /** Records one retention run (retention.ts): partitions created and dropped, and how long it took. */
@@ -133,30 +138,29 @@ export class WorkerMetrics {
   }
 
   /**
-   * Serves, read from Redis at scrape time: the depth of each queue per state
-   * (`vw_queue_jobs{queue,state}`; the deliveries queue's parked jobs under `parked`, so that
-   * `delayed` means retries), the age of each queue's oldest waiting job
-   * (`vw_queue_oldest_waiting_seconds{queue}`), and the scheduler's backlog: endpoints with parked
-   * deliveries and the oldest parked delivery's age. Every replica reports the same figures:
-   * aggregate them with max(), not sum().
+   * Serves, read at scrape time: the depth of each queue per state (`vw_queue_jobs{queue,state}`;
+   * for the deliveries queue these are drains, and `delayed` counts retry timers), the age of each
+   * queue's oldest waiting job (`vw_queue_oldest_waiting_seconds{queue}`), and from PostgreSQL's
+   * schedule of record the backlog: endpoints whose earliest pending delivery has been due longer
+   * than {@link BACKLOG_AFTER_MS}, and how long it has been due. Every replica reports the same
+   * figures: aggregate them with max(), not sum().
    */
-  watchQueues(queues: readonly Queue[], backlog: { queues: readonly Queue[]; stats: () => Promise<BacklogStats> }, now: () => number = Date.now): void {
+  watchQueues(queues: readonly Queue[], backlog: () => Promise<BacklogFigures>, now: () => number = Date.now): void {
     const registers = [this.registry];
     // One read of the backlog per scrape, shared by the gauges that need it.
-    let pending: Promise<BacklogStats> | null = null;
-    const stats = (): Promise<BacklogStats> => {
-      pending ??= backlog.stats().finally(() => setImmediate(() => (pending = null)));
+    let pending: Promise<BacklogFigures> | null = null;
+    const figures = (): Promise<BacklogFigures> => {
+      pending ??= backlog().finally(() => setImmediate(() => (pending = null)));
       return pending;
     };
-    // The shards of the deliveries queue share its name: their figures are summed under it.
-    const backlogName = backlog.queues[0]?.name;
     new Gauge({
       name: `${METRICS_PREFIX}queue_jobs`,
-      help: "Jobs per queue and state, read from Redis at scrape time (parked: deliveries waiting for a slot of their endpoint).",
+      help: "Jobs per queue and state, read from Redis at scrape time (for webhook-deliveries: endpoint drains, and retry timers as delayed).",
       labelNames: ["queue", "state"] as const,
       registers,
       async collect() {
-        const [counts, { parkedJobs }] = await Promise.all([Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES))), stats()]);
+        const counts = await Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_STATES)));
+        // The shards of the deliveries queue share its name: their figures are summed under it.
         const sums = new Map<string, Map<string, number>>();
         queues.forEach((q, i) => {
           let byState = sums.get(q.name);
@@ -164,12 +168,7 @@ export class WorkerMetrics {
           for (const state of QUEUE_STATES) byState.set(state, (byState.get(state) ?? 0) + (counts[i]?.[state] ?? 0));
         });
         this.reset();
-        for (const [name, byState] of sums) {
-          const parked = name === backlogName ? parkedJobs : 0;
-          // Parked jobs sit in the delayed set; report them apart.
-          for (const [state, n] of byState) this.set({ queue: name, state }, state === "delayed" ? Math.max(0, n - parked) : n);
-          if (name === backlogName) this.set({ queue: name, state: "parked" }, parked);
-        }
+        for (const [name, byState] of sums) for (const [state, n] of byState) this.set({ queue: name, state }, n);
       },
     });
     new Gauge({
@@ -187,21 +186,42 @@ export class WorkerMetrics {
     });
     new Gauge({
       name: `${METRICS_PREFIX}delivery_backlog_endpoints`,
-      help: "Endpoints with deliveries parked waiting for a slot.",
+      help: "Endpoints whose earliest pending delivery has been due for more than 5 seconds (PostgreSQL's schedule of record).",
       registers,
       async collect() {
-        this.set((await stats()).backloggedEndpoints);
+        this.set((await figures()).backloggedEndpoints);
       },
     });
     new Gauge({
       name: `${METRICS_PREFIX}delivery_backlog_oldest_age_seconds`,
-      help: "Age of the oldest delivery parked waiting for a slot of its endpoint (0 without a backlog).",
+      help: "How long the longest-due pending delivery has been due (0 without a backlog).",
       registers,
       async collect() {
-        this.set((await stats()).oldestParkedAgeSeconds);
+        this.set((await figures()).oldestDueAgeSeconds);
       },
     });
   }
+}
+
+/** A pending delivery due for longer than this makes its endpoint count as backlogged. */
+export const BACKLOG_AFTER_MS = 5000;
+
+/** The backlog as the schedule of record shows it (see {@link WorkerMetrics.watchQueues}). */
+export interface BacklogFigures {
+  backloggedEndpoints: number;
+  oldestDueAgeSeconds: number;
+}
+
+/** The backlog figures of the endpoints' earliest due times, at `nowMs`. */
+export function backlogOf(due: readonly { dueAt: Date }[], nowMs: number): BacklogFigures {
+  let backloggedEndpoints = 0;
+  let oldest = 0;
+  for (const { dueAt } of due) {
+    const age = nowMs - dueAt.getTime();
+    if (age > BACKLOG_AFTER_MS) backloggedEndpoints += 1;
+    oldest = Math.max(oldest, age);
+  }
+  return { backloggedEndpoints, oldestDueAgeSeconds: Math.max(0, oldest) / 1000 };
 }
 
 /**

@@ -1,88 +1,77 @@
 /**
- * The reconciler: PostgreSQL is the schedule of record, Redis a dispatch index this rebuilds.
+ * The reconciler: PostgreSQL is the schedule of record; Redis only says which endpoints have work
+ * (their drain jobs and retry timers), and this puts that back whenever it may be missing.
  *
  * Every worker replica runs one; a lease in Redis makes one of them active at a time. The active one
- * - checks the index marker every `checkIntervalMs`: a marker gone means Redis lost the queue's data
- *   (restarted empty, a failover to a replica that never had it, a FLUSHDB, an eviction), and every
- *   pending delivery is queued again at once: those due now to run, the others delayed to their
- *   due time;
- * - every `sweepIntervalMs` (RECONCILE_INTERVAL_MS) walks the pending deliveries that are due and
- *   queues again each one without a job: the delivery of a process killed between its write and
- *   its enqueue (intake, Replay, recover, a retry, the analytics flush), a job lost to a failover.
+ * - checks each delivery shard's index marker every `checkIntervalMs`: a marker gone means Redis
+ *   lost the shard's data (restarted empty, a failover to a replica that never had it, a FLUSHDB,
+ *   an eviction), and every endpoint of that shard with pending deliveries is woken at once (those
+ *   due now get a drain, the others a timer at their earliest due time), then the marker is set;
+ * - every `sweepIntervalMs` (RECONCILE_INTERVAL_MS) does the same for every endpoint: the wake of a
+ *   process killed between its commit and its wake (intake, Replay, recover, a retry's timer, the
+ *   analytics flush), a job lost to a failover. A wake of an endpoint already being drained only
+ *   sets its flag.
  *
- * The index is kept per delivery shard (delivery-shards.ts): each shard's queue has its own marker,
- * so a shard lost alone (a Cluster primary that failed over to a replica that missed its writes) is
- * rebuilt alone, with only its endpoints' deliveries. A run whose job still waits in a layout being
- * drained (an earlier QUEUE_SHARDS) counts as having one, so a change of shard count never queues
- * a delivery twice.
- *
- * Both walk the partial index of pending rows in pages, and queueing is idempotent: a run's job id
- * is its deliveryId and run (`deliverJobId`), so a run that has a job is never queued twice, and
- * the job sends the delivery under its own deliveryId. A sweep visits at most `sweepMaxRows` rows and
- * goes on from there at the next one, so its cost stays bounded whatever the backlog.
+ * One loose index scan of the pending deliveries per pass (`DeliveryLog.dueEndpoints`): its cost
+ * follows the endpoints with pending deliveries, not the deliveries themselves.
  */
+import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
-import type { DeliveryQueues, RedisClient } from "@vw/queues";
-import type { DeliveryLog, ScheduleCursor, ScheduledDelivery } from "@vw/db";
-import { RedisLease, enqueueDeliveries, indexState, markIndexed, markRebuilding, runsWithoutJob, type DeliverJobRequest } from "@vw/queues";
+import type { DeliveryLog, DueEndpoint } from "@vw/db";
+import { RedisLease, indexMarkerKey, type DeliveryQueues, type DrainSignals, type RedisClient } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import type { WorkerMetrics } from "./metrics.js";
+import type { WakeTimers } from "./wake-timers.js";
 
 /** Options of {@link Reconciler}. */
 export interface ReconcilerOptions {
-  /** Reads the schedule of record (`pendingDue`). */
-  log: Pick<DeliveryLog, "pendingDue">;
-  /** The deliveries queue's shards (QUEUE_SHARDS): the index rebuilt into. */
+  log: Pick<DeliveryLog, "dueEndpoints">;
+  /** The deliveries queue's shards (QUEUE_SHARDS): the markers checked. */
   queues: DeliveryQueues;
-  /** Other layouts being drained (an earlier QUEUE_SHARDS, or producers on another one): a run with a job there has one. */
-  draining?: () => readonly DeliveryQueues[] | Promise<readonly DeliveryQueues[]>;
+  signals: Pick<DrainSignals, "wake">;
+  timers: Pick<WakeTimers, "wakeAt">;
   redis: RedisClient;
   /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
   leaseKey: string;
-  /** RECONCILE_INTERVAL_MS: how often the due deliveries are swept. */
+  /** RECONCILE_INTERVAL_MS: how often every endpoint with due work is woken. */
   sweepIntervalMs: number;
-  /** How often the marker and the lease are checked (default 1 s). */
+  /** How often the markers and the lease are checked (default 1 s). */
   checkIntervalMs?: number;
-  /** Most rows one sweep visits (default 100,000); the next sweep goes on from there. */
-  sweepMaxRows?: number;
-  /** Rows per page (default 1000). */
-  pageSize?: number;
   logger: Logger;
   metrics?: WorkerMetrics;
   now?: () => number;
 }
 
+/**
+ * A sweep leaves alone what became due this recently: its writer is waking it right now (an
+ * intake wakes its endpoints just after its commit).
+ */
+const SWEEP_GRACE_MS = 1000;
+
 /** How long {@link Reconciler.stop} waits for a pass in progress. */
 const STOP_WAIT_MS = 5000;
 
-/** A sweep leaves alone what became due this recently: its writer is queueing it right now. */
-const SWEEP_GRACE_MS = 1000;
-
-/** What one pass queued. */
+/** What one pass did. */
 export interface ReconcileReport {
-  visited: number;
-  queued: number;
+  /** Endpoints with pending deliveries. */
+  endpoints: number;
+  /** Drain jobs added (endpoints with due work and no drain). */
+  woken: number;
 }
 
 /** See the file comment. */
 export class Reconciler {
   private readonly lease: RedisLease;
   private readonly checkIntervalMs: number;
-  private readonly sweepMaxRows: number;
-  private readonly pageSize: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
   private nextSweepAt = 0;
-  /** Where the last sweep stopped (it goes on from there), or null to start from the oldest. */
-  private sweepCursor: ScheduleCursor | null = null;
   private active = false;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.checkIntervalMs = options.checkIntervalMs ?? 1000;
-    this.sweepMaxRows = options.sweepMaxRows ?? 100_000;
-    this.pageSize = options.pageSize ?? 1000;
     this.now = options.now ?? Date.now;
     // Three checks' worth: a holder that misses two renewals in a row has lost it.
     this.lease = new RedisLease(options.redis, options.leaseKey, this.checkIntervalMs * 3);
@@ -125,15 +114,16 @@ export class Reconciler {
     this.timer.unref();
   }
 
-  /** One check: lease, marker, and the sweep when it is time. Never throws (logged; the next check tries again). */
+  /** One check: lease, markers, and the sweep when it is time. Never throws (logged; the next check tries again). */
   async tick(): Promise<void> {
     try {
       this.active = await this.lease.hold();
       if (!this.active) return;
-      const states = await Promise.all(this.options.queues.shards.map((q) => indexState(this.options.redis, q)));
-      const lost = this.options.queues.shards.filter((_, i) => states[i] !== "indexed");
+      const redis = this.options.redis;
+      const markers = await Promise.all(this.options.queues.shards.map((q) => redis.get(indexMarkerKey(q))));
+      const lost = this.options.queues.shards.filter((_, i) => markers[i] === null || (markers[i] as string).startsWith("rebuilding"));
       if (lost.length > 0) {
-        await this.rebuild(lost, states.includes("rebuilding") ? "rebuilding" : "missing");
+        await this.rebuild(lost);
         return;
       }
       if (this.now() >= this.nextSweepAt) {
@@ -147,123 +137,61 @@ export class Reconciler {
   }
 
   /**
-   * Queues every pending delivery of the lost shards again (their index's data is gone): due ones
-   * now, oldest first, later ones delayed to their time. Redone for the shards whose data goes
-   * again meanwhile. Default: every shard.
+   * Wakes every endpoint of the lost shards that has pending deliveries (default: every shard), and
+   * marks them indexed; redone for the shards whose data goes again meanwhile.
    */
-  async rebuild(shards: readonly Queue[] = this.options.queues.shards, state: "missing" | "rebuilding" = "missing"): Promise<ReconcileReport> {
+  async rebuild(shards: readonly Queue[] = this.options.queues.shards): Promise<ReconcileReport> {
     const started = this.now();
+    const redis = this.options.redis;
     let lost = [...shards];
-    const total: ReconcileReport = { visited: 0, queued: 0 };
     for (;;) {
-      this.options.logger.warn(
-        { marker: state, shards: lost.length, of: this.options.queues.count },
-        "the dispatch index of delivery shards in Redis is gone: queueing their pending deliveries again from PostgreSQL",
+      this.options.logger.warn({ shards: lost.length, of: this.options.queues.count }, "the dispatch index of delivery shards in Redis is gone: waking their endpoints from PostgreSQL");
+      const epochs = await Promise.all(lost.map(async (q) => {
+        const epoch = `rebuilding:${randomUUID()}`;
+        await redis.set(indexMarkerKey(q), epoch);
+        return epoch;
+      }));
+      const only = new Set(lost);
+      const report = await this.wakeDue((e) => only.has(this.options.queues.queueFor(e.endpointId)));
+      const done = await Promise.all(
+        lost.map(async (q, i) => {
+          const epoch = epochs[i] as string;
+          const set = await redis.eval(
+            "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0",
+            1,
+            indexMarkerKey(q),
+            epoch,
+            `indexed:${epoch.slice("rebuilding:".length)}`,
+          );
+          return Number(set) === 1;
+        }),
       );
-      const epochs = await Promise.all(lost.map((q) => markRebuilding(this.options.redis, q)));
-      const report = await this.walk(Number.POSITIVE_INFINITY, null, Number.POSITIVE_INFINITY, new Set(lost));
-      total.visited += report.visited;
-      total.queued += report.queued;
-      const done = await Promise.all(lost.map((q, i) => markIndexed(this.options.redis, q, epochs[i] as string)));
       lost = lost.filter((_, i) => !done[i]);
-      if (lost.length === 0) {
-        const report = total;
-        this.options.metrics?.reconciled.inc({ reason: "rebuild" }, report.queued);
+      if (lost.length === 0 || this.stopped) {
+        this.options.metrics?.reconciled.inc({ reason: "rebuild" }, report.woken);
         this.options.logger.warn({ ...report, tookMs: this.now() - started }, "dispatch index rebuilt from PostgreSQL");
-        // The sweep starts over too: whatever it had visited was queued just now.
-        this.sweepCursor = null;
         this.nextSweepAt = this.now() + this.options.sweepIntervalMs;
         return report;
       }
-      if (this.stopped) return total;
     }
   }
 
-  /** Queues again the due deliveries without a job (see the file comment). */
+  /** Wakes every endpoint with pending deliveries (see the file comment). */
   async sweep(): Promise<ReconcileReport> {
-    const report = await this.walk(this.now() - SWEEP_GRACE_MS, this.sweepCursor, this.sweepMaxRows);
-    if (report.queued > 0) {
-      this.options.metrics?.reconciled.inc({ reason: "sweep" }, report.queued);
-      this.options.logger.warn(report, "queued again pending deliveries that had no job");
+    const report = await this.wakeDue(() => true, SWEEP_GRACE_MS);
+    if (report.woken > 0) {
+      this.options.metrics?.reconciled.inc({ reason: "sweep" }, report.woken);
+      this.options.logger.warn(report, "woke endpoints with due deliveries that had no drain");
     }
     return report;
   }
 
-  /**
-   * Walks the pending deliveries due by `dueBy` from `from`, at most `maxRows`, queueing those
-   * without a job; the sweep's cursor is left where it stopped (null once the end was reached).
-   */
-  private async walk(dueBy: number, from: ScheduleCursor | null, maxRows: number, only?: ReadonlySet<Queue>): Promise<ReconcileReport> {
-    const dueByDate = Number.isFinite(dueBy) ? new Date(dueBy) : null;
-    let cursor = from;
-    let visited = 0;
-    let queued = 0;
-    let renewedAt = this.now();
-    let next: Promise<ScheduledDelivery[]> | null = null;
-    while (!this.stopped && visited < maxRows) {
-      if (this.now() - renewedAt >= this.checkIntervalMs) {
-        // A long walk keeps its lease; one that lost it (a pause longer than the lease) stops, and
-        // the new holder walks instead.
-        renewedAt = this.now();
-        this.active = await this.lease.hold();
-        if (!this.active) break;
-      }
-      const page = await (next ?? this.options.log.pendingDue(dueByDate, cursor, this.pageSize));
-      next = null;
-      if (page.length === 0) {
-        cursor = null;
-        break;
-      }
-      visited += page.length;
-      const last = page[page.length - 1] as ScheduledDelivery;
-      cursor = { nextAttemptAt: last.nextAttemptAt, deliveryId: last.deliveryId };
-      const more = page.length === this.pageSize && visited < maxRows;
-      // The next page is read from PostgreSQL while this one is queued in Redis.
-      if (more) {
-        next = this.options.log.pendingDue(dueByDate, cursor, this.pageSize);
-        next.catch(() => undefined);
-      }
-      queued += await this.queueMissing(only ? page.filter((d) => only.has(this.options.queues.queueFor(d.endpointId))) : page);
-      if (!more) {
-        if (page.length < this.pageSize) cursor = null;
-        break;
-      }
-    }
-    await next?.catch(() => undefined);
-    if (Number.isFinite(maxRows)) this.sweepCursor = cursor;
-    return { visited, queued };
-  }
-
-  private async queueMissing(page: readonly ScheduledDelivery[]): Promise<number> {
-    const missing = await this.withoutJob(this.options.queues, page);
-    const draining = missing.some((d) => d !== null) ? ((await this.options.draining?.()) ?? []) : [];
-    for (const layout of draining) {
-      // Runs with a job in a layout being drained are sent from there.
-      const unseen = missing.filter((d) => d !== null);
-      if (unseen.length === 0) break;
-      const stillMissing = new Set(await this.withoutJob(layout, unseen));
-      missing.forEach((d, i) => {
-        if (d !== null && !stillMissing.has(d)) missing[i] = null;
-      });
-    }
+  /** Wakes the endpoints `keep` selects: due now, a drain; due later, a timer then. */
+  private async wakeDue(keep: (e: DueEndpoint) => boolean, graceMs = 0): Promise<ReconcileReport> {
+    const due = (await this.options.log.dueEndpoints()).filter(keep);
     const now = this.now();
-    const jobs: DeliverJobRequest[] = missing
-      .filter((d): d is ScheduledDelivery => d !== null)
-      .map((d) => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run, delayMs: Math.max(0, d.nextAttemptAt.getTime() - now) }));
-    await enqueueDeliveries(this.options.queues, jobs);
-    return jobs.length;
-  }
-
-  /** The deliveries (of the page, in order; null where a job exists) that have no job in their shard of `layout`. */
-  private async withoutJob(layout: DeliveryQueues, page: readonly ScheduledDelivery[]): Promise<(ScheduledDelivery | null)[]> {
-    const groups = layout.byShard(page);
-    const without = new Set<ScheduledDelivery>();
-    await Promise.all(
-      [...groups].map(async ([queue, group]) => {
-        const missing = await runsWithoutJob(this.options.redis, queue, group);
-        group.forEach((d, i) => missing[i] && without.add(d));
-      }),
-    );
-    return page.map((d) => (without.has(d) ? d : null));
+    const woken = await this.options.signals.wake(due.filter((e) => e.dueAt.getTime() <= now - graceMs).map((e) => e.endpointId));
+    for (const e of due) if (e.dueAt.getTime() > now) await this.options.timers.wakeAt(e.endpointId, e.dueAt);
+    return { endpoints: due.length, woken };
   }
 }

@@ -1,17 +1,17 @@
 /**
  * Runs one recovery (`recover.v1`): the failed deliveries of an endpoint created in the
- * recovery's window, oldest first, batch by batch, each put back to `pending` and queued as a
- * `replay` run through the same path as Replay (`DeliveryLog.requeue` of @vw/db, then
- * `enqueueDeliveries`), so every one is sent again with its deliveryId and stored bytes. After
- * each batch the recovery records its progress and cursor: a job retried after a failure resumes
- * after the last batch queued instead of starting over.
+ * recovery's window, oldest first, batch by batch, each put back to `pending` in a new run
+ * through the same path as Replay (`DeliveryLog.requeue` of @vw/db, then a wake of the endpoint),
+ * so every one is sent again with its deliveryId and stored bytes. After each batch the recovery
+ * records its progress and cursor: a job retried after a failure resumes after the last batch
+ * instead of starting over. A wake that fails (Redis unavailable) fails nothing: the deliveries are
+ * pending and due in PostgreSQL, and the reconciler's next sweep wakes the endpoint.
  */
-import type { DeliveryQueues } from "@vw/queues";
+import type { DrainSignals } from "@vw/queues";
 import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
-import { enqueueDeliveries } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 
-/** Deliveries re-queued per statement and per `addBulk`. */
+/** Deliveries put back per statement. */
 export const RECOVER_BATCH_SIZE = 200;
 
 /** What a recovery run needs. */
@@ -20,8 +20,8 @@ export interface RecoverDeps {
   sql: SqlRunner;
   log: DeliveryLog;
   history: DeliveryHistory;
-  /** The deliveries queue, where the replay runs are added. */
-  deliveries: DeliveryQueues;
+  /** Wakes the endpoint once a batch is back to pending. */
+  signals: Pick<DrainSignals, "wake">;
   logger: Logger;
   batchSize?: number;
 }
@@ -57,15 +57,8 @@ export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promis
         return { status: "failed", requeued: requeuedTotal };
       }
     }
-    try {
-      await enqueueDeliveries(
-        deps.deliveries,
-        requeued.map((row) => ({ deliveryId: row.deliveryId, endpointId, run: row.run })),
-      );
-    } catch (err) {
-      // Nothing of this batch was queued for sure: back to `failed`, so the retry takes it again.
-      await deps.log.restore(requeued).catch(() => undefined);
-      throw err;
+    if (requeued.length > 0) {
+      await deps.signals.wake([endpointId]).catch((err: unknown) => deps.logger.warn({ err: err as Error, recoveryId, endpointId }, "waking the endpoint failed; the reconciler's sweep will"));
     }
     cursor = last;
     requeuedTotal += requeued.length;

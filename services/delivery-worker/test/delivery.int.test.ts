@@ -4,7 +4,7 @@
  * and the attempt log.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
+import { eventually, startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
 import { generateSecret } from "@vw/webhook-core";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -38,7 +38,7 @@ describe("a delivery answered 2xx", () => {
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     probe.setSecret(endpoint.secret);
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("delivered");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
 
     expect(probe.received).toHaveLength(1);
     const [request] = probe.received;
@@ -48,7 +48,7 @@ describe("a delivery answered 2xx", () => {
     expect((request!.verified as { deliveryId: string }).deliveryId).toBe(deliveryId);
     const stored = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
     expect(Buffer.from(stored.body).equals(request!.body)).toBe(true);
-    expect(stored).toMatchObject({ status: "delivered", attemptCount: 1, lastStatus: 200, nextAttemptAt: null });
+    expect(await h.delivery(endpoint.id, deliveryId)).toMatchObject({ status: "delivered", attemptCount: 1, lastStatus: 200, nextAttemptAt: null });
     const [attempt] = await attemptsOf(deliveryId);
     expect(attempt).toMatchObject({ attemptNumber: 1, trigger: "initial", responseStatus: 200, verdict: "delivered", responseBody: "ok" });
     expect((attempt!.requestHeaders as Record<string, string>)["webhook-signature"]).toBe(request!.headers["webhook-signature"]);
@@ -67,7 +67,7 @@ describe("retries", () => {
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     probe.setSecret(endpoint.secret);
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("delivered");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
 
     expect(probe.received).toHaveLength(4);
     for (const request of probe.received) {
@@ -98,18 +98,17 @@ describe("retries", () => {
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
     await probe.waitFor(1);
-    // The first attempt's row and its schedule are committed before the job is delayed.
-    let row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
-    for (let i = 0; i < 50 && row.attemptCount < 1; i += 1) {
-      await probe.waitFor(1);
-      row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
-    }
+    // The first attempt and its delivery's schedule are committed together.
+    const row = await eventually("the first attempt logged", async () => {
+      const found = await h.delivery(endpoint.id, deliveryId);
+      return found !== null && found.attemptCount >= 1 ? found : null;
+    });
     const [first] = await attemptsOf(deliveryId);
     expect(row.nextAttemptAt).not.toBeNull();
     const scheduled = row.nextAttemptAt!.getTime() - (first!.startedAt.getTime() + first!.durationMs);
     expect(scheduled).toBeGreaterThanOrEqual(DELAYS[0]! - 5);
     expect(scheduled).toBeLessThanOrEqual(DELAYS[0]! * 1.1 + 20);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
   });
 
   it("stop after the last delay: 1 + retries attempts, then failed", async () => {
@@ -117,10 +116,9 @@ describe("retries", () => {
     const probe = await receiver(null, 503);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     expect(probe.received).toHaveLength(DELAYS.length + 1);
-    const row = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } });
-    expect(row).toMatchObject({ status: "failed", attemptCount: DELAYS.length + 1, lastStatus: 503, nextAttemptAt: null });
+    expect(await h.delivery(endpoint.id, deliveryId)).toMatchObject({ status: "failed", attemptCount: DELAYS.length + 1, lastStatus: 503, nextAttemptAt: null });
   });
 
   it("retry a connection error (nothing listening)", async () => {
@@ -131,7 +129,7 @@ describe("retries", () => {
     receivers.splice(receivers.indexOf(probe), 1);
     const endpoint = await h.createEndpoint(world.id, { url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     const attempts = await attemptsOf(deliveryId);
     expect(attempts).toHaveLength(DELAYS.length + 1);
     expect(attempts.every((a) => a.errorKind === "connection" && a.verdict === "retry")).toBe(true);
@@ -157,7 +155,7 @@ describe("retries", () => {
       data: { secretSealed: h.secretBox.seal(rotated), secretVersion: { increment: 1 }, secretRotatedAt: new Date() },
     });
     probe.setSecret(rotated);
-    expect(await h.completion(deliveryId)).toBe("delivered");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
     expect(probe.received).toHaveLength(2);
     expect(probe.received[1]!.verifyError).toBeNull();
     probe.setSecret(endpoint.secret);
@@ -172,7 +170,7 @@ describe("answers that are not retried", () => {
     const probe = await receiver(null, status);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     expect(probe.received).toHaveLength(1);
     const attempts = await attemptsOf(deliveryId);
     expect(attempts.map((a) => a.verdict)).toEqual(["rejected"]);
@@ -189,7 +187,7 @@ describe("answers that are not retried", () => {
     });
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     expect(target.received).toHaveLength(0);
     const [attempt] = await attemptsOf(deliveryId);
     expect(attempt).toMatchObject({ responseStatus: 302, errorKind: "redirect", verdict: "rejected" });
@@ -202,7 +200,7 @@ describe("legacy endpoints", () => {
     const probe = await receiver(null);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url, format: "legacy", withSecret: false });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("delivered");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
     expect(probe.received[0]!.headers["webhook-signature"]).toBeUndefined();
     expect(probe.received[0]!.headers["webhook-id"]).toBe(deliveryId);
   });

@@ -3,18 +3,19 @@
  * on the real PostgreSQL of the run (copied from the run's migrated template: the worker's
  * reconciler reads every pending delivery of its database), the real Redis under a random key prefix, the
  * worker built by `startDeliveryWorker` with a short retry schedule, loopback receivers that
- * verify like a customer's, and an SMTP sink. Rows are created directly, the way event-ingest and
- * admin-api write them, so these tests exercise the worker alone.
+ * verify like a customer's, and an SMTP sink. Deliveries are created the way event-ingest and
+ * admin-api create them (the delivery log, then a wake of the endpoint), so these tests exercise
+ * the worker alone.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { LookupFunction } from "node:net";
-import type { Job } from "bullmq";
-import { createPgPool, createPrismaClient, DeliveryLog, newDeliveryId, prismaRunner, type PrismaClient } from "@vw/db";
+import { createPgPool, createPrismaClient, DeliveryHistory, DeliveryLog, newDeliveryId, prismaRunner, type DeliverySummary, type LogDeliveryStatus, type PrismaClient } from "@vw/db";
 import { parseEnv, readRedisTopology } from "@vw/service-kit";
-import { QUEUE_NAMES, createRedisConnection, enqueueDeliveries, openDeliveryQueues, type DeliverJobData, type DeliveryQueues } from "@vw/queues";
+import { DrainSignals, createRedisConnection, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
-import { createTestDatabase, deleteKeysUnder, redisReady, testRedisEnv, type TestTopology, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
-import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
+import { createTestDatabase, deleteKeysUnder, eventually, redisReady, testRedisEnv, type TestTopology, startSmtpSink, startWebhookReceiver, testKeyPrefix, type SmtpSink, type WebhookReceiver } from "@vw/testing";
+import { headerNamesOf } from "@vw/contracts";
+import { buildEnvelope, createSecretBox, generateSecret, generateSecretBoxKey, sealEndpointHeaders, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { smtpTransport } from "../src/mailer.js";
 import type { RedisClient } from "@vw/queues";
@@ -55,8 +56,8 @@ export interface HarnessOptions {
   endpointUrlPolicy?: EndpointUrlPolicy;
   endpointConcurrency?: number;
   deliveryConcurrency?: number;
-  /** SCHEDULER_SLOT_WAIT_MS; the service's default (200) unless given. */
-  slotWaitMs?: number;
+  /** RETRY_AFTER_MAX_S in ms; the service's default (6 h) unless given. */
+  retryAfterMaxMs?: number;
   random?: () => number;
   now?: () => Date;
   /** False: no worker in this process (a test spawns worker processes itself). Default true. */
@@ -90,16 +91,24 @@ export interface Harness {
   worker: DeliveryWorker;
   /** The deliveries queue's shards (a producer handle); `queueFor(endpointId)` is an endpoint's shard queue. */
   deliveries: DeliveryQueues;
-  /** Resolves with the processor's result when the job with this id completes. */
-  completion(jobId: string, timeoutMs?: number): Promise<string>;
+  /** The drain signals of `deliveries` (wake endpoints as producers do). */
+  signals: DrainSignals;
+  /** The delivery as the history shows it (its status among others), or null. */
+  delivery(endpointId: string, deliveryId: string): Promise<DeliverySummary | null>;
+  /**
+   * Waits until the delivery's status is one of `statuses` (default: any final one), and resolves
+   * with it as the history shows it.
+   */
+  settled(endpointId: string, deliveryId: string, statuses?: readonly LogDeliveryStatus[], timeoutMs?: number): Promise<DeliverySummary>;
   createWorld(options?: { adminEmails?: string[] }): Promise<{ id: string; slug: string; organizationSlug: string }>;
   createEndpoint(
     worldId: string,
-    options: { url: string; format?: "current" | "legacy"; withSecret?: boolean; subscriptions?: string[]; rateLimitPerSecond?: number | null },
+    options: { url: string; format?: "current" | "legacy"; withSecret?: boolean; subscriptions?: string[]; rateLimitPerSecond?: number | null; headers?: Record<string, string> },
   ): Promise<TestEndpoint>;
-  /** Stores a delivery the way event-ingest does and queues its job; returns the deliveryId. */
-  seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; enqueue?: boolean }): Promise<string>;
-  enqueue(jobs: DeliverJobData[]): Promise<void>;
+  /** Stores a delivery the way event-ingest does and wakes its endpoint (unless `wake: false`); returns the deliveryId. */
+  seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; wake?: boolean }): Promise<string>;
+  /** Wakes endpoints, as a producer does after its commit. */
+  wake(endpointIds: readonly string[]): Promise<void>;
   /**
    * Environment for event-ingest or delivery-worker run as processes against this harness (same
    * database, Redis prefix and secrets key), with the test defaults: `ENDPOINT_URL_POLICY=any`,
@@ -137,9 +146,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     disableAfterFailures: options.disableAfterFailures ?? 50,
     deliveryConcurrency: options.deliveryConcurrency ?? 50,
     endpointConcurrency: options.endpointConcurrency ?? 10,
-    parkTimeoutMs: 3_600_000,
-    slotWaitMs: options.slotWaitMs ?? 200,
-    sweepIntervalMs: 500,
+    ...(options.retryAfterMaxMs === undefined ? {} : { retryAfterMaxMs: options.retryAfterMaxMs }),
     // The retention job runs at start-up; the database is shared by every test file, so the
     // in-process workers keep a century of history and only retention tests delete anything.
     retentionDays: 36_500,
@@ -154,16 +161,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.deliveryLookup ? { deliveryLookup: options.deliveryLookup } : {}),
   });
 
-  const done = new Map<string, string>();
-  const waiters = new Map<string, (result: string) => void>();
   const deliveries = openDeliveryQueues(redis, keyPrefix, options.queueShards);
-  for (const shardWorker of worker?.workers.filter((w) => w.name === QUEUE_NAMES.deliveries) ?? []) {
-    shardWorker.on("completed", (job: Job, result: string) => {
-      const id = String(job.id);
-      done.set(id, result);
-      waiters.get(id)?.(result);
-    });
-  }
+  const signals = new DrainSignals(deliveries);
+  const history = new DeliveryHistory(prismaRunner(prisma));
 
   const organizationIds: string[] = [];
   return {
@@ -179,16 +179,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return worker;
     },
     deliveries,
-    completion(jobId, timeoutMs = 20_000) {
-      const hit = done.get(jobId);
-      if (hit !== undefined) return Promise.resolve(hit);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`job ${jobId} did not complete within ${timeoutMs} ms`)), timeoutMs);
-        waiters.set(jobId, (result) => {
-          clearTimeout(timer);
-          resolve(result);
-        });
-      });
+    signals,
+    delivery: (endpointId, deliveryId) => history.find(endpointId, deliveryId),
+    settled(endpointId, deliveryId, statuses = ["delivered", "failed", "skipped"], timeoutMs = 20_000) {
+      return eventually(
+        `delivery ${deliveryId} ${statuses.join(" or ")}`,
+        async () => {
+          const row = await history.find(endpointId, deliveryId);
+          return row !== null && statuses.includes(row.status) ? row : null;
+        },
+        { timeoutMs },
+      );
     },
     async createWorld({ adminEmails = ["owner@example.com", "ops@example.com"] } = {}) {
       const suffix = randomBytes(5).toString("hex");
@@ -199,14 +200,25 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       });
       return { id: world.id, slug: world.slug, organizationSlug: organization.slug };
     },
-    async createEndpoint(worldId, { url, format = "current", withSecret = true, subscriptions = ["visitor", "recording", "consent"], rateLimitPerSecond = null }) {
+    async createEndpoint(worldId, { url, format = "current", withSecret = true, subscriptions = ["visitor", "recording", "consent"], rateLimitPerSecond = null, headers = {} }) {
       const secret = withSecret ? generateSecret() : null;
       const row = await prisma.webhookEndpoint.create({
-        data: { worldId, url, subscriptions, format, apiVersion: "2026-11-01", secretSealed: secret === null ? null : secretBox.seal(secret), rateLimitPerSecond },
+        data: {
+          worldId,
+          url,
+          subscriptions,
+          format,
+          apiVersion: "2026-11-01",
+          secretSealed: secret === null ? null : secretBox.seal(secret),
+          rateLimitPerSecond,
+          // Stored as admin-api stores them.
+          headersSealed: sealEndpointHeaders(secretBox, headers),
+          headerNames: headerNamesOf(headers),
+        },
       });
       return { id: row.id, worldId, secret };
     },
-    async seedDelivery(endpoint, { type = "visitor.registered", data, test = false, enqueue = true } = {}) {
+    async seedDelivery(endpoint, { type = "visitor.registered", data, test = false, wake = true } = {}) {
       const deliveryId = newDeliveryId();
       const body = buildEnvelope({
         deliveryId,
@@ -218,10 +230,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         test,
       });
       await new DeliveryLog(prismaRunner(prisma)).create([{ id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test }]);
-      if (enqueue) await enqueueDeliveries(deliveries, [{ deliveryId, endpointId: endpoint.id, run: 0 }]);
+      if (wake) await signals.wake([endpoint.id]);
       return deliveryId;
     },
-    enqueue: (jobs) => enqueueDeliveries(deliveries, jobs),
+    wake: async (endpointIds) => void (await signals.wake(endpointIds)),
     processEnv(extra = {}) {
       return {
         DATABASE_URL: databaseUrl,

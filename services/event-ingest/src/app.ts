@@ -1,6 +1,6 @@
 import { Router, type Express } from "express";
-import type { DeliveryQueues, RedisClient } from "@vw/queues";
-import { MemberDirectory, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
+import { DrainSignals, type DeliveryQueues, type RedisClient } from "@vw/queues";
+import { DeliveryLog, MemberDirectory, pgRunner, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
   AuthThrottle,
@@ -49,7 +49,7 @@ export interface IngestAppDeps {
   maxEventsPerRequest?: number;
   /** Largest JSON body (bytes, or a size such as "5mb"); 5 MiB by default. */
   bodyLimit?: string | number;
-  /** How long adding the jobs may take before the request is a 503; 5 s by default. */
+  /** How long waking the endpoints may take before the request is a 503; 5 s by default. */
   enqueueTimeoutMs?: number;
   /** Analytics intake; `POST /v1/analytics` is mounted only when given (main.ts always gives it). */
   analytics?: AnalyticsIntake;
@@ -86,7 +86,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
     registers: [metrics.registry],
   });
   const members = new MemberDirectory(prismaRunner(deps.prisma));
-  const ingest = new IngestService(deps.pool, deps.queue, members, {
+  const ingest = new IngestService(new DeliveryLog(pgRunner(deps.pool)), new DrainSignals(deps.queue), members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
     onBatch: (requests) => batchRequests.observe(requests),

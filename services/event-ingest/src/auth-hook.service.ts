@@ -105,7 +105,7 @@ export interface HookTarget {
   custom_domain: string | null;
   identity_providers: unknown;
   /** Enabled `auth` endpoints in creation order; empty when there are none. */
-  endpoints: { id: string; url: string; format: string; apiVersion: string; secretSealed: string | null }[];
+  endpoints: { id: string; url: string; format: string; apiVersion: string; secretSealed: string | null; headersSealed: string | null }[];
 }
 
 interface HistoryRow {
@@ -221,22 +221,25 @@ export class AuthHookService {
             data: { roomUrl: request.roomUrl, uuid: request.uuid, accessTokens },
           });
     let secret: string | null;
+    let headers: Readonly<Record<string, string>>;
     try {
       secret = this.secrets.secretOf(endpoint.id, endpoint.secretSealed);
+      headers = this.secrets.headersOf(endpoint.id, endpoint.headersSealed);
     } catch (err) {
-      // A secret sealed with a key this process lacks: sending unsigned would be worse than not sending.
-      this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret cannot be opened; not sent");
+      // Sealed with a key this process lacks: sending unsigned, or without the gateway's headers, would be worse than not sending.
+      this.options.logger.error({ endpointId: endpoint.id, err: (err as Error).message }, "auth hook: endpoint secret or custom headers cannot be opened; not sent");
       return { result: { endpointId: endpoint.id, status: null, durationMs: 0, error: "secret-unavailable" } };
     }
     const attempt = await traceAttempt(endpoint.url, { deliveryId, endpointId: endpoint.id, trigger: "hook" }, () =>
-      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, agents: this.options.agents, timeoutMs, now }),
+      sendAttempt({ url: endpoint.url, deliveryId, attemptNumber: 1, trigger: "hook", body, secret, headers, agents: this.options.agents, timeoutMs, now }),
     );
-    // What a policy refusal was about, or what the resolver said of a host without an address, stays
-    // on the server: the history says only "not a public address" or "could not connect".
+    // What a policy refusal was about, what the resolver said of a host without an address, or what
+    // the delivery proxy said, stays on the server: the history says only "not a public address" or
+    // "could not connect".
     if (attempt.errorDetail !== undefined) {
       this.options.logger.warn(
         { endpointId: endpoint.id, deliveryId, detail: attempt.errorDetail },
-        attempt.errorKind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: its host had no address",
+        attempt.errorKind === "refused-by-policy" ? "auth hook call refused by ENDPOINT_URL_POLICY" : "auth hook call could not connect: see detail",
       );
     }
     return {
@@ -313,7 +316,8 @@ export class AuthHookService {
 const TARGET_SQL = `
   SELECT w.id AS world_id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.identity_providers,
     COALESCE((
-      SELECT json_agg(json_build_object('id', e.id, 'url', e.url, 'format', e.format, 'apiVersion', e.api_version, 'secretSealed', e.secret_sealed)
+      SELECT json_agg(json_build_object('id', e.id, 'url', e.url, 'format', e.format, 'apiVersion', e.api_version, 'secretSealed', e.secret_sealed,
+                                        'headersSealed', e.headers_sealed)
                       ORDER BY e.created_at, e.id)
       FROM webhook_endpoints e
       WHERE e.world_id = w.id AND e.enabled = true AND 'auth' = ANY(e.subscriptions)

@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       maxEventsPerRequest: 500,
       authHookTimeoutMs: 5000,
       endpointUrlPolicy: "public-https",
+      deliveryProxy: null,
       secretsEncryptionKey: valid.SECRETS_ENCRYPTION_KEY,
       analyticsPseudonymKey: null,
       analyticsBufferMax: 1000,
@@ -164,5 +165,13 @@ describe("loadConfig", () => {
   it("bounds MAX_EVENTS_PER_REQUEST", () => {
     expect(problemsOf({ ...valid, MAX_EVENTS_PER_REQUEST: "10001" })).toEqual(["MAX_EVENTS_PER_REQUEST must be between 1 and 10000, got 10001"]);
     expect(problemsOf({ ...valid, MAX_EVENTS_PER_REQUEST: "many" })).toEqual(['MAX_EVENTS_PER_REQUEST must be an integer, got "many"']);
+  });
+
+  it("sends the auth hook through DELIVERY_PROXY_URL when set, and names a bad one without its password", () => {
+    expect(loadConfig(valid).deliveryProxy).toBeNull();
+    expect(loadConfig({ ...valid, DELIVERY_PROXY_URL: "http://egress.internal:3128" }).deliveryProxy).toMatchObject({ host: "egress.internal", port: 3128, authorization: null });
+    const problems = problemsOf({ ...valid, DELIVERY_PROXY_URL: "http://hooks:s3cr3t-pw@egress.internal" });
+    expect(problems).toEqual([expect.stringMatching(/^DELIVERY_PROXY_URL must be http:\/\/\[user:password@\]host:port \(the port is missing\)$/)]);
+    expect(problems.join()).not.toContain("s3cr3t-pw");
   });
 });

@@ -1,7 +1,7 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
 import { readQueueShards } from "@vw/queues";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
-import { DEFAULT_ENDPOINT_URL_POLICY, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
+import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
 export const DEFAULT_MAX_EVENTS_PER_REQUEST = 500;
@@ -34,6 +34,8 @@ export function loadConfig(env: Env) {
     const secretsEncryptionKey = r.string("SECRETS_ENCRYPTION_KEY");
     const keyProblem = secretsEncryptionKey === "" ? null : secretBoxKeyProblem(secretsEncryptionKey);
     if (keyProblem !== null) r.problem(`SECRETS_ENCRYPTION_KEY: ${keyProblem}`);
+    const deliveryProxy = readDeliveryProxyUrl(r.optionalString("DELIVERY_PROXY_URL"));
+    if (deliveryProxy.problem !== null) r.problem(deliveryProxy.problem);
     const analyticsPseudonymKey = r.optionalString("ANALYTICS_PSEUDONYM_KEY") ?? null;
     if (analyticsPseudonymKey !== null && analyticsPseudonymKey.length < MIN_PSEUDONYM_KEY_LENGTH) {
       r.problem(`ANALYTICS_PSEUDONYM_KEY must be at least ${MIN_PSEUDONYM_KEY_LENGTH} characters long, got ${analyticsPseudonymKey.length}`);
@@ -63,6 +65,11 @@ export function loadConfig(env: Env) {
        * `any`: every http(s) URL, for development and tests only (logged loudly at start-up).
        */
       endpointUrlPolicy: r.oneOf("ENDPOINT_URL_POLICY", ENDPOINT_URL_POLICIES, DEFAULT_ENDPOINT_URL_POLICY),
+      /**
+       * DELIVERY_PROXY_URL: the forward proxy the auth hook's calls go through, as every request to a customer does (asked for
+       * the address this process resolved and vetted); null: requests leave directly.
+       */
+      deliveryProxy: deliveryProxy.proxy,
       /** Keys of the secret box that opens endpoint secrets (admin-api's SECRETS_ENCRYPTION_KEY). */
       secretsEncryptionKey,
       /** HMAC key of analytics pseudonyms; null = derived from SECRETS_ENCRYPTION_KEY (see analytics-privacy.ts). */

@@ -1,26 +1,22 @@
 /**
  * Storing events and fanning them out: one transaction per batch of requests (those that arrived
  * while the previous one ran: {@link IngestService}) records the events (deduplicated on the
- * producer's id within the world), applies the new ones that name a person
- * to the member directory, and writes one delivery row per (new event, subscribed enabled
- * endpoint) carrying the final body bytes; after the commit, one job per delivery goes to the
- * deliveries queue in a single round trip.
+ * producer's id within the world), applies the new ones that name a person to the member
+ * directory, and writes one pending delivery per (new event, subscribed enabled endpoint) carrying
+ * its final bytes (fan-out.ts); after the commit, the endpoints that got deliveries are woken
+ * (`DrainSignals.wake`: one script call per shard, the shards' calls in one write).
  *
- * Why this is at least once, and heals itself: the rows commit before the jobs are added, so a
- * crash or a Redis failure in between leaves deliveries `pending` with no job, and the producer
- * gets an error (503, or a dropped connection). Producers retry until they get a 202. On the
- * retry every event is a duplicate, and the deliveries of duplicate events that are still
- * `pending` with `attempt_count = 0` (never attempted) are queued again. Their job id is the
- * deliveryId, so BullMQ ignores the ones whose job still exists: a job that was added, waits, or
- * runs is not doubled. The one window for a second POST is a job that completes and leaves Redis
- * between our read and our add; receivers deduplicate on deliveryId (spec: Delivery guarantees).
+ * Why this is at least once, and heals itself: PostgreSQL is the schedule of record, so once the
+ * transaction committed every delivery is owed, whatever happens to the wake. A wake that fails
+ * (Redis unavailable) answers the producer 503; its retry finds every event a duplicate and wakes
+ * their endpoints again; should the producer never retry, the worker's reconciler wakes them
+ * within RECONCILE_INTERVAL_MS.
  */
-import { DeliveryLog, newDeliveryId, newEventRowId, pgRunner, type IntakeEvent as LogEvent, type IntakeWorld, type MemberDirectory, type NewDelivery, type PgPool } from "@vw/db";
-import { SUBSCRIPTION_OF_TYPE } from "@vw/contracts";
-import { enqueueDeliveries, type DeliverJobData, type DeliverJobRequest, type DeliveryQueues } from "@vw/queues";
+import { newEventRowId, type DeliveryLog, type IntakeEvent as LogEvent, type IntakeWorld, type MemberDirectory, type NewDelivery, type SqlRunner } from "@vw/db";
+import type { DrainSignals } from "@vw/queues";
 import { AppError, Coalescer, isDependencyUnavailable, traceMetadata, withSpan } from "@vw/service-kit";
-import { buildEnvelope, worldReference } from "@vw/webhook-core";
 import type { IntakeEvent, IntakeRequest } from "./events.schema.js";
+import { endpointsFor, fanOut, type FanOutEvent } from "./fan-out.js";
 import { toMemberEvent } from "./member-events.js";
 
 /** What `POST /v1/events` answers. */
@@ -37,7 +33,7 @@ export interface IngestResult {
 export interface IngestServiceOptions {
   /** PLAY_URL, for the world's `url` in the envelope. */
   playUrl: string;
-  /** How long adding the jobs may take before the request fails with a 503. */
+  /** How long waking the endpoints may take before the request fails with a 503. */
   enqueueTimeoutMs: number;
   /** Told the number of requests of every intake batch stored (or failed) together. */
   onBatch?: (requests: number) => void;
@@ -51,25 +47,28 @@ interface StoredEvent {
   request: number;
 }
 
+/** One request's share of a stored batch, and the endpoints to wake for it. */
+type StoredBatch = { outcomes: RequestOutcome[]; wake: string[] };
+
 /** Largest intake batch, in events: concurrent requests are stored together up to this many. */
 const MAX_BATCH_EVENTS = 1000;
 
-/** How one request of a batch ended: its answer, or its own error (an unknown world, say). */
-type RequestOutcome = { ok: true; result: IngestResult; jobs: boolean } | { ok: false; error: unknown };
+/** How one request of a batch ended: its answer, or its own error (an unknown world, say); `wakes` when it has endpoints to wake. */
+type RequestOutcome = { ok: true; result: IngestResult; wakes: boolean } | { ok: false; error: unknown };
 
-/** A request's outcome once its batch committed; `enqueued` settles when its jobs are in Redis. */
+/** A request's outcome once its batch committed; `enqueued` settles when its endpoints are woken. */
 type BatchedOutcome = RequestOutcome & { enqueued: Promise<void> | null };
 
 /**
- * Takes validated events; the route calls {@link IngestService.ingest}. Its statements run on a
- * plain pg pool as named prepared statements, parsed and planned once per connection: Prisma
- * compiles its raw queries again on every call, which profiles of `pnpm bench delivery` showed as a
- * large share of the intake's CPU.
+ * Takes validated events; the route calls {@link IngestService.ingest}. The intake is a plain
+ * transaction script over the delivery log (`resolveIntake`, the fan-out, `storeIntake`, the
+ * member directory), on the process's pg pool as named prepared statements, parsed and planned
+ * once per connection.
  *
  * Requests are stored in batches (group commit): those that arrive while an intake's transaction
  * runs are stored together in the next one, and their jobs added in one round trip. An intake
- * costs about the same in ingest and in PostgreSQL whatever its size (a transaction, two Redis
- * round trips, the HTTP exchange), so producers posting events one at a time would pay that for
+ * costs about the same in ingest and in PostgreSQL whatever its size (a transaction, a Redis
+ * round trip, the HTTP exchange), so producers posting events one at a time would pay that for
  * every event; batched, that cost per request falls as the load rises
  * (docs/decisions/0008-ingest-intakes-in-batches.md). Each request still gets
  * its own answer: an unknown world fails only the request naming it, and a batch whose statement
@@ -78,21 +77,19 @@ type BatchedOutcome = RequestOutcome & { enqueued: Promise<void> | null };
  */
 export class IngestService {
   private readonly playUrl: string;
-  private readonly log: DeliveryLog;
   private readonly intakes: Coalescer<IntakeRequest, BatchedOutcome>;
   /** The trace context of each request while it is being stored (tracing on only). */
   private readonly traces = new WeakMap<IntakeRequest, string>();
 
   constructor(
-    pool: PgPool,
-    private readonly queue: DeliveryQueues,
+    private readonly log: DeliveryLog,
+    private readonly signals: Pick<DrainSignals, "wake">,
     private readonly members: MemberDirectory,
     private readonly options: IngestServiceOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
-    this.log = new DeliveryLog(pgRunner(pool));
     // One transaction at a time: what arrives meanwhile waits for the next one, so batches grow
-    // with the load. The slot is given back at the commit; the jobs are added meanwhile.
+    // with the load. The slot is given back at the commit; the endpoints are woken meanwhile.
     this.intakes = new Coalescer((requests) => this.storeBatch(requests), {
       maxBatch: MAX_BATCH_EVENTS,
       maxInFlight: 1,
@@ -101,16 +98,16 @@ export class IngestService {
   }
 
   /**
-   * Stores `events`, creates their deliveries and queues them; nothing is stored when a world is
-   * unknown (404). Rejects with a dependency error (503) when the jobs cannot be added: the rows
-   * are committed then, and the producer's retry queues them (see the file comment). The events and
-   * deliveries are written by the DeliveryLog in one transaction, with those of the requests that
-   * arrived meanwhile.
+   * Stores `events`, creates their deliveries and wakes their endpoints; nothing is stored when a
+   * world is unknown (404). Rejects with a dependency error (503) when the endpoints cannot be
+   * woken: the deliveries are committed then, and the producer's retry wakes them (see the file
+   * comment). The events and deliveries are written in one transaction, with those of the
+   * requests that arrived meanwhile.
    */
   ingest(request: IntakeRequest): Promise<IngestResult> {
     return withSpan("event intake", { "events.count": request.events.length }, async (span) => {
-      // The batch adds this request's jobs with other requests' ones: each job carries its own
-      // request's trace, so its delivery continues this span (tracing on only).
+      // The batch stores this request's deliveries with other requests' ones: each carries its own
+      // request's trace, so its attempts continue this span (tracing on only).
       const trace = traceMetadata();
       if (trace !== undefined) this.traces.set(request, trace);
       const outcome = await this.intakes.submit(request);
@@ -121,11 +118,11 @@ export class IngestService {
     });
   }
 
-  /** One batch: stored in one transaction, then its jobs added (not awaited here: see the constructor). */
+  /** One batch: stored in one transaction, then its endpoints woken (not awaited here: see the constructor). */
   private async storeBatch(requests: readonly IntakeRequest[]): Promise<BatchedOutcome[]> {
     this.options.onBatch?.(requests.length);
     try {
-      return this.enqueueAfter(await this.store(requests));
+      return this.wakeAfter(await this.store(requests));
     } catch (err) {
       if (requests.length === 1 || isDependencyUnavailable(err)) throw err;
       // The statement failed on something in one request's data: each alone, so only that one fails.
@@ -133,7 +130,7 @@ export class IngestService {
       for (const request of requests) {
         outcomes.push(
           await this.store([request]).then(
-            (stored) => this.enqueueAfter(stored)[0] as BatchedOutcome,
+            (stored) => this.wakeAfter(stored)[0] as BatchedOutcome,
             (error: unknown): BatchedOutcome => ({ ok: false, error, enqueued: null }),
           ),
         );
@@ -142,115 +139,108 @@ export class IngestService {
     }
   }
 
-  /** Starts adding a stored batch's jobs; the requests that made jobs wait for it, the others not. */
-  private enqueueAfter(stored: { outcomes: RequestOutcome[]; jobs: DeliverJobRequest[] }): BatchedOutcome[] {
-    const enqueued = stored.jobs.length === 0 ? null : this.enqueue(stored.jobs);
-    // Awaited by the requests with jobs; this handler only keeps a batch without any from
-    // reporting the rejection as unhandled.
-    enqueued?.catch(() => undefined);
-    return stored.outcomes.map((o) => ({ ...o, enqueued: o.ok && o.jobs ? enqueued : null }));
-  }
-
-  /** The batch's transaction: each request's outcome, and the jobs of all of them. */
-  private async store(requests: readonly IntakeRequest[]): Promise<{ outcomes: RequestOutcome[]; jobs: DeliverJobRequest[] }> {
-    const failed = new Map<number, unknown>();
-    const stored = new Map<string, StoredEvent>();
-    const intake = await this.log.intake(
-      {
-        events: requests.flatMap((r) => r.events.map((e) => ({ organizationSlug: e.organizationSlug, worldSlug: e.worldSlug, producerId: e.id }))),
-        subscriptions: [...new Set(requests.flatMap((r) => r.events.flatMap((e) => SUBSCRIPTION_OF_TYPE[e.type] ?? [])))],
-      },
-      (worlds, createdAt) => {
-        const byRef = new Map(worlds.map((w) => [`${w.organizationSlug}/${w.worldSlug}`, w]));
-        // The first occurrence of an id in the batch is the event (its request's); later ones,
-        // in the same request or a later one, are duplicates.
-        const firsts = new Map<string, StoredEvent>();
-        requests.forEach((request, index) => {
-          const unknown = unknownWorlds(request, byRef);
-          if (unknown) return void failed.set(index, unknown);
-          for (const event of request.events) {
-            const world = byRef.get(event.world) as IntakeWorld;
-            const key = eventKey(world.id, event.id);
-            if (!firsts.has(key)) firsts.set(key, { event, rowId: newEventRowId(), world, request: index });
-          }
-        });
-        const candidates = inLockOrder(firsts);
-        for (const c of candidates) stored.set(c.rowId, c);
-        return {
-          events: candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp })),
-          deliveries: this.planDeliveries(candidates, createdAt),
-        };
-      },
-      // The member directory changes in the log's transaction: with the events, or not at all.
-      // Duplicates were applied when first accepted.
-      (fresh, tx) =>
-        this.members.applyEvents(
-          fresh.flatMap((f) => {
-            const { event, world } = stored.get(f.rowId) as StoredEvent;
-            return toMemberEvent(event, world.id) ?? [];
-          }),
-          tx,
-        ),
-    );
-    const requestOf = (rowId: string) => (stored.get(rowId) as StoredEvent).request;
-    const accepted = countPer(requests.length, intake.fresh.map((f) => requestOf(f.rowId)));
-    const created = countPer(requests.length, intake.created.flatMap((d) => (d.event ? [requestOf(d.event.rowId)] : [])));
-    const outcomes = requests.map((request, index): RequestOutcome => {
-      if (failed.has(index)) return { ok: false, error: failed.get(index) };
-      const deliveries = created[index] as number;
-      const duplicates = request.events.length - (accepted[index] as number);
-      // The deliveries queued again are those of known events, of whichever request named them.
-      const jobs = deliveries > 0 || (duplicates > 0 && intake.unattempted.length > 0);
-      return { ok: true, result: { accepted: accepted[index] as number, duplicates, deliveries }, jobs };
-    });
-    const jobs: DeliverJobRequest[] = [
-      ...intake.created.map(
-        (d): DeliverJobRequest => ({
-          deliveryId: d.id,
-          endpointId: d.endpointId,
-          run: 0,
-          traceMetadata: d.event ? this.traces.get(requests[requestOf(d.event.rowId)] as IntakeRequest) : undefined,
-        }),
-      ),
-      ...intake.unattempted.map((d): DeliverJobData => ({ deliveryId: d.deliveryId, endpointId: d.endpointId, run: d.run })),
-    ];
-    return { outcomes, jobs };
+  /** Starts waking a stored batch's endpoints; the requests that have some wait for it, the others not. */
+  private wakeAfter(stored: StoredBatch): BatchedOutcome[] {
+    const woken = stored.wake.length === 0 ? null : this.wake(stored.wake);
+    // Awaited by the requests with endpoints to wake; this handler only keeps a batch without any
+    // from reporting the rejection as unhandled.
+    woken?.catch(() => undefined);
+    return stored.outcomes.map((o) => ({ ...o, enqueued: o.ok && o.wakes ? woken : null }));
   }
 
   /**
-   * One delivery per (event, endpoint subscribed to the event type's subscription); each stores
-   * the envelope every attempt sends. Its id is a UUIDv7 of the intake time, so the deliveries
-   * share their event's partition day. Made for every event of the request before the log knows
-   * which are new (it drops those of known events): a producer's retry pays for envelopes it does
-   * not keep, so that an intake is two statements instead of four.
+   * The batch's transaction script: the worlds and their endpoints (with the events' locks), the
+   * fan-out, the events and deliveries, the member directory's changes; each request's outcome,
+   * and the endpoints to wake.
    */
-  private planDeliveries(candidates: readonly StoredEvent[], createdAt: Date): NewDelivery[] {
-    const rows: NewDelivery[] = [];
-    for (const { event, rowId, world } of candidates) {
-      const subscription = SUBSCRIPTION_OF_TYPE[event.type];
-      if (subscription === null) continue;
-      const worldRef = worldReference(this.playUrl, world.organizationSlug, world.worldSlug, world.customDomain);
-      for (const endpoint of world.endpoints) {
-        if (!endpoint.subscriptions.includes(subscription)) continue;
-        const deliveryId = newDeliveryId(createdAt);
-        // Legacy-format endpoints get the envelope too: the spec defines a legacy body only for member.connecting.
-        const body = buildEnvelope({ deliveryId, apiVersion: endpoint.apiVersion, type: event.type, timestamp: event.timestamp, world: worldRef, data: event.data });
-        rows.push({ id: deliveryId, endpointId: endpoint.id, worldId: world.id, type: event.type, body, event: { rowId, producerId: event.id } });
-      }
-    }
-    return rows;
+  private async store(requests: readonly IntakeRequest[]): Promise<StoredBatch> {
+    const createdAt = new Date();
+    const failed = new Map<number, unknown>();
+    const { fresh, created, candidates } = await this.log.transaction(async (tx) => {
+      const worlds = await this.log.resolveIntake(
+        requests.flatMap((r) => r.events.map((e) => ({ organizationSlug: e.organizationSlug, worldSlug: e.worldSlug, producerId: e.id }))),
+        tx,
+      );
+      const candidates = this.candidates(requests, worlds, failed);
+      const events = candidates.map((c): LogEvent => ({ rowId: c.rowId, worldId: c.world.id, producerId: c.event.id, type: c.event.type, occurredAt: c.event.timestamp }));
+      const deliveries = fanOut(candidates.map((c) => this.fanOutEvent(c, requests)), createdAt, this.playUrl);
+      const stored = await this.log.storeIntake({ events, deliveries }, createdAt, tx);
+      // The member directory changes in the log's transaction: with the events, or not at all.
+      // Duplicates were applied when first accepted.
+      await this.applyMembers(stored.fresh, candidates, tx);
+      return { fresh: new Set(stored.fresh.map((f) => f.rowId)), created: stored.created, candidates };
+    });
+    return this.outcomes(requests, failed, candidates, fresh, created);
   }
 
-  /** Adds the jobs in one round trip; a Redis that does not answer in time is a 503 like one that refuses. */
-  private async enqueue(jobs: readonly DeliverJobRequest[]): Promise<void> {
-    if (jobs.length === 0) return;
+  /** The first occurrence of each (world, id) in the batch, in lock order; the requests naming an unknown world fail alone. */
+  private candidates(requests: readonly IntakeRequest[], worlds: readonly IntakeWorld[], failed: Map<number, unknown>): StoredEvent[] {
+    const byRef = new Map(worlds.map((w) => [`${w.organizationSlug}/${w.worldSlug}`, w]));
+    // The first occurrence of an id in the batch is the event (its request's); later ones, in the
+    // same request or a later one, are duplicates.
+    const firsts = new Map<string, StoredEvent>();
+    requests.forEach((request, index) => {
+      const unknown = unknownWorlds(request, byRef);
+      if (unknown) return void failed.set(index, unknown);
+      for (const event of request.events) {
+        const world = byRef.get(event.world) as IntakeWorld;
+        const key = eventKey(world.id, event.id);
+        if (!firsts.has(key)) firsts.set(key, { event, rowId: newEventRowId(), world, request: index });
+      }
+    });
+    return inLockOrder(firsts);
+  }
+
+  private fanOutEvent(c: StoredEvent, requests: readonly IntakeRequest[]): FanOutEvent {
+    const trace = this.traces.get(requests[c.request] as IntakeRequest);
+    return { rowId: c.rowId, producerId: c.event.id, type: c.event.type, timestamp: c.event.timestamp, data: c.event.data, world: c.world, ...(trace === undefined ? {} : { trace }) };
+  }
+
+  private async applyMembers(fresh: readonly LogEvent[], candidates: readonly StoredEvent[], tx: SqlRunner): Promise<void> {
+    if (fresh.length === 0) return;
+    const byRow = new Map(candidates.map((c) => [c.rowId, c]));
+    const changes = fresh.flatMap((f) => {
+      const { event, world } = byRow.get(f.rowId) as StoredEvent;
+      return toMemberEvent(event, world.id) ?? [];
+    });
+    if (changes.length > 0) await this.members.applyEvents(changes, tx);
+  }
+
+  /**
+   * Each request's answer, and the endpoints to wake: those that got deliveries, and for a
+   * request with duplicates, the endpoints its known events' types go to (a producer retrying after
+   * a 503 whose deliveries are committed but whose wake failed).
+   */
+  private outcomes(requests: readonly IntakeRequest[], failed: ReadonlyMap<number, unknown>, candidates: readonly StoredEvent[], fresh: ReadonlySet<string>, created: readonly NewDelivery[]): StoredBatch {
+    const requestOfRow = new Map(candidates.map((c) => [c.rowId, c.request]));
+    const accepted = countPer(requests.length, [...fresh].map((rowId) => requestOfRow.get(rowId) as number));
+    const deliveries = countPer(requests.length, created.flatMap((d) => (d.event ? [requestOfRow.get(d.event.rowId) as number] : [])));
+    const wake = new Set(created.map((d) => d.endpointId));
+    const outcomes = requests.map((request, index): RequestOutcome => {
+      if (failed.has(index)) return { ok: false, error: failed.get(index) };
+      const duplicates = request.events.length - (accepted[index] as number);
+      let wakes = (deliveries[index] as number) > 0;
+      if (duplicates > 0) {
+        for (const c of candidates) {
+          if (c.request !== index || fresh.has(c.rowId)) continue;
+          for (const endpoint of endpointsFor(c.world, c.event.type)) wake.add(endpoint.id);
+          wakes = wakes || endpointsFor(c.world, c.event.type).length > 0;
+        }
+      }
+      return { ok: true, result: { accepted: accepted[index] as number, duplicates, deliveries: deliveries[index] as number }, wakes };
+    });
+    return { outcomes, wake: [...wake] };
+  }
+
+  /** Wakes the endpoints; a Redis that does not answer in time is a 503 like one that refuses. */
+  private async wake(endpointIds: readonly string[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new EnqueueTimeoutError(this.options.enqueueTimeoutMs)), this.options.enqueueTimeoutMs);
     });
     try {
       // A producer connection waits for Redis while it (re)connects; the timeout bounds that wait.
-      await Promise.race([enqueueDeliveries(this.queue, jobs), timeout]);
+      await Promise.race([this.signals.wake(endpointIds), timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -292,10 +282,10 @@ export function inLockOrder<T>(byKey: ReadonlyMap<string, T>): T[] {
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
 }
 
-/** Redis did not take the jobs in time. Named `TimeoutError`, which service-kit answers with a 503. */
+/** Redis did not take the wakes in time. Named `TimeoutError`, which service-kit answers with a 503. */
 export class EnqueueTimeoutError extends Error {
   constructor(ms: number) {
-    super(`Redis did not take the delivery jobs within ${ms} ms`);
+    super(`Redis did not take the endpoints' wakes within ${ms} ms`);
     this.name = "TimeoutError";
   }
 }

@@ -1,5 +1,5 @@
 import { createPgPool, createPrismaClient } from "@vw/db";
-import { closeRedisConnection, createRedisConnection, keepAnnouncingLayout, openDeliveryQueues } from "@vw/queues";
+import { closeRedisConnection, createRedisConnection, openDeliveryQueues } from "@vw/queues";
 import {
   Counter,
   METRICS_PREFIX,
@@ -39,11 +39,9 @@ const redis = createRedisConnection(config.redis, "producer");
 watchRedisConnection(redis, logger);
 const queue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
 for (const shard of queue.shards) shard.on("error", redisClientErrorListener(logger, "deliveries queue error"));
-// The shard layout this process queues into stays in use (not retired by the workers) while it runs.
-const layoutAnnouncer = keepAnnouncingLayout(redis, config.redisKeyPrefix, config.queueShards, (err) => logger.debug({ err }, "announcing the delivery shard layout failed; tried again shortly"));
 
 // The auth hook's HTTP agents enforce ENDPOINT_URL_POLICY at connect time, like the worker's.
-const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy);
+const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy, { proxy: config.deliveryProxy });
 if (config.endpointUrlPolicy === "any") {
   logger.warn(
     { endpointUrlPolicy: "any" },
@@ -110,7 +108,15 @@ const app = createIngestApp({
 });
 const server = await listen(app, config.port, config.host, logger);
 logger.info(
-  { port: config.port, playUrl: config.playUrl, redis: describeRedisTopology(config.redis), redisKeyPrefix: config.redisKeyPrefix, maxEventsPerRequest: config.maxEventsPerRequest },
+  {
+    port: config.port,
+    playUrl: config.playUrl,
+    redis: describeRedisTopology(config.redis),
+    redisKeyPrefix: config.redisKeyPrefix,
+    maxEventsPerRequest: config.maxEventsPerRequest,
+    // Its address only: the credentials are never logged.
+    deliveryProxy: config.deliveryProxy?.address ?? null,
+  },
   "event-ingest listening",
 );
 
@@ -121,10 +127,7 @@ registerShutdown(logger, [
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   {
     name: "queue",
-    run: async () => {
-      layoutAnnouncer.stop();
-      await queue.close();
-    },
+    run: () => queue.close(),
   },
   { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "tracing", run: () => tracing.shutdown() },

@@ -151,7 +151,9 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
         summary: "Add a webhook endpoint",
         description:
           "The answer carries the signing secret; it is shown again only on rotation. 409 `quota-exceeded` when the world has " +
-          "`maxEndpoints` endpoints already, or `maxAuthEndpoints` subscribed to `auth` and this one is too.",
+          "`maxEndpoints` endpoints already, or `maxAuthEndpoints` subscribed to `auth` and this one is too. `headers` are write-only: " +
+          "the answer, like every read, lists their names in `headerNames`. A reserved or malformed header is a 400 whose `errors[]` " +
+          "points at it (`/headers/<name>`).",
         tags: ["endpoints"],
         parameters: world,
         requestBody: jsonRequestBody(schemaRef("CreateEndpointRequest")),
@@ -181,8 +183,10 @@ export function adminPaths(): Record<string, Record<string, JsonObject>> {
       }),
       patch: adminOperation({
         operationId: "updateEndpoint",
-        summary: "Change an endpoint's URL or subscriptions",
-        description: "409 `quota-exceeded` when `auth` is added and the world has `maxAuthEndpoints` subscribed to it already.",
+        summary: "Change an endpoint's URL, subscriptions, rate limit or custom headers",
+        description:
+          "409 `quota-exceeded` when `auth` is added and the world has `maxAuthEndpoints` subscribed to it already. `headers` replaces " +
+          "the whole set of custom headers (`{}` removes them all); absent, they stay as they are.",
         tags: ["endpoints"],
         parameters: endpoint,
         requestBody: jsonRequestBody(schemaRef("UpdateEndpointRequest"), { mergePatch: true }),

@@ -42,7 +42,7 @@ function fromNow(at: number, now: number): string {
  * When a pending delivery is tried next, under its status: the time (the date too when not
  * today) and how far off it is; "due now" once it is due (a worker takes it within moments).
  */
-function NextAttempt({ nextAttemptAt }: { nextAttemptAt: string | null }) {
+function NextAttempt({ nextAttemptAt, reason }: { nextAttemptAt: string | null; reason?: string | undefined }) {
   if (nextAttemptAt === null) return <span className="next-attempt">queued</span>;
   const at = new Date(nextAttemptAt);
   const now = Date.now();
@@ -57,6 +57,7 @@ function NextAttempt({ nextAttemptAt }: { nextAttemptAt: string | null }) {
   return (
     <span className="next-attempt" data-testid="next-attempt">
       next attempt <time dateTime={nextAttemptAt}>{sameDay ? timeOfDay.format(at) : formatTime(nextAttemptAt)}</time> ({fromNow(at.getTime(), now)})
+      {reason === undefined ? null : <span className="next-attempt-reason">: {reason}</span>}
     </span>
   );
 }
@@ -196,7 +197,7 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
                   </td>
                   <td>
                     <DeliveryStatusBadge status={d.status} />
-                    {d.status === "pending" ? <NextAttempt nextAttemptAt={d.nextAttemptAt} /> : null}
+                    {d.status === "pending" ? <NextAttempt nextAttemptAt={d.nextAttemptAt} reason={d.nextAttemptReason} /> : null}
                   </td>
                   <td>{d.attemptCount}</td>
                   <td>{d.lastStatus ?? "—"}</td>

@@ -1,9 +1,11 @@
 /**
- * The URL + subscriptions form of an endpoint (add and edit). Problem `errors[]` land on their
- * field: `/url` (the URL policy: https only, no private addresses) and `/subscriptions`.
+ * The URL + subscriptions form of an endpoint (add and edit), with the custom headers when
+ * adding. Problem `errors[]` land on their field: `/url` (the URL policy: https only, no private
+ * addresses), `/subscriptions` and `/headers/<name>`.
  */
 import { useId, useState, type FormEvent } from "react";
 import type { WebhookSubscription } from "@vw/contracts";
+import { HeadersEditor, headersOf, type HeaderRow, type RowProblem } from "./headers-editor.js";
 import { Button, FieldErrors, FormProblem, hasFieldError } from "./ui.js";
 
 /**
@@ -22,6 +24,8 @@ export const SUBSCRIPTIONS = Object.keys(SUBSCRIPTION_INFO) as WebhookSubscripti
 export interface EndpointFormValue {
   url: string;
   subscriptions: WebhookSubscription[];
+  /** Only with `withHeaders`, and only when some were given. */
+  headers?: Record<string, string>;
 }
 
 export function EndpointForm({
@@ -32,6 +36,7 @@ export function EndpointForm({
   busy,
   disabledReason,
   onCancel,
+  withHeaders = false,
 }: {
   initial: EndpointFormValue;
   submitLabel: string;
@@ -40,14 +45,22 @@ export function EndpointForm({
   busy: boolean;
   disabledReason: string | null;
   onCancel?: () => void;
+  /** Show the custom headers editor (adding: an edit of the set is the endpoint page's own card). */
+  withHeaders?: boolean;
 }) {
   const id = useId();
   const [url, setUrl] = useState(initial.url);
   const [subs, setSubs] = useState<WebhookSubscription[]>(initial.subscriptions);
+  const [rows, setRows] = useState<HeaderRow[]>([]);
+  const [problems, setProblems] = useState<ReadonlyMap<number, RowProblem>>(new Map());
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (disabledReason) return;
-    onSubmit({ url: url.trim(), subscriptions: SUBSCRIPTIONS.filter((s) => subs.includes(s)) });
+    const checked = headersOf(rows);
+    setProblems(checked.problems);
+    if (checked.problems.size > 0) return;
+    const headers = Object.keys(checked.headers).length > 0 ? { headers: checked.headers } : {};
+    onSubmit({ url: url.trim(), subscriptions: SUBSCRIPTIONS.filter((s) => subs.includes(s)), ...headers });
   };
   const toggle = (s: WebhookSubscription, on: boolean) => setSubs((cur) => (on ? [...cur, s] : cur.filter((x) => x !== s)));
   const off = disabledReason !== null;
@@ -85,7 +98,8 @@ export function EndpointForm({
         ))}
         <FieldErrors id={`${id}-subs-err`} error={error} pointer="/subscriptions" label="Subscriptions" />
       </fieldset>
-      <FormProblem error={error} fields={["/url", "/subscriptions"]} />
+      {withHeaders ? <HeadersEditor rows={rows} onChange={setRows} error={error} problems={problems} disabled={off} legend="Custom headers (optional)" /> : null}
+      <FormProblem error={error} fields={["/url", "/subscriptions", "/headers"]} />
       <div className="actions">
         <Button type="submit" variant="primary" busy={busy} disabledReason={disabledReason}>
           {submitLabel}

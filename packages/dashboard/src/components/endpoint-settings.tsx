@@ -1,12 +1,14 @@
 /**
- * An endpoint's settings: edit URL and subscriptions, disable / re-enable, rotate the secret,
- * body format, delete. Each action is disabled with its reason without manage-endpoints.
+ * An endpoint's settings: edit URL and subscriptions, rate limit, custom headers, disable /
+ * re-enable, rotate the secret, body format, delete. Each action is disabled with its reason
+ * without manage-endpoints.
  */
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { EndpointResource, EndpointWithSecretResource } from "@vw/contracts";
 import { navigate } from "../router.js";
 import { useCapability, useSession } from "../session-context.js";
+import { CustomHeadersCard } from "./custom-headers-card.js";
 import { EndpointForm } from "./endpoint-form.js";
 import { RateLimitForm } from "./rate-limit-form.js";
 import { Button, ConfirmAction, ProblemMessage, SecretOnce } from "./ui.js";
@@ -88,6 +90,8 @@ export function EndpointSettings({ endpoint }: { endpoint: EndpointResource }) {
       </section>
 
       <RateLimitForm endpoint={endpoint} />
+
+      <CustomHeadersCard endpoint={endpoint} />
 
       <section className="card" aria-labelledby="state-title">
         <h2 id="state-title">{endpoint.enabled ? "Disable" : "Re-enable"}</h2>

@@ -1,5 +1,6 @@
 /** An endpoint's last 24 h as the history's stats rollup gives them (kept exact, cheap to read). */
 import { useQuery } from "@tanstack/react-query";
+import type { SendingWindowResource } from "@vw/contracts";
 import { useSession } from "../session-context.js";
 import { DeliveryFigures } from "./delivery-figures.js";
 import { Loading, formatRate, formatTime } from "./ui.js";
@@ -42,7 +43,34 @@ export function EndpointStatsPanel({ endpointId }: { endpointId: string }) {
       <h2 id="stats-title">Last 24 hours</h2>
       {stats.isPending ? <Loading label="Loading the figures…" /> : null}
       {stats.error ? <p className="muted">Figures unavailable right now.</p> : null}
+      {stats.data?.sendingWindow ? <SendingWindow window={stats.data.sendingWindow} /> : null}
       {stats.data ? <DeliveryFigures stats={stats.data} latency /> : null}
     </section>
+  );
+}
+
+const SLOWDOWN_REASONS = {
+  throttled: "the receiver answered 429 or 503, asking for fewer requests at once",
+  unresponsive: "the receiver timed out or refused connections",
+} as const;
+
+/**
+ * How many deliveries the platform sends at once: at most its largest window, or, while slowed
+ * down by the receiver's answers, fewer, why, and since when (it grows back as answers come).
+ */
+function SendingWindow({ window }: { window: SendingWindowResource }) {
+  if (!window.slowedDown) {
+    return (
+      <p className="sending-window" data-testid="sending-window">
+        Sending up to {window.max} deliveries at once.
+      </p>
+    );
+  }
+  return (
+    <p className="sending-window slowed" role="status" data-testid="sending-window">
+      <strong>Slowed down:</strong> sending {window.size} {window.size === 1 ? "delivery" : "deliveries"} at once instead of {window.max}
+      {window.reason ? `, because ${SLOWDOWN_REASONS[window.reason]}` : ""}
+      {window.since ? ` (since ${formatTime(window.since)})` : ""}. It grows back as the receiver answers.
+    </p>
   );
 }

@@ -97,6 +97,7 @@ export function DeliveryScreen({ endpointId, deliveryId }: { endpointId: string;
               <dd data-testid="delivery-status">
                 <DeliveryStatusBadge status={d.status} />
                 {d.nextAttemptAt ? <span className="muted"> next attempt {formatTime(d.nextAttemptAt)}</span> : null}
+                {d.nextAttemptReason ? <span className="muted" data-testid="next-attempt-reason">, later than the retry schedule: {d.nextAttemptReason}</span> : null}
               </dd>
               <dt>Created</dt>
               <dd>{formatTime(d.createdAt)}</dd>

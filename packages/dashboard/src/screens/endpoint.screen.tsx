@@ -30,6 +30,7 @@ export function EndpointScreen({ id }: { id: string }) {
             <EndpointState endpoint={endpoint.data} />
             <span>Format: {endpoint.data.format}</span>
             <span>Rate limit: {endpoint.data.rateLimitPerSecond === null ? "none" : `${endpoint.data.rateLimitPerSecond}/s`}</span>
+            <span>Custom headers: {endpoint.data.headerNames.length === 0 ? "none" : endpoint.data.headerNames.join(", ")}</span>
             <span>API version {endpoint.data.apiVersion}</span>
             <span>Created {formatTime(endpoint.data.createdAt)}</span>
           </div>

@@ -42,6 +42,7 @@ export function EndpointsScreen() {
           <EndpointForm
             initial={{ url: "", subscriptions: [] }}
             submitLabel="Create endpoint"
+            withHeaders
             onSubmit={(v) => create.mutate(v)}
             error={create.error}
             busy={create.isPending}

@@ -23,6 +23,8 @@ export interface DeliverySummary {
   updatedAt: Date;
   /** The producer's id of the event it carries; null for tests, analytics batches and hook calls. */
   eventId: string | null;
+  /** Why its next attempt is later than the retry schedule (the receiver's Retry-After), while pending; else null. */
+  waitReason: string | null;
 }
 
 /** One delivery with its body and every attempt, oldest first. */
@@ -72,9 +74,25 @@ interface SummaryRow {
   created_at: Date;
   updated_at: Date;
   event_producer_id: string | null;
+  wait_reason: string | null;
 }
 
-const SUMMARY_COLUMNS = "id, endpoint_id, type, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at, event_producer_id";
+/**
+ * A delivery's summary from `d` (webhook_deliveries), `s` (its state row, if any: none means
+ * delivered) and `a` (its attempts' count, last status and end, see {@link ATTEMPTS_OF_D}).
+ */
+const SUMMARY_COLUMNS = `d.id, d.endpoint_id, d.type, d.test, COALESCE(s.status, 'delivered') AS status,
+  COALESCE(s.attempt_count, a.n) AS attempt_count, CASE WHEN s.delivery_id IS NULL THEN a.last ELSE s.last_status END AS last_status,
+  s.due_at AS next_attempt_at, d.created_at, COALESCE(s.updated_at, a.last_at, d.created_at) AS updated_at, d.event_producer_id, s.wait_reason`;
+
+/** The attempts of delivery `d`, summed up as `a` (one probe of its partition's attempts index). */
+const ATTEMPTS_OF_D = `LEFT JOIN LATERAL (
+    SELECT count(*)::int AS n, (array_agg(x.response_status ORDER BY x.started_at DESC, x.attempt_number DESC))[1] AS last,
+           max(x.started_at + x.duration_ms * interval '1 millisecond') AS last_at
+    FROM delivery_attempts x WHERE x.delivery_id = d.id AND x.delivery_created_at = d.created_at) a ON true`;
+
+/** The statuses a state row holds (a delivered delivery has none). */
+const STATE_STATUSES: readonly LogDeliveryStatus[] = ["pending", "failed", "skipped"];
 
 /** 24 hours, the stats window. */
 export const STATS_WINDOW_MS = 24 * 3600_000;
@@ -90,32 +108,47 @@ export class DeliveryHistory {
    * delivery of this endpoint (a bad cursor, or a delivery dropped by retention since).
    */
   async list(endpointId: string, filter: DeliveryFilter, page: { limit: number; after?: string }): Promise<DeliverySummary[] | null> {
+    // Pending, failed and skipped deliveries are found through their state rows (few, indexed by
+    // status); the others by walking the endpoint's deliveries newest first.
+    const byState = filter.status !== undefined && STATE_STATUSES.includes(filter.status);
+    const key = byState ? "s" : "d";
     const values: unknown[] = [endpointId];
-    const where = ["endpoint_id = $1::uuid"];
+    const where = [`${key}.endpoint_id = $1::uuid`];
     const add = (condition: (p: string) => string, value: unknown) => {
       values.push(value);
       where.push(condition(`$${values.length}`));
     };
-    if (filter.status !== undefined) add((p) => `status = ${p}::text`, filter.status);
-    if (filter.type !== undefined) add((p) => `type = ${p}::text`, filter.type);
-    if (filter.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, filter.since.toISOString());
-    if (filter.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, filter.until.toISOString());
-    if (filter.eventId !== undefined) add((p) => `event_producer_id = ${p}::text`, filter.eventId);
+    if (filter.status !== undefined) {
+      if (byState) add((p) => `s.status = ${p}::text`, filter.status);
+      else where.push("s.delivery_id IS NULL");
+    }
+    if (filter.type !== undefined) add((p) => `d.type = ${p}::text`, filter.type);
+    if (filter.since !== undefined) add((p) => `${key}.created_at >= ${p}::timestamptz`, filter.since.toISOString());
+    if (filter.until !== undefined) add((p) => `${key}.created_at < ${p}::timestamptz`, filter.until.toISOString());
+    if (filter.eventId !== undefined) add((p) => `d.event_producer_id = ${p}::text`, filter.eventId);
     if (page.after !== undefined) {
       const cursor = await this.find(endpointId, page.after);
       if (cursor === null) return null;
       values.push(cursor.createdAt.toISOString(), cursor.id);
       const [at, id] = [`$${values.length - 1}`, `$${values.length}`];
-      where.push(`created_at <= ${at}::timestamptz AND (created_at < ${at}::timestamptz OR id < ${id}::uuid)`);
+      const idColumn = byState ? "s.delivery_id" : "d.id";
+      where.push(`${key}.created_at <= ${at}::timestamptz AND (${key}.created_at < ${at}::timestamptz OR ${idColumn} < ${id}::uuid)`);
     }
     values.push(page.limit);
+    const order = byState ? "s.created_at DESC, s.delivery_id DESC" : "d.created_at DESC, d.id DESC";
     // An event id matches a handful of rows: fenced (OFFSET 0) so PostgreSQL finds them through the
     // (endpoint_id, event_producer_id) index and sorts them, instead of walking the endpoint's
     // whole history in created_at order and filtering (seconds for an endpoint with 1M deliveries).
-    const from = filter.eventId === undefined ? "webhook_deliveries" : `(SELECT * FROM webhook_deliveries WHERE ${where.join(" AND ")} OFFSET 0) AS d`;
-    const text = `SELECT ${SUMMARY_COLUMNS} FROM ${from} ${filter.eventId === undefined ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY created_at DESC, id DESC LIMIT $${values.length}::int`;
-    const rows = await this.db.query<SummaryRow>({ name: `dh-list-${where.map((w) => w.split(" ")[0]).join("-")}${filter.eventId === undefined ? "" : "-fenced"}`, text }, values);
+    const from = byState
+      ? "delivery_states s JOIN webhook_deliveries d ON d.id = s.delivery_id AND d.created_at = s.created_at"
+      : filter.eventId === undefined
+        ? "webhook_deliveries d LEFT JOIN delivery_states s ON s.delivery_id = d.id"
+        : `(SELECT * FROM webhook_deliveries WHERE endpoint_id = $1::uuid AND event_producer_id = $${values.indexOf(filter.eventId) + 1}::text OFFSET 0) d
+           LEFT JOIN delivery_states s ON s.delivery_id = d.id`;
+    const text = `SELECT ${SUMMARY_COLUMNS} FROM ${from} ${ATTEMPTS_OF_D}
+      WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT $${values.length}::int`;
+    const name = `dh2-list-${key}-${where.map((w) => w.split(" ")[0]).join("-")}${filter.eventId === undefined ? "" : "-fenced"}`;
+    const rows = await this.db.query<SummaryRow>({ name, text }, values);
     return rows.map(toSummary);
   }
 
@@ -127,7 +160,7 @@ export class DeliveryHistory {
 
   /** One delivery of the endpoint with its body and attempts (oldest first), or null. */
   async get(endpointId: string, deliveryId: string): Promise<DeliveryDetail | null> {
-    const rows = await this.byId<SummaryRow & { body: Buffer | Uint8Array }>(endpointId, deliveryId, `${SUMMARY_COLUMNS}, body`);
+    const rows = await this.byId<SummaryRow & { body: Buffer | Uint8Array }>(endpointId, deliveryId, `${SUMMARY_COLUMNS}, d.body`);
     const row = rows[0];
     if (row === undefined) return null;
     const attempts = await this.db.query<AttemptRow>(
@@ -190,12 +223,12 @@ export class DeliveryHistory {
     };
   }
 
-  /** How many deliveries of the endpoint in `status` were created in [since, until) (recover's preview). */
-  async countInWindow(endpointId: string, status: LogDeliveryStatus, window: CreationWindow): Promise<number> {
+  /** How many deliveries of the endpoint in `status` (not delivered) were created in [since, until) (recover's preview). */
+  async countInWindow(endpointId: string, status: Exclude<LogDeliveryStatus, "delivered">, window: CreationWindow): Promise<number> {
     const rows = await this.db.query<{ n: number }>(
       {
-        name: "dh-count-window",
-        text: `SELECT count(*)::int AS n FROM webhook_deliveries
+        name: "dh2-count-window",
+        text: `SELECT count(*)::int AS n FROM delivery_states
                WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz`,
       },
       [endpointId, status, window.since.toISOString(), window.until.toISOString()],
@@ -209,18 +242,18 @@ export class DeliveryHistory {
    */
   async pageInWindow(
     endpointId: string,
-    status: LogDeliveryStatus,
+    status: Exclude<LogDeliveryStatus, "delivered">,
     window: CreationWindow,
     cursor: WindowCursor | null,
     limit: number,
   ): Promise<WindowCursor[]> {
     const rows = await this.db.query<{ id: string; created_at: Date }>(
       {
-        name: "dh-page-window",
-        text: `SELECT id, created_at FROM webhook_deliveries
+        name: "dh2-page-window",
+        text: `SELECT delivery_id AS id, created_at FROM delivery_states
                WHERE endpoint_id = $1::uuid AND status = $2::text AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
-                 AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz OR (created_at = $5::timestamptz AND id > $6::uuid))
-               ORDER BY created_at, id LIMIT $7::int`,
+                 AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz OR (created_at = $5::timestamptz AND delivery_id > $6::uuid))
+               ORDER BY created_at, delivery_id LIMIT $7::int`,
       },
       [endpointId, status, window.since.toISOString(), window.until.toISOString(), cursor?.createdAt.toISOString() ?? null, cursor?.id ?? null, limit],
     );
@@ -229,11 +262,13 @@ export class DeliveryHistory {
 
   private byId<R>(endpointId: string, deliveryId: string, columns: string): Promise<R[]> {
     const at = uuidV7Time(deliveryId);
-    if (at === null) {
-      return this.db.query<R>({ name: `dh-by-id-untimed-${columns.length}`, text: `SELECT ${columns} FROM webhook_deliveries WHERE id = $1::uuid AND endpoint_id = $2::uuid` }, [deliveryId, endpointId]);
-    }
+    if (at === null) return Promise.resolve([]);
     return this.db.query<R>(
-      { name: `dh-by-id-${columns.length}`, text: `SELECT ${columns} FROM webhook_deliveries WHERE id = $1::uuid AND created_at = $3::timestamptz AND endpoint_id = $2::uuid` },
+      {
+        name: `dh2-by-id-${columns.length}`,
+        text: `SELECT ${columns} FROM webhook_deliveries d LEFT JOIN delivery_states s ON s.delivery_id = d.id ${ATTEMPTS_OF_D}
+               WHERE d.id = $1::uuid AND d.created_at = $3::timestamptz AND d.endpoint_id = $2::uuid`,
+      },
       [deliveryId, endpointId, at.toISOString()],
     );
   }
@@ -307,6 +342,7 @@ function toSummary(row: SummaryRow): DeliverySummary {
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
     eventId: row.event_producer_id,
+    waitReason: row.wait_reason,
   };
 }
 

@@ -1,21 +1,24 @@
 /**
- * The one owner of the delivery log: `webhook_events` (deduplication records), `webhook_deliveries`
- * and `delivery_attempts`. Every writer goes through it: event intake (fan-out), the analytics
- * flush, the auth hook and the Test action create deliveries; the worker's group commit, the hook
- * and Test record attempts; Replay and recover put deliveries back to `pending`; endpoint disables
- * skip what is pending. Reads for admin-api are in {@link DeliveryHistory}; partitions and retention
- * in {@link LogPartitions}. Only this folder knows the tables' columns.
+ * The one owner of the delivery log: `webhook_events` (deduplication records),
+ * `webhook_deliveries` (each delivery's bytes, written once), `delivery_states` (the state of a
+ * delivery that is not delivered: the schedule of record) and `delivery_attempts`, with the
+ * `endpoint_stats` rollup they feed. Every writer goes through it: event intake, the analytics
+ * flush, the auth hook and the Test action create deliveries; the worker's drains claim them and
+ * its group commit records attempts; Replay and recover put deliveries back to `pending`; endpoint
+ * disables skip what is pending. Reads for admin-api are in {@link DeliveryHistory}; partitions and
+ * retention in {@link LogPartitions}. Only this folder knows the tables' columns. It decides
+ * nothing about a delivery's fate: the worker's fate function does, and this applies it.
  *
- * The tables are range-partitioned by day (see README "Delivery log"): a delivery's partition is
- * its `created_at`, which for a new delivery is the time inside its UUIDv7 id, and an attempt's
- * partition is its delivery's. Every statement names the partition key next to the id, so
- * PostgreSQL touches one partition per row instead of probing all of them.
+ * The partitioned tables are range-partitioned by day (see README "Delivery log"): a delivery's
+ * partition is its `created_at`, the time inside its UUIDv7 id, and an attempt's is its
+ * delivery's.
  */
 import { randomUUID } from "node:crypto";
 import type { AttemptRecord } from "@vw/webhook-core";
 import type {
-  AttemptResult,
-  DeliveryForAttempt,
+  AttemptApplication,
+  ClaimedDelivery,
+  DueEndpoint,
   FinishedDelivery,
   IntakeEvent,
   IntakeEventRef,
@@ -23,9 +26,6 @@ import type {
   IntakeWorld,
   LogDeliveryStatus,
   NewDelivery,
-  RequeuedDelivery,
-  ScheduleCursor,
-  ScheduledDelivery,
 } from "./log-types.js";
 import type { SqlRunner } from "./sql-runner.js";
 import * as sql from "./log-statements.js";
@@ -37,92 +37,89 @@ export const newDeliveryId = (now: Date = new Date()): string => uuidV7(now.getT
 /** The creation time (partition key) of a delivery id: its UUIDv7 time, else `fallback`. */
 export const deliveryCreatedAt = (id: string, fallback: Date = new Date()): Date => uuidV7Time(id) ?? fallback;
 
-/** What {@link DeliveryLog.intake} did. */
-export interface IntakeResult {
+/** A new event row id (webhook_events.id). */
+export const newEventRowId = (): string => randomUUID();
+
+/** What {@link DeliveryLog.storeIntake} stored. */
+export interface StoredIntake {
+  /** The events seen for the first time (the others are duplicates). */
   fresh: IntakeEvent[];
-  known: IntakeEvent[];
+  /** The deliveries created: those of fresh events whose endpoints are still there. */
   created: NewDelivery[];
-  /** Deliveries of known events still pending and never attempted: their job may have been lost. */
-  unattempted: { deliveryId: string; endpointId: string; run: number }[];
 }
 
-interface LoadRow {
-  id: string;
-  endpoint_id: string;
+interface ClaimRow {
+  delivery_id: string;
   created_at: Date;
-  body: Buffer | Uint8Array;
-  status: string;
-  attempt_count: number;
-  next_attempt_at: Date | null;
+  endpoint_id: string;
+  due_at: Date;
   run: number;
   run_attempts: number;
+  attempt_count: number;
+  body: Buffer | Uint8Array;
   test: boolean;
+  trace: string | null;
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
   rate_limit_per_second: number | null;
+  headers_sealed: string | null;
 }
 
 /** See the file comment. */
 export class DeliveryLog {
   constructor(private readonly db: SqlRunner) {}
 
-  /**
-   * Stores events (deduplicated on the producer's id within the world, across every partition) and
-   * the deliveries of the new ones, in one transaction of two statements (three when `apply` writes,
-   * four when some events were known): the first reads the worlds `request` names with their
-   * endpoints subscribed to `request.subscriptions` and locks the events' keys; `plan` then turns
-   * those worlds into the events and the deliveries of every event (it throws, and nothing is
-   * stored, when a world is unknown); the second stores the events not stored yet and only their
-   * deliveries. `apply` runs in the same transaction with the new events (the member directory's
-   * changes: with the events, or not at all). Concurrent intakes of the same id are serialized by
-   * a transaction advisory lock per (world, producer id), taken in one order.
-   */
-  async intake(
-    request: { events: readonly IntakeEventRef[]; subscriptions: readonly string[] },
-    plan: (worlds: readonly IntakeWorld[], createdAt: Date) => IntakePlan | Promise<IntakePlan>,
-    apply?: (fresh: readonly IntakeEvent[], tx: SqlRunner) => Promise<void>,
-  ): Promise<IntakeResult> {
-    const createdAt = new Date();
-    return this.db.transaction(async (tx) => {
-      const rows = await tx.query<WorldEndpointRow>(sql.RESOLVE_AND_LOCK_EVENTS, [
-        request.events.map((e) => e.organizationSlug),
-        request.events.map((e) => e.worldSlug),
-        request.events.map((e) => e.producerId),
-        request.subscriptions,
-      ]);
-      const { events, deliveries } = await plan(intakeWorlds(rows), createdAt);
-      const [stored] = await tx.query<{ fresh: string[]; n: number; gone: string[] }>(sql.INSERT_EVENTS_AND_DELIVERIES, [
-        events.map((e) => e.rowId),
-        events.map((e) => e.worldId),
-        events.map((e) => e.producerId),
-        events.map((e) => e.type),
-        events.map((e) => e.occurredAt),
-        createdAt.toISOString(),
-        ...deliveryColumns(deliveries, createdAt),
-      ]);
-      const ids = new Set(stored?.fresh ?? []);
-      // An endpoint deleted since the first statement read it gets nothing (and no job): it is gone.
-      const gone = new Set(stored?.gone ?? []);
-      const fresh = events.filter((e) => ids.has(e.rowId));
-      const known = events.filter((e) => !ids.has(e.rowId));
-      const created = deliveries.filter((d) => d.event !== undefined && ids.has(d.event.rowId) && !gone.has(d.endpointId));
-      if (apply && fresh.length > 0) await apply(fresh, tx);
-      const unattempted =
-        known.length === 0
-          ? []
-          : await tx.query<{ id: string; endpoint_id: string; run: number }>(sql.UNATTEMPTED_OF_EVENTS, [known.map((k) => k.worldId), known.map((k) => k.producerId)]);
-      return { fresh, known, created, unattempted: unattempted.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, run: row.run })) };
-    });
+  /** Runs `fn` in one transaction of the log's database (the intake's, with {@link resolveIntake} and {@link storeIntake}). */
+  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
   }
 
   /**
-   * Creates pending deliveries in one statement; with `ignoreExisting`, an id already stored is
-   * left as it is (a writer retrying the same batch). Those of an endpoint deleted meanwhile are
-   * left out (their jobs find nothing to send). Resolves with how many rows were inserted.
+   * The intake's first step, in the caller's transaction `tx`: the worlds `refs` name, with their
+   * enabled endpoints. Worlds that do not exist are left out.
+   */
+  async resolveIntake(refs: readonly IntakeEventRef[], tx: SqlRunner): Promise<IntakeWorld[]> {
+    const rows = await tx.query<WorldEndpointRow>(sql.RESOLVE_WORLDS, [refs.map((e) => e.organizationSlug), refs.map((e) => e.worldSlug)]);
+    return intakeWorlds(rows);
+  }
+
+  /**
+   * The intake's second step, in the same transaction: stores the events not stored yet
+   * (deduplicated on the producer's id within the world, over the whole retention) and the
+   * deliveries of those only, each pending and due at once. `plan.events` must come in one sorted
+   * order of their (world, producer id), as every intake sorts them: concurrent intakes sharing
+   * ids then wait for each other in that order, never in a cycle. A delivery whose endpoint was
+   * deleted since {@link resolveIntake} is left out.
+   */
+  async storeIntake(plan: IntakePlan, createdAt: Date, tx: SqlRunner): Promise<StoredIntake> {
+    const { events, deliveries } = plan;
+    const [stored] = await tx.query<{ fresh: string[]; n: number; gone: string[] }>(sql.STORE_INTAKE, [
+      events.map((e) => e.rowId),
+      events.map((e) => e.worldId),
+      events.map((e) => e.producerId),
+      events.map((e) => e.type),
+      events.map((e) => e.occurredAt),
+      createdAt.toISOString(),
+      ...deliveryColumns(deliveries, createdAt),
+    ]);
+    const ids = new Set(stored?.fresh ?? []);
+    const gone = new Set(stored?.gone ?? []);
+    return {
+      fresh: events.filter((e) => ids.has(e.rowId)),
+      created: deliveries.filter((d) => d.event !== undefined && ids.has(d.event.rowId) && !gone.has(d.endpointId)),
+    };
+  }
+
+  /**
+   * Creates pending deliveries, due at once, in one statement; with `ignoreExisting`, an id already
+   * stored is left as it is (a writer retrying the same batch). Those of an endpoint deleted
+   * meanwhile are left out. Resolves with how many were inserted.
    */
   async create(deliveries: readonly NewDelivery[], options: { ignoreExisting?: boolean } = {}): Promise<number> {
-    return (await insertDeliveries(this.db, deliveries, options.ignoreExisting ?? false)).inserted;
+    if (deliveries.length === 0) return 0;
+    const rows = await this.db.query<{ n: number }>(options.ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES, deliveryColumns(deliveries, new Date()));
+    return rows[0]?.n ?? 0;
   }
 
   /**
@@ -132,7 +129,6 @@ export class DeliveryLog {
    */
   async recordFinished(rows: readonly FinishedDelivery[]): Promise<void> {
     if (rows.length === 0) return;
-    const a = rows.map((r) => r.attempt);
     await this.db.query(sql.RECORD_FINISHED, [
       rows.map((r) => r.delivery.id),
       rows.map((r) => r.delivery.endpointId),
@@ -140,71 +136,65 @@ export class DeliveryLog {
       rows.map((r) => r.delivery.type),
       rows.map((r) => r.delivery.body.toString("base64")),
       rows.map((r) => r.test),
-      a.map((x) => (x.verdict === "delivered" ? "delivered" : "failed")),
+      rows.map((r) => (r.attempt.verdict === "delivered" ? "delivered" : "failed")),
       rows.map((r) => r.finishedAt.toISOString()),
       rows.map((r) => deliveryCreatedAt(r.delivery.id, r.attempt.startedAt).toISOString()),
-      ...attemptColumns(a),
+      ...attemptColumns(rows.map((r) => r.attempt)),
     ]);
   }
 
-  /** Deliveries with their endpoints' current state, for the worker; null where either is gone. */
-  async loadForAttempt(ids: readonly string[]): Promise<(DeliveryForAttempt | null)[]> {
-    const [timed, untimed] = splitByIdTime(ids);
-    const rows = [
-      ...(timed.length === 0 ? [] : await this.db.query<LoadRow>(sql.LOAD_TIMED, [timed.map((t) => t.id), timed.map((t) => t.at)])),
-      ...(untimed.length === 0 ? [] : await this.db.query<LoadRow>(sql.LOAD_UNTIMED, [untimed])),
-    ];
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    return ids.map((id) => {
-      const row = byId.get(id);
-      if (!row) return null;
-      return {
-        deliveryId: row.id,
-        endpointId: row.endpoint_id,
-        createdAt: new Date(row.created_at),
-        body: Buffer.from(row.body),
-        status: row.status as LogDeliveryStatus,
-        attemptCount: row.attempt_count,
-        nextAttemptAt: row.next_attempt_at === null ? null : new Date(row.next_attempt_at),
-        run: row.run,
-        runAttempts: row.run_attempts,
-        test: row.test,
-        url: row.url,
-        enabled: row.enabled,
-        secretSealed: row.secret_sealed,
-        rateLimitPerSecond: row.rate_limit_per_second,
-      };
-    });
+  /**
+   * Claims up to `limit` due pending deliveries of each endpoint asked for, oldest due first, for
+   * `leaseMs`: no other claim takes them until then (a drain that dies leaves them to the next one
+   * after that). One statement for every request.
+   */
+  async claim(requests: readonly { endpointId: string; limit: number }[], leaseMs: number): Promise<ClaimedDelivery[]> {
+    if (requests.length === 0) return [];
+    const rows = await this.db.query<ClaimRow>(sql.CLAIM_DUE, [requests.map((r) => r.endpointId), requests.map((r) => r.limit), Math.ceil(leaseMs)]);
+    return rows.map((row) => ({
+      deliveryId: row.delivery_id,
+      endpointId: row.endpoint_id,
+      createdAt: new Date(row.created_at),
+      dueAt: new Date(row.due_at),
+      run: row.run,
+      runAttempts: row.run_attempts,
+      attemptCount: row.attempt_count,
+      body: Buffer.from(row.body),
+      test: row.test,
+      trace: row.trace,
+      endpoint: { url: row.url, enabled: row.enabled, secretSealed: row.secret_sealed, rateLimitPerSecond: row.rate_limit_per_second, headersSealed: row.headers_sealed },
+    }));
   }
 
   /**
-   * The worker's group commit: logs the attempts, updates their deliveries and the endpoints'
-   * consecutive-failure counts, in one statement (one round trip, one implicit transaction).
-   * Resolves, per result, with the endpoint's consecutive failures afterwards (null when the
-   * endpoint was not touched: a test attempt, or an endpoint already at zero that succeeded again).
-   * Lock order, shared with every disable: endpoint rows first (sorted), then deliveries. A delivery
-   * skipped while its attempt was in flight stays skipped (no catch-up after a re-enable).
+   * The worker's group commit: logs the attempts and applies what each one's fate decided, to its
+   * delivery and to its endpoint's consecutive-failure count, in one statement (one round trip,
+   * one implicit transaction). Resolves with the consecutive failures afterwards of each endpoint
+   * whose count changed.
    */
-  async recordAttempts(results: readonly AttemptResult[]): Promise<(number | null)[]> {
-    const counters = failureCounterChanges(results);
+  async record(applications: readonly AttemptApplication[]): Promise<Map<string, number>> {
+    if (applications.length === 0) return new Map();
+    const counters = failureCounterChanges(applications);
     const counterIds = [...counters.keys()].sort();
     const rows = await this.db.query<{ id: string; consecutive_failures: number }>(sql.RECORD_ATTEMPTS, [
       counterIds,
       counterIds.map((id) => counters.get(id)!.reset),
       counterIds.map((id) => counters.get(id)!.n),
-      ...attemptColumns(results.map((r) => r.attempt)),
-      results.map((r) => r.deliveryCreatedAt.toISOString()),
-      results.map((r) => r.endpointId),
-      results.map((r) => r.status),
-      results.map((r) => (r.nextAttemptAt === null ? null : r.nextAttemptAt.toISOString())),
+      ...attemptColumns(applications.map((a) => a.attempt)),
+      applications.map((a) => a.deliveryCreatedAt.toISOString()),
+      applications.map((a) => a.endpointId),
+      applications.map((a) => a.becomes),
+      applications.map((a) => (a.dueAt === null ? null : a.dueAt.toISOString())),
+      applications.map((a) => a.waitReason),
     ]);
-    const failuresById = new Map(rows.map((row) => [row.id, row.consecutive_failures]));
-    return results.map((r) => (r.counts ? (failuresById.get(r.endpointId) ?? null) : null));
+    return new Map(rows.map((row) => [row.id, row.consecutive_failures]));
   }
 
-  /** Marks a delivery that will not be sent (its endpoint is disabled) as skipped, if still pending. */
-  async markSkipped(deliveryId: string, createdAt: Date): Promise<void> {
-    await this.db.query(sql.MARK_SKIPPED, [deliveryId, createdAt.toISOString()]);
+  /** The deliveries still pending among `deliveryIds` become `skipped` (their endpoint is disabled). */
+  async skip(deliveryIds: readonly string[]): Promise<number> {
+    if (deliveryIds.length === 0) return 0;
+    const rows = await this.db.query<{ n: number }>(sql.SKIP_DELIVERIES, [[...deliveryIds]]);
+    return rows[0]?.n ?? 0;
   }
 
   /**
@@ -218,91 +208,35 @@ export class DeliveryLog {
   }
 
   /**
-   * Puts deliveries of `endpointId` back to `pending` (Replay: any status; recover: pass
-   * `onlyStatus: "failed"`), only while the endpoint is enabled; returns those that changed, with
-   * their previous state. The caller queues them (same deliveryId, same bytes).
+   * Puts deliveries of `endpointId` back to `pending`, due at once, in a new run (Replay: any
+   * status; recover: pass `onlyStatus: "failed"`), only while the endpoint is enabled; resolves
+   * with the ids put back. The caller wakes the endpoint; should that fail, the reconciler finds
+   * them due in PostgreSQL.
    */
-  async requeue(endpointId: string, deliveryIds: readonly string[], options: { onlyStatus?: LogDeliveryStatus } = {}): Promise<RequeuedDelivery[]> {
-    if (deliveryIds.length === 0) return [];
-    const times = deliveryIds.map((id) => uuidV7Time(id)?.toISOString() ?? null);
-    const statement = times.every((t) => t !== null) ? sql.REQUEUE_TIMED : sql.REQUEUE;
-    const rows = await this.db.query<{
-      id: string;
-      run: number;
-      prev_status: string;
-      prev_next: Date | null;
-      prev_updated: Date;
-      prev_run: number;
-      prev_run_attempts: number;
-      updated_at: Date;
-    }>(statement, [
-      endpointId,
-      [...deliveryIds],
-      times,
-      options.onlyStatus ?? null,
-    ]);
-    return rows.map((row) => ({
-      deliveryId: row.id,
-      endpointId,
-      run: row.run,
-      previous: {
-        status: row.prev_status as LogDeliveryStatus,
-        nextAttemptAt: row.prev_next === null ? null : new Date(row.prev_next),
-        updatedAt: new Date(row.prev_updated),
-        run: row.prev_run,
-        runAttempts: row.prev_run_attempts,
-      },
-      requeuedAt: new Date(row.updated_at),
-    }));
+  async requeue(endpointId: string, deliveryIds: readonly string[], options: { onlyStatus?: LogDeliveryStatus } = {}): Promise<string[]> {
+    const timed = deliveryIds.flatMap((id) => {
+      const at = uuidV7Time(id);
+      return at === null ? [] : [{ id, at: at.toISOString() }];
+    });
+    if (timed.length === 0) return [];
+    const rows = await this.db.query<{ id: string }>(sql.REQUEUE, [endpointId, timed.map((t) => t.id), timed.map((t) => t.at), options.onlyStatus ?? null]);
+    return rows.map((row) => row.id);
   }
 
-  /**
-   * The schedule of record, one page at a time: pending deliveries due at or before `dueBy` (null:
-   * all of them, whenever due), in due order after `after` (exclusive; null from the start). The
-   * reconciler walks it to queue again whatever has no job in Redis.
-   */
-  async pendingDue(dueBy: Date | null, after: ScheduleCursor | null, limit: number): Promise<ScheduledDelivery[]> {
-    const rows = await this.db.query<{ id: string; endpoint_id: string; run: number; next_attempt_at: Date }>(sql.PENDING_DUE, [
-      dueBy === null ? "infinity" : dueBy.toISOString(),
-      after === null ? "-infinity" : after.nextAttemptAt.toISOString(),
-      after === null ? "00000000-0000-0000-0000-000000000000" : after.deliveryId,
-      limit,
-    ]);
-    return rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, run: row.run, nextAttemptAt: new Date(row.next_attempt_at) }));
+  /** Gives back claims (a worker shutting down with claims it will not attempt). */
+  async releaseClaims(deliveryIds: readonly string[]): Promise<void> {
+    if (deliveryIds.length === 0) return;
+    await this.db.query(sql.RELEASE_CLAIMS, [[...deliveryIds]]);
   }
 
-  /** Undoes {@link requeue}s whose jobs could not be queued, for each delivery nothing touched since. */
-  async restore(requeued: RequeuedDelivery | readonly RequeuedDelivery[]): Promise<void> {
-    const list: readonly RequeuedDelivery[] = Array.isArray(requeued) ? requeued : [requeued as RequeuedDelivery];
-    if (list.length === 0) return;
-    const times = list.map((r) => uuidV7Time(r.deliveryId)?.toISOString() ?? null);
-    await this.db.query(times.every((t) => t !== null) ? sql.RESTORE_TIMED : sql.RESTORE, [
-      list.map((r) => r.deliveryId),
-      times,
-      list.map((r) => r.requeuedAt.toISOString()),
-      list.map((r) => r.previous.status),
-      list.map((r) => (r.previous.nextAttemptAt === null ? null : r.previous.nextAttemptAt.toISOString())),
-      list.map((r) => r.previous.updatedAt.toISOString()),
-      list.map((r) => r.previous.run),
-      list.map((r) => r.previous.runAttempts),
-    ]);
+  /** Every endpoint with pending deliveries, with the earliest due time among them (the reconciler's sweep). */
+  async dueEndpoints(): Promise<DueEndpoint[]> {
+    const rows = await this.db.query<{ endpoint_id: string; due_at: Date }>(sql.DUE_ENDPOINTS, []);
+    return rows.map((row) => ({ endpointId: row.endpoint_id, dueAt: new Date(row.due_at) }));
   }
 }
 
-/** A new event row id (webhook_events.id). */
-export const newEventRowId = (): string => randomUUID();
-
-/** Inserts pending deliveries; says how many were, and which endpoints were gone (their rows left out). */
-async function insertDeliveries(db: SqlRunner, rows: readonly NewDelivery[], ignoreExisting: boolean): Promise<{ inserted: number; gone: Set<string> }> {
-  if (rows.length === 0) return { inserted: 0, gone: new Set() };
-  const result = await db.query<{ n: number; gone: string[] }>(
-    ignoreExisting ? sql.INSERT_DELIVERIES_IGNORING_EXISTING : sql.INSERT_DELIVERIES,
-    deliveryColumns(rows, new Date()),
-  );
-  return { inserted: result[0]?.n ?? 0, gone: new Set(result[0]?.gone ?? []) };
-}
-
-/** New deliveries as the nine parallel column arrays the statements unnest (log-statements.ts, `deliveryValues`). */
+/** New deliveries as the ten parallel column arrays the statements unnest (log-statements.ts, `deliveryValues`). */
 function deliveryColumns(rows: readonly NewDelivery[], now: Date): unknown[] {
   return [
     rows.map((r) => r.id),
@@ -315,6 +249,7 @@ function deliveryColumns(rows: readonly NewDelivery[], now: Date): unknown[] {
     rows.map((r) => r.body.toString("base64")),
     rows.map((r) => deliveryCreatedAt(r.id, now).toISOString()),
     rows.map((r) => r.test ?? false),
+    rows.map((r) => r.trace ?? null),
   ];
 }
 
@@ -328,7 +263,7 @@ interface WorldEndpointRow {
   subscriptions: string[] | null;
 }
 
-/** The rows of {@link sql.RESOLVE_AND_LOCK_EVENTS} as worlds with their endpoints. */
+/** The rows of {@link sql.RESOLVE_WORLDS} as worlds with their endpoints. */
 function intakeWorlds(rows: readonly WorldEndpointRow[]): IntakeWorld[] {
   const byId = new Map<string, IntakeWorld>();
   for (const row of rows) {
@@ -340,18 +275,6 @@ function intakeWorlds(rows: readonly WorldEndpointRow[]): IntakeWorld[] {
     if (row.endpoint_id !== null) world.endpoints.push({ id: row.endpoint_id, apiVersion: row.api_version as string, subscriptions: row.subscriptions ?? [] });
   }
   return [...byId.values()];
-}
-
-/** Ids whose time is known (UUIDv7: one partition) and the others (older v4 ids: every partition). */
-function splitByIdTime(ids: readonly string[]): [{ id: string; at: string }[], string[]] {
-  const timed: { id: string; at: string }[] = [];
-  const untimed: string[] = [];
-  for (const id of ids) {
-    const at = uuidV7Time(id);
-    if (at === null) untimed.push(id);
-    else timed.push({ id, at: at.toISOString() });
-  }
-  return [timed, untimed];
 }
 
 /** Attempts as the 14 parallel column arrays the statements unnest (order: see log-statements.ts); `errorDetail` is never stored. */
@@ -376,21 +299,21 @@ function attemptColumns(attempts: readonly AttemptRecord[]): unknown[][] {
 
 /**
  * Per endpoint, how a batch of attempts (in completion order) moves the consecutive-failure
- * count: after a success it restarts from the failures that followed it (`reset`), otherwise
- * every failure adds one.
+ * count: after a reset it restarts from the increments that followed it, otherwise every
+ * increment adds one.
  */
-export function failureCounterChanges(results: readonly AttemptResult[]): Map<string, { reset: boolean; n: number }> {
+export function failureCounterChanges(applications: readonly Pick<AttemptApplication, "endpointId" | "failures">[]): Map<string, { reset: boolean; n: number }> {
   const changes = new Map<string, { reset: boolean; n: number }>();
-  for (const result of results) {
-    if (!result.counts) continue;
-    const change = changes.get(result.endpointId) ?? { reset: false, n: 0 };
-    if (result.succeeded) {
+  for (const a of applications) {
+    if (a.failures === "none") continue;
+    const change = changes.get(a.endpointId) ?? { reset: false, n: 0 };
+    if (a.failures === "reset") {
       change.reset = true;
       change.n = 0;
     } else {
       change.n += 1;
     }
-    changes.set(result.endpointId, change);
+    changes.set(a.endpointId, change);
   }
   return changes;
 }

@@ -1,5 +1,5 @@
 /** The delivery log: its one writer, its reads, its partitions (see delivery-log.ts). */
-export { DeliveryLog, newDeliveryId, newEventRowId, deliveryCreatedAt, failureCounterChanges, type IntakeResult } from "./delivery-log.js";
+export { DeliveryLog, newDeliveryId, newEventRowId, deliveryCreatedAt, failureCounterChanges, type StoredIntake } from "./delivery-log.js";
 export {
   DeliveryHistory,
   percentile,

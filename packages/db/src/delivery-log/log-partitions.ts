@@ -4,11 +4,17 @@
  * replica at a time (the SQL function takes a transaction advisory lock, see the migration).
  * `dropExpired` removes the days entirely past retention: each partition is detached with
  * `DETACH PARTITION ... CONCURRENTLY` (writers keep going; there is no DEFAULT partition, which
- * would forbid it) and then dropped. Rows are never deleted one by one. Attempts go first, then
- * deliveries, then events, so nothing ever points into a day already gone.
+ * would forbid it) and then dropped; the log's rows are never deleted one by one. Attempts go
+ * first, then deliveries, then events, so nothing ever points into a day already gone. Before
+ * them, the rows of those days in the two tables that are not partitioned are deleted: the final
+ * states of their deliveries, and their events' keys (in batches).
  */
 import type pg from "pg";
 import { withPooledClient } from "../client.js";
+import { DELETE_EVENT_KEYS_BEFORE, DELETE_STATES_BEFORE } from "./log-statements.js";
+
+/** Event keys deleted per statement by retention (each a short transaction, so intakes never wait long). */
+const EVENT_KEYS_BATCH = 10_000;
 
 /** The log tables, in the order their partitions are dropped. */
 export const LOG_TABLES = ["delivery_attempts", "webhook_deliveries", "webhook_events"] as const;
@@ -69,6 +75,16 @@ export class LogPartitions {
       if (!rows[0]?.ok) return [];
       try {
         const dropped: DroppedPartition[] = [];
+        // The states of the deliveries about to go (final ones: failed or skipped) go first, so no
+        // state row outlives its delivery.
+        const cutoff = `${cutoffDay}T00:00:00Z`;
+        await client.query({ name: DELETE_STATES_BEFORE.name, text: DELETE_STATES_BEFORE.text, values: [cutoff] });
+        // The ids of the events about to go can be accepted again: row by row, in batches, since
+        // the keys' table is not partitioned (what makes an intake's deduplication one probe).
+        for (;;) {
+          const { rows: deleted } = await client.query<{ n: number }>({ name: DELETE_EVENT_KEYS_BEFORE.name, text: DELETE_EVENT_KEYS_BEFORE.text, values: [cutoff, EVENT_KEYS_BATCH] });
+          if ((deleted[0]?.n ?? 0) < EVENT_KEYS_BATCH) break;
+        }
         for (const table of LOG_TABLES) {
           for (const p of await this.list(table)) {
             // A partition for day D holds [D, D+1): expired when D+1 <= the cutoff's day.

@@ -1,307 +1,333 @@
 /**
  * The DeliveryLog's SQL, the only place that spells the log tables' columns (what its statements
- * do to endpoints, their lock and the failure counters, comes from endpoints/endpoint-statements.ts). Attempts always travel
- * as 14 parallel arrays in this order: id, delivery_id, attempt_number, trigger, started_at (ISO
- * text), request_headers (JSON text), response_status, response_headers (JSON text or null),
- * response_body, response_body_truncated, duration_ms, error_kind, error, verdict.
+ * do to endpoints, their lock and the failure counters, comes from endpoints/endpoint-statements.ts).
+ *
+ * Two tables hold a delivery. `webhook_deliveries` (partitioned by day) is written once, at its
+ * creation: the bytes, the endpoint, the event. `delivery_states` (one table) holds the state of a
+ * delivery that is not delivered: `pending` with when it is due and a copy of its bytes, `failed`
+ * or `skipped`; no row means delivered. So the hot path (intake, claim, attempt) never updates the
+ * partitioned table, and only inserts into it, which routes each row to its day's partition
+ * without planning or locking the others.
+ *
+ * Every statement that changes a delivery's state, or logs an attempt, also adds its change to the
+ * `endpoint_stats` rollup, in the same statement, from the rows it already holds (stats.ts).
+ *
+ * Attempts always travel as 14 parallel arrays in this order: id, delivery_id, attempt_number,
+ * trigger, started_at (ISO text), request_headers (JSON text), response_status, response_headers
+ * (JSON text or null), response_body, response_body_truncated, duration_ms, error_kind, error,
+ * verdict.
  */
 import { failureCounterUpdate, lockedEndpoints } from "../endpoints/endpoint-statements.js";
 import type { Statement } from "./sql-runner.js";
-
-/** `text` with each `[from, to]` replaced once; throws when `from` is missing (a statement edited without its variant). */
-function variantOf(text: string, ...replacements: [string, string][]): string {
-  let out = text;
-  for (const [from, to] of replacements) {
-    if (!out.includes(from)) throw new Error(`log-statements: variant expects ${JSON.stringify(from)}`);
-    out = out.replace(from, to);
-  }
-  return out;
-}
+import { attemptStatsRows, upsertStats } from "./stats.js";
 
 const ATTEMPT_COLUMNS = `id, delivery_id, delivery_created_at, endpoint_id, attempt_number, trigger, started_at, request_headers,
   response_status, response_headers, response_body, response_body_truncated, duration_ms, error_kind, error, verdict`;
 
-/** The 14 attempt arrays starting at parameter `$first`, as a relation `t` (see the file comment). */
-const attemptsFrom = (first: number): string => {
+/** The 14 attempt arrays from `$first`, then `extra` more arrays (`[type, name]`), as one relation `t`. */
+const attemptsFrom = (first: number, extra: readonly [string, string][] = []): string => {
   const p = (i: number) => `$${first + i}`;
+  const extras = extra.map(([type], i) => `, ${p(14 + i)}::${type}[]`).join("");
+  const names = extra.map(([, name]) => `, ${name}`).join("");
   return `unnest(${p(0)}::uuid[], ${p(1)}::uuid[], ${p(2)}::int[], ${p(3)}::text[], ${p(4)}::timestamptz[], ${p(5)}::text[], ${p(6)}::int[],
-                 ${p(7)}::text[], ${p(8)}::text[], ${p(9)}::bool[], ${p(10)}::int[], ${p(11)}::text[], ${p(12)}::text[], ${p(13)}::text[])
+                 ${p(7)}::text[], ${p(8)}::text[], ${p(9)}::bool[], ${p(10)}::int[], ${p(11)}::text[], ${p(12)}::text[], ${p(13)}::text[]${extras})
          AS t(id, delivery_id, attempt_number, trigger, started_at, request_headers, response_status, response_headers,
-              response_body, response_body_truncated, duration_ms, error_kind, error, verdict)`;
+              response_body, response_body_truncated, duration_ms, error_kind, error, verdict${names})`;
 };
 
-/** The nine delivery arrays starting at parameter `$first` (id … created_at, test), as a relation `v`. */
+/** The insert of relation `t` (attempt columns plus `created_at`, `endpoint_id`) into delivery_attempts. */
+const INSERT_ATTEMPTS_FROM_T = `INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
+    SELECT t.id, t.delivery_id, t.created_at, t.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
+           t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
+    FROM t`;
+
+/**
+ * The ten delivery arrays starting at `$first` (id, endpoint_id, world_id, event_id,
+ * event_producer_id, type, body as base64 text, created_at, test, trace), as a relation `v` whose
+ * `bytes` are the decoded body.
+ */
 const deliveryValues = (first: number): string => {
   const p = (i: number) => `$${first + i}`;
-  return `unnest(${p(0)}::uuid[], ${p(1)}::uuid[], ${p(2)}::uuid[], ${p(3)}::uuid[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::timestamptz[], ${p(8)}::bool[])
-  AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test)`;
+  return `SELECT v.*, decode(v.body, 'base64') AS bytes
+    FROM unnest(${p(0)}::uuid[], ${p(1)}::uuid[], ${p(2)}::uuid[], ${p(3)}::uuid[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[],
+                ${p(7)}::timestamptz[], ${p(8)}::bool[], ${p(9)}::text[])
+         AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test, trace)`;
 };
 
-/**
- * How a delivery row is written from `v` (see {@link deliveryValues}): pending and due at once (its
- * `next_attempt_at` is its creation time: the schedule of record), its body decoded from base64.
- */
-const INSERT_DELIVERY_ROWS = `INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, status, body, test, next_attempt_at, created_at, updated_at)
-    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, 'pending', decode(body, 'base64'), test, created_at, created_at, created_at`;
+/** Inserts relation `nv` (see {@link deliveryValues}) as deliveries, pending and due at their creation. */
+const insertNewDeliveries = (nv: string, conflict: string): string => `ins AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, body, test, created_at)
+    SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, bytes, test, created_at FROM ${nv}
+    ${conflict} RETURNING id),
+  st AS (
+    INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, due_at, body, test, trace, updated_at)
+    SELECT n.id, n.created_at, n.endpoint_id, 'pending', n.created_at, n.bytes, n.test, n.trace, n.created_at
+    FROM ${nv} n JOIN ins ON ins.id = n.id
+    RETURNING endpoint_id, created_at),
+  stats AS (${upsertStats("SELECT endpoint_id, created_at, 1 AS p, 0 AS d, 0 AS f, 0 AS k FROM st")})`;
+
+/** The endpoints of `$param` that are gone (not among the locked `ep`). */
+const goneEndpoints = (param: string): string => `ARRAY(SELECT DISTINCT g FROM unnest(${param}::uuid[]) AS g WHERE g NOT IN (SELECT id FROM ep))`;
+
+/** {@link INSERT_DELIVERIES}'s text; `ignoreExisting` leaves an id already stored as it is. */
+const insertDeliveriesText = (ignoreExisting: boolean): string => `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}),
+  nv AS (${deliveryValues(1)} WHERE v.endpoint_id IN (SELECT id FROM ep)),
+  ${insertNewDeliveries("nv", ignoreExisting ? "ON CONFLICT (id, created_at) DO NOTHING" : "")}
+  SELECT (SELECT count(*) FROM ins)::int AS n, ${goneEndpoints("$2")} AS gone`;
 
 /**
- * $1 ids … $8 created_at, $9 test: pending deliveries. Returns the number inserted (`n`) and the
- * endpoints no longer there (`gone`): their endpoint rows are locked first (key share, sorted), so
- * one deleted since the writer read it is left out instead of failing the statement on the foreign
- * key, and a deletion that comes later waits for this commit and then removes what it wrote.
+ * $1..$10 deliveries (see {@link deliveryValues}): pending and due at once. Their endpoints are
+ * locked first (key share, sorted), so one deleted since the writer read it is left out instead of
+ * failing the statement on the foreign key, and a deletion that comes later waits for this commit
+ * and then removes what it wrote. Returns how many were inserted (`n`) and the endpoints gone.
  */
-export const INSERT_DELIVERIES: Statement = {
-  name: "dl-insert-deliveries",
-  text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}), ins AS (
-    ${INSERT_DELIVERY_ROWS}
-    FROM ${deliveryValues(1)}
-    WHERE v.endpoint_id IN (SELECT id FROM ep)
-    RETURNING 1)
-  SELECT (SELECT count(*) FROM ins)::int AS n,
-         ARRAY(SELECT DISTINCT g FROM unnest($2::uuid[]) AS g WHERE g NOT IN (SELECT id FROM ep)) AS gone`,
-};
+export const INSERT_DELIVERIES: Statement = { name: "dl2-insert-deliveries", text: insertDeliveriesText(false) };
 
-/** {@link INSERT_DELIVERIES}, leaving an id already stored as it is (same id, same day: same partition). */
-export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = {
-  name: "dl-insert-deliveries-ignoring",
-  text: variantOf(INSERT_DELIVERIES.text, ["RETURNING 1", "ON CONFLICT (id, created_at) DO NOTHING RETURNING 1"]),
-};
+/** {@link INSERT_DELIVERIES}, leaving an id already stored as it is (a writer retrying the same batch). */
+export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = { name: "dl2-insert-deliveries-ignoring", text: insertDeliveriesText(true) };
 
 /**
- * The first statement of an intake's transaction. $1 organization slugs, $2 world slugs, $3
- * producer ids (one of each per event), $4 subscriptions: the worlds named that exist, each with its
- * enabled endpoints subscribed to any of the subscriptions (one row per endpoint; one row with null
- * endpoint columns for a world without any); and, before it answers, one transaction advisory lock
- * per (world, producer id) of those worlds' events, always in the same order, so concurrent intakes
- * of one id wait for each other and the next statement's snapshot sees what the other committed.
- * The worlds and endpoints are read on this statement's snapshot, as they were when the request
- * came. One round trip for what took two (the lookup, before the transaction, and the locks): an
- * intake of a few events is mostly round trips. The `locks` and `plans` columns are there so the
- * locking CTE is evaluated whatever the planner prunes; the caller does not read them.
- *
- * Also switches the rest of the transaction to generic plans (`SET LOCAL`, without a round trip of
- * its own): the duplicate check of {@link INSERT_EVENTS_AND_DELIVERIES} looks in every partition of
- * the events, so a custom plan would plan all of them again on every intake, which with many days
- * of partitions costs more than running it; nothing else in that transaction prunes by plan.
+ * The first statement of an intake's transaction. $1 organization slugs, $2 world slugs (one of
+ * each per event): the worlds named that exist, each with its enabled endpoints (one row per
+ * endpoint, and one row with null endpoint columns for a world without any); which events each
+ * endpoint gets is the fan-out's to decide, once. The worlds and endpoints are read on this
+ * statement's snapshot, as they were when the request came.
  */
-export const RESOLVE_AND_LOCK_EVENTS: Statement = {
-  name: "dl-intake-resolve-lock",
+export const RESOLVE_WORLDS: Statement = {
+  name: "dl2-intake-resolve",
   text: `WITH w AS (
       SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain
       FROM (SELECT DISTINCT org, world FROM unnest($1::text[], $2::text[]) AS r(org, world)) r
       JOIN organizations o ON o.slug = r.org
-      JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world),
-    locks AS (
-      SELECT count(pg_advisory_xact_lock(k))::int AS n, set_config('plan_cache_mode', 'force_generic_plan', true) AS plans FROM (
-        SELECT DISTINCT hashtextextended(w.id::text || ':' || x.p, 0) AS k
-        FROM unnest($1::text[], $2::text[], $3::text[]) AS x(org, world, p)
-        JOIN w ON w.org_slug = x.org AND w.world_slug = x.world
-        ORDER BY 1) s)
-    SELECT w.id, w.world_slug, w.org_slug, w.custom_domain, e.id AS endpoint_id, e.api_version, e.subscriptions, l.n AS locks, l.plans
-    FROM locks l CROSS JOIN w
-    LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true AND e.subscriptions && $4::text[]`,
+      JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world)
+    SELECT w.id, w.world_slug, w.org_slug, w.custom_domain, e.id AS endpoint_id, e.api_version, e.subscriptions
+    FROM w LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true`,
 };
 
 /**
- * The second statement of an intake's transaction, after {@link RESOLVE_AND_LOCK_EVENTS}. $1..$5
- * the events, $6 the intake time (their partition), $7..$15 the deliveries planned for all of them
- * (see {@link deliveryValues}). Inserts the events whose (world, producer id) is in no partition
- * yet, and the deliveries of those events only, whose endpoints are still there (locked as in
- * {@link INSERT_DELIVERIES}). Returns the new events' ids (`fresh`), how many deliveries were
- * inserted (`n`) and the endpoints no longer there (`gone`). Duplicates within the batch are the
- * caller's to drop. One round trip where the events and the deliveries took one each.
+ * The second statement of an intake's transaction, after {@link RESOLVE_WORLDS}. $1..$5 the
+ * events (in one sorted order of their keys: see below), $6 the intake time (their partition),
+ * $7..$16 the deliveries planned for all of them (see {@link deliveryValues}). Stores the key of
+ * each event whose (world, producer id) is not known yet, then those events and their deliveries
+ * only, whose endpoints are still there. Returns the new events' ids (`fresh`), how many
+ * deliveries were inserted (`n`) and the endpoints gone.
  *
- * The duplicate check is one probe of each partition's (world, producer id) index per event,
- * whatever the planner believes about the tables' sizes (`OFFSET 0` keeps the `NOT EXISTS` a
- * subplan run per event instead of an anti join the planner may choose): the intake runs on a
- * generic plan, made once per connection, and one made while the partitions were empty or small
- * hashed every stored event of every partition on each intake, a cost that grew with the log
- * until an ANALYZE made PostgreSQL plan again (pruning.int.test.ts checks the plan).
+ * The keys' unique index deduplicates (one probe per event) and serialises two intakes of one id:
+ * the second waits for the first's commit, then finds the key there. Keys are inserted in the
+ * order given, which every intake sorts the same way, so two intakes sharing ids never wait for
+ * each other in a cycle.
  */
-export const INSERT_EVENTS_AND_DELIVERIES: Statement = {
-  name: "dl-insert-events-deliveries",
-  text: `WITH ev AS (
+export const STORE_INTAKE: Statement = {
+  name: "dl2-intake-store",
+  text: `WITH v AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS v(id, world_id, producer_id, type, occurred_at, i)
+  ), k AS (
+    INSERT INTO webhook_event_keys (world_id, producer_id, created_at)
+    SELECT world_id, producer_id, $6::timestamptz FROM v ORDER BY i
+    ON CONFLICT (world_id, producer_id) DO NOTHING
+    RETURNING world_id, producer_id
+  ), ev AS (
     INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at)
     SELECT v.id, v.world_id, v.producer_id, v.type, v.occurred_at, $6::timestamptz
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, world_id, producer_id, type, occurred_at)
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.world_id = v.world_id AND e.producer_id = v.producer_id OFFSET 0)
+    FROM v JOIN k ON k.world_id = v.world_id AND k.producer_id = v.producer_id
     RETURNING id
-  ), ep AS (${lockedEndpoints("$8", "KEY SHARE")}), ins AS (
-    ${INSERT_DELIVERY_ROWS}
-    FROM ${deliveryValues(7)}
-    WHERE v.event_id IN (SELECT id FROM ev) AND v.endpoint_id IN (SELECT id FROM ep)
-    RETURNING 1)
-  SELECT ARRAY(SELECT id FROM ev) AS fresh, (SELECT count(*) FROM ins)::int AS n,
-         ARRAY(SELECT DISTINCT g FROM unnest($8::uuid[]) AS g WHERE g NOT IN (SELECT id FROM ep)) AS gone`,
-};
-
-/** $1 world ids, $2 producer ids: deliveries of those events still pending and never attempted. */
-export const UNATTEMPTED_OF_EVENTS: Statement = {
-  name: "dl-unattempted-of-events",
-  text: `SELECT d.id, d.endpoint_id, d.run
-    FROM unnest($1::uuid[], $2::text[]) AS k(world_id, producer_id)
-    JOIN webhook_events e ON e.world_id = k.world_id AND e.producer_id = k.producer_id
-    JOIN webhook_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at
-    WHERE d.status = 'pending' AND d.attempt_count = 0 AND d.test = false`,
+  ), ep AS (${lockedEndpoints("$8", "KEY SHARE")}),
+  nv AS (${deliveryValues(7)} WHERE v.event_id IN (SELECT id FROM ev) AND v.endpoint_id IN (SELECT id FROM ep)),
+  ${insertNewDeliveries("nv", "")}
+  SELECT ARRAY(SELECT id FROM ev) AS fresh, (SELECT count(*) FROM ins)::int AS n, ${goneEndpoints("$8")} AS gone`,
 };
 
 /**
- * $1..$9 the deliveries (…, status, finished at, created at), $10..$23 their attempts. The
- * endpoints are locked first, as in {@link INSERT_DELIVERIES}: one deleted meanwhile gets nothing.
+ * Deliveries whose only attempt is over (auth hook calls, Test sends), each with that attempt, in
+ * ONE statement: no delivery without its attempt. $1 ids, $2 endpoints, $3 worlds, $4 types, $5
+ * bodies (base64), $6 test flags, $7 final statuses (`delivered` or `failed`), $8 finish times,
+ * $9 creation times, $10..$23 the attempts. A failed one gets its final state row; a delivered one
+ * none. The endpoints are locked first, as in {@link INSERT_DELIVERIES}: one deleted meanwhile gets nothing.
  */
 export const RECORD_FINISHED: Statement = {
-  name: "dl-record-finished",
-  text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}), d AS (
-    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, status, attempt_count, last_status, next_attempt_at, created_at, updated_at)
-    SELECT v.id, v.endpoint_id, v.world_id, v.type, decode(v.body, 'base64'), v.test, v.status, 1, v.last_status, NULL, v.created_at, v.updated_at
-    FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
-         AS v(id, endpoint_id, world_id, type, body, test, status, last_status, updated_at, created_at)
-    WHERE v.endpoint_id IN (SELECT id FROM ep)
-    RETURNING id, endpoint_id, created_at
-  )
-  INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
-  SELECT t.id, t.delivery_id, d.created_at, d.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
-         t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
-  FROM ${attemptsFrom(10)}
-  JOIN d ON d.id = t.delivery_id`,
+  name: "dl2-record-finished",
+  text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}),
+  f AS (SELECT v.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
+         AS v(id, endpoint_id, world_id, type, body, test, status, last_status, finished_at, created_at)
+        WHERE v.endpoint_id IN (SELECT id FROM ep)),
+  d AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, created_at)
+    SELECT id, endpoint_id, world_id, type, decode(body, 'base64'), test, created_at FROM f
+    RETURNING id),
+  s AS (
+    INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, run_attempts, attempt_count, last_status, test, updated_at)
+    SELECT id, created_at, endpoint_id, status, 1, 1, last_status, test, finished_at FROM f WHERE status <> 'delivered'
+    RETURNING 1),
+  t AS (SELECT a.*, f.created_at, f.endpoint_id FROM ${attemptsFrom(10).replace(" AS t(", " AS a(")} JOIN f ON f.id = a.delivery_id),
+  att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1),
+  stats AS (${upsertStats(
+    `SELECT endpoint_id, created_at, 0 AS p, (status = 'delivered')::int AS d, (status = 'failed')::int AS f, 0 AS k FROM f`,
+    attemptStatsRows("t"),
+  )})
+  SELECT (SELECT count(*) FROM d)::int AS n`,
 };
 
-const LOAD_COLUMNS = `d.id, d.endpoint_id, d.created_at, d.body, d.status, d.attempt_count, d.next_attempt_at, d.run, d.run_attempts, d.test,
-  e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second`;
-
 /**
- * $1 ids, $2 their creation times (UUIDv7): one partition probed per id. The `= ANY($2)` repeats
- * the join's condition where the planner can use it: it prunes to the partitions of those days when
- * the statement is planned, instead of planning (and locking) every partition of the history for
- * rows that come from an `unnest` (with 90 days of partitions, planning them all cost far more
- * than running a small batch).
+ * A drain's claim: $1 endpoint ids, $2 how many of each (at most), $3 the lease (ms). Takes each
+ * endpoint's due pending deliveries, oldest due first, that no other drain holds (never claimed,
+ * or its lease over: a drain that died), and holds them until the lease ends; rows another claim
+ * is taking right now are skipped, not waited for. One statement for the claims of every drain of
+ * the moment (the worker coalesces them). The setting of `claimed_until` touches no index, so the
+ * row is updated in place (HOT). With each row: its endpoint's current settings.
  */
-export const LOAD_TIMED: Statement = {
-  name: "dl-load-timed",
-  text: `SELECT ${LOAD_COLUMNS}
-    FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, created_at)
-    JOIN webhook_deliveries d ON d.id = k.id AND d.created_at = k.created_at
-    JOIN webhook_endpoints e ON e.id = d.endpoint_id
-    WHERE d.created_at = ANY($2::timestamptz[])`,
-};
-
-/** $1 ids without a time (v4 ids of older history): every partition's primary key is probed. */
-export const LOAD_UNTIMED: Statement = {
-  name: "dl-load-untimed",
-  text: `SELECT ${LOAD_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ANY($1::uuid[])`,
+export const CLAIM_DUE: Statement = {
+  name: "dl2-claim-due",
+  text: `WITH c AS (
+    SELECT x.delivery_id FROM unnest($1::uuid[], $2::int[]) AS w(endpoint_id, n)
+    CROSS JOIN LATERAL (
+      SELECT s.delivery_id FROM delivery_states s
+      WHERE s.endpoint_id = w.endpoint_id AND s.status = 'pending' AND s.due_at <= now()
+        AND (s.claimed_until IS NULL OR s.claimed_until < now())
+      ORDER BY s.due_at LIMIT w.n FOR UPDATE SKIP LOCKED) x
+  ), u AS (
+    UPDATE delivery_states s SET claimed_until = now() + make_interval(secs => $3::int / 1000.0)
+    FROM c WHERE s.delivery_id = c.delivery_id
+    RETURNING s.delivery_id, s.created_at, s.endpoint_id, s.due_at, s.run, s.run_attempts, s.attempt_count, s.body, s.test, s.trace)
+  SELECT u.delivery_id, u.created_at, u.endpoint_id, u.due_at, u.run, u.run_attempts, u.attempt_count, u.body, u.test, u.trace,
+         e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second, e.headers_sealed
+  FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
 };
 
 /**
- * $1..$3 endpoint counters (ids sorted, reset, n), $4..$17 the attempts, $18 their deliveries'
- * creation times, $19 endpoint ids, $20 new statuses, $21 next attempt times. Every endpoint of the
- * batch is locked first (sorted: the lock order shared with every disable and deletion, endpoints
- * before deliveries); an attempt whose endpoint is gone (deleted while the attempt was in flight,
- * its deliveries with it) is left out instead of failing the whole batch on the foreign key, and
- * a deletion that comes later waits for this commit and then removes what it wrote. The scalar
- * subquery in `upd` makes the deliveries wait for `counters`; its `= ANY($18)` prunes the update
- * to the partitions of those days (see {@link LOAD_TIMED}).
+ * The worker's group commit: $1..$3 endpoint counters (ids sorted, reset, n), $4..$17 the
+ * attempts, $18 their deliveries' creation times, $19 endpoint ids, $20 what each delivery becomes
+ * (`delivered`, `pending` for a retry, `failed`), $21 when a retry is due, $22 why it is due later
+ * than the schedule (null: it is not). Applies what the delivery's fate decided: logs the attempt,
+ * deletes the state of a delivered delivery, moves a retried or failed one on. Only a state still
+ * `pending` changes: one skipped while its attempt was in flight stays skipped (no catch-up after
+ * a re-enable). Every endpoint of the batch is locked first (sorted: the lock order shared with
+ * every disable and deletion, endpoints before deliveries); an attempt whose endpoint is gone is
+ * left out. Returns each touched endpoint's consecutive failures afterwards.
  */
 export const RECORD_ATTEMPTS: Statement = {
-  name: "dl-record-attempts",
+  name: "dl2-record-attempts",
   text: `WITH locked AS (${lockedEndpoints("$19", "NO KEY UPDATE")}), counters AS (
     ${failureCounterUpdate("$1", "$2", "$3", "locked")}
-  ), inserted AS (
-    INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
-    SELECT t.id, t.delivery_id, x.created_at, x.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
-           t.response_status, t.response_headers::jsonb, t.response_body, t.response_body_truncated, t.duration_ms, t.error_kind, t.error, t.verdict
-    FROM ${attemptsFrom(4)}
-    JOIN unnest($4::uuid[], $18::timestamptz[], $19::uuid[]) AS x(attempt_id, created_at, endpoint_id) ON x.attempt_id = t.id
-    WHERE x.endpoint_id IN (SELECT id FROM locked)
+  ), t AS (
+    SELECT * FROM ${attemptsFrom(4, [["timestamptz", "created_at"], ["uuid", "endpoint_id"], ["text", "becomes"], ["timestamptz", "due_at"], ["text", "wait_reason"]])}
+    WHERE t.endpoint_id IN (SELECT id FROM locked) AND (SELECT count(*) FROM counters) >= 0
+  ), att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1
+  ), del AS (
+    DELETE FROM delivery_states s USING t
+    WHERE t.becomes = 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending'
+    RETURNING s.endpoint_id, s.created_at
   ), upd AS (
-    UPDATE webhook_deliveries d
-    SET status = CASE WHEN d.status = 'skipped' AND v.status = 'pending' THEN 'skipped' ELSE v.status END,
-        attempt_count = d.attempt_count + 1, run_attempts = d.run_attempts + 1, last_status = v.last_status,
-        next_attempt_at = CASE WHEN d.status = 'skipped' THEN NULL ELSE v.next_at END, updated_at = now()
-    FROM unnest($5::uuid[], $18::timestamptz[], $20::text[], $10::int[], $21::timestamptz[]) AS v(id, created_at, status, last_status, next_at)
-    WHERE d.id = v.id AND d.created_at = v.created_at AND d.created_at = ANY($18::timestamptz[]) AND (SELECT count(*) FROM counters) >= 0
-  )
+    UPDATE delivery_states s
+    SET status = t.becomes, due_at = t.due_at, claimed_until = NULL, run_attempts = s.run_attempts + 1,
+        attempt_count = s.attempt_count + 1, last_status = t.response_status, wait_reason = t.wait_reason,
+        body = CASE WHEN t.becomes = 'pending' THEN s.body END, updated_at = now()
+    FROM t WHERE t.becomes <> 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending'
+    RETURNING s.endpoint_id, s.created_at, t.becomes
+  ), stats AS (${upsertStats(
+    `SELECT endpoint_id, created_at, -1 AS p, 1 AS d, 0 AS f, 0 AS k FROM del
+     UNION ALL SELECT endpoint_id, created_at, -1, 0, 1, 0 FROM upd WHERE becomes = 'failed'`,
+    attemptStatsRows("t"),
+  )})
   SELECT id, consecutive_failures FROM counters`,
 };
 
-/** $1 id, $2 its creation time. */
-export const MARK_SKIPPED: Statement = {
-  name: "dl-mark-skipped",
-  text: `UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
-    WHERE id = $1::uuid AND created_at = $2::timestamptz AND status = 'pending'`,
+/** The skip of state rows `rows` (pending ones only): `skipped`, due never, bytes dropped. */
+const skipPending = (where: string): string => `s AS (
+    UPDATE delivery_states SET status = 'skipped', due_at = NULL, claimed_until = NULL, body = NULL, updated_at = now()
+    WHERE ${where} AND status = 'pending' RETURNING endpoint_id, created_at
+  ), stats AS (${upsertStats("SELECT endpoint_id, created_at, -1 AS p, 0 AS d, 0 AS f, 1 AS k FROM s")})
+  SELECT count(*)::int AS n FROM s`;
+
+/** $1 delivery ids: those still pending become `skipped` (their endpoint is disabled). Returns how many. */
+export const SKIP_DELIVERIES: Statement = {
+  name: "dl2-skip-deliveries",
+  text: `WITH ${skipPending("delivery_id = ANY($1::uuid[])")}`,
 };
 
-/** $1 endpoint id. Returns the number skipped. */
+/** $1 endpoint id: every pending delivery of it becomes `skipped`. Returns how many. */
 export const SKIP_PENDING_OF_ENDPOINT: Statement = {
-  name: "dl-skip-pending-of-endpoint",
-  text: `WITH s AS (
-    UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, updated_at = now()
-    WHERE endpoint_id = $1::uuid AND status = 'pending' RETURNING 1)
-  SELECT count(*)::int AS n FROM s`,
+  name: "dl2-skip-pending-of-endpoint",
+  text: `WITH ${skipPending("endpoint_id = $1::uuid")}`,
 };
 
 /**
- * $1 endpoint, $2 delivery ids, $3 their UUIDv7 times (null for v4 ids), $4 required current
- * status (null: any). Only while the endpoint is enabled. Returns the previous state of each.
+ * Replay and recover: $1 endpoint, $2 delivery ids, $3 their UUIDv7 times, $4 the status they must
+ * be in now (null: any; `delivered` means they have no state row). Only while the endpoint is
+ * enabled. Each becomes pending and due at once in a new run, with its stored bytes: a state row
+ * that exists is moved on, a delivered delivery gets one again (its attempts so far counted).
+ * Returns the deliveries put back.
  */
 export const REQUEUE: Statement = {
-  name: "dl-requeue",
-  text: `WITH target AS (
-    SELECT d.id, d.created_at, d.status, d.next_attempt_at, d.updated_at, d.run, d.run_attempts
-    FROM unnest($2::uuid[], $3::timestamptz[]) AS k(id, at)
-    JOIN webhook_deliveries d ON d.id = k.id AND (k.at IS NULL OR d.created_at = k.at)
-    JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled
-    WHERE d.endpoint_id = $1::uuid AND ($4::text IS NULL OR d.status = $4::text)
-    FOR UPDATE OF d
-  )
-  UPDATE webhook_deliveries d
-  SET status = 'pending', next_attempt_at = clock_timestamp(), run = d.run + 1, run_attempts = 0, updated_at = clock_timestamp()
-  FROM target
-  WHERE d.id = target.id AND d.created_at = target.created_at
-  RETURNING d.id, d.run, target.status AS prev_status, target.next_attempt_at AS prev_next, target.updated_at AS prev_updated,
-            target.run AS prev_run, target.run_attempts AS prev_run_attempts, d.updated_at`,
+  name: "dl2-requeue",
+  text: `WITH e AS (SELECT id FROM webhook_endpoints WHERE id = $1::uuid AND enabled FOR KEY SHARE),
+  d AS (
+    SELECT d.id, d.created_at, d.body, d.test FROM unnest($2::uuid[], $3::timestamptz[]) AS k(id, at)
+    JOIN webhook_deliveries d ON d.id = k.id AND d.created_at = k.at AND d.created_at = ANY($3::timestamptz[])
+    WHERE d.endpoint_id IN (SELECT id FROM e)
+  ), old AS (
+    SELECT s.delivery_id, s.status FROM delivery_states s JOIN d ON s.delivery_id = d.id FOR UPDATE OF s
+  ), target AS (
+    SELECT d.*, old.status AS prev FROM d LEFT JOIN old ON old.delivery_id = d.id
+    WHERE $4::text IS NULL OR COALESCE(old.status, 'delivered') = $4::text
+  ), upd AS (
+    UPDATE delivery_states s SET status = 'pending', due_at = clock_timestamp(), claimed_until = NULL, run = s.run + 1, run_attempts = 0,
+           body = t.body, wait_reason = NULL, updated_at = clock_timestamp()
+    FROM target t WHERE s.delivery_id = t.id AND t.prev IS NOT NULL
+    RETURNING s.delivery_id, s.endpoint_id, s.created_at, t.prev
+  ), ins AS (
+    INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, due_at, run, run_attempts, attempt_count, last_status, body, test, updated_at)
+    SELECT t.id, t.created_at, $1::uuid, 'pending', clock_timestamp(), 1, 0, a.n, a.last, t.body, t.test, clock_timestamp()
+    FROM target t CROSS JOIN LATERAL (
+      SELECT count(*)::int AS n, (array_agg(x.response_status ORDER BY x.started_at DESC, x.attempt_number DESC))[1] AS last
+      FROM delivery_attempts x WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at) a
+    WHERE t.prev IS NULL
+    ON CONFLICT (delivery_id) DO NOTHING
+    RETURNING delivery_id, endpoint_id, created_at, 'delivered'::text AS prev
+  ), moved AS (SELECT * FROM upd UNION ALL SELECT * FROM ins),
+  stats AS (${upsertStats(
+    `SELECT endpoint_id, created_at, 1 - (prev = 'pending')::int AS p, -(prev = 'delivered')::int AS d,
+            -(prev = 'failed')::int AS f, -(prev = 'skipped')::int AS k FROM moved`,
+  )})
+  SELECT delivery_id AS id FROM moved`,
+};
+
+/** $1 delivery ids: claims given back (a worker shutting down), so another drain takes them at once. */
+export const RELEASE_CLAIMS: Statement = {
+  name: "dl2-release-claims",
+  text: `UPDATE delivery_states SET claimed_until = NULL WHERE delivery_id = ANY($1::uuid[]) AND status = 'pending'`,
 };
 
 /**
- * {@link REQUEUE} when every id is a UUIDv7 (all of them since partitioning): also pruned to the
- * partitions of those days when planned (see {@link LOAD_TIMED}), instead of planning every day of
- * the history for each Replay or recover batch.
+ * The schedule of record, by endpoint: every endpoint with pending deliveries and the earliest due
+ * time among them. One probe of the due index per endpoint (a loose index scan), whatever the
+ * number of pending deliveries behind each.
  */
-export const REQUEUE_TIMED: Statement = {
-  name: "dl-requeue-timed",
-  text: variantOf(
-    REQUEUE.text,
-    ["JOIN webhook_deliveries d ON d.id = k.id AND (k.at IS NULL OR d.created_at = k.at)", "JOIN webhook_deliveries d ON d.id = k.id AND d.created_at = k.at AND d.created_at = ANY($3::timestamptz[])"],
-    ["WHERE d.id = target.id AND d.created_at = target.created_at", "WHERE d.id = target.id AND d.created_at = target.created_at AND d.created_at = ANY($3::timestamptz[])"],
-  ),
+export const DUE_ENDPOINTS: Statement = {
+  name: "dl2-due-endpoints",
+  text: `WITH RECURSIVE e AS (
+    (SELECT endpoint_id, due_at FROM delivery_states WHERE status = 'pending' ORDER BY endpoint_id, due_at LIMIT 1)
+    UNION ALL
+    SELECT n.endpoint_id, n.due_at FROM e CROSS JOIN LATERAL (
+      SELECT endpoint_id, due_at FROM delivery_states
+      WHERE status = 'pending' AND endpoint_id > e.endpoint_id ORDER BY endpoint_id, due_at LIMIT 1) n
+  ) SELECT endpoint_id, due_at FROM e`,
 };
 
-/** $1 ids, $2 their UUIDv7 times (null for v4), $3 the requeue times, $4..$8 the previous status, next attempt, updated at, run, run's attempts. */
-export const RESTORE: Statement = {
-  name: "dl-restore",
-  text: `UPDATE webhook_deliveries d SET status = p.status, next_attempt_at = p.next_attempt_at, updated_at = p.updated_at, run = p.run, run_attempts = p.run_attempts
-    FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::int[])
-         AS p(id, at, requeued_at, status, next_attempt_at, updated_at, run, run_attempts)
-    WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at) AND d.status = 'pending' AND d.updated_at = p.requeued_at`,
-};
-
-/** {@link RESTORE} when every id is a UUIDv7: pruned to those days' partitions when planned. */
-export const RESTORE_TIMED: Statement = {
-  name: "dl-restore-timed",
-  text: variantOf(RESTORE.text, ["WHERE d.id = p.id AND (p.at IS NULL OR d.created_at = p.at)", "WHERE d.id = p.id AND d.created_at = p.at AND d.created_at = ANY($2::timestamptz[])"]),
+/** $1 cutoff: the states of deliveries created before it (their partitions are being dropped). */
+export const DELETE_STATES_BEFORE: Statement = {
+  name: "dl2-delete-states-before",
+  text: `WITH d AS (DELETE FROM delivery_states WHERE created_at < $1::timestamptz RETURNING 1) SELECT count(*)::int AS n FROM d`,
 };
 
 /**
- * The schedule of record: $1 due at or before, $2/$3 the keyset cursor (due time, id; exclusive),
- * $4 the page size. Pending deliveries in due order, through the partial index of pending rows
- * (`webhook_deliveries_due_idx`, one per partition, merged in order): a page costs its own rows,
- * whatever the size of the history.
+ * $1 cutoff, $2 batch size: deletes up to that many event keys older than the cutoff (their events'
+ * partitions are gone or going). Returns how many; run again until fewer than the batch.
  */
-export const PENDING_DUE: Statement = {
-  name: "dl-pending-due",
-  text: `SELECT d.id, d.endpoint_id, d.run, d.next_attempt_at
-    FROM webhook_deliveries d
-    WHERE d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
-      AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3::uuid)
-    ORDER BY d.next_attempt_at, d.id
-    LIMIT $4::int`,
+export const DELETE_EVENT_KEYS_BEFORE: Statement = {
+  name: "dl2-delete-event-keys-before",
+  text: `WITH d AS (
+    DELETE FROM webhook_event_keys WHERE (world_id, producer_id) IN (
+      SELECT world_id, producer_id FROM webhook_event_keys WHERE created_at < $1::timestamptz LIMIT $2::int)
+    RETURNING 1)
+  SELECT count(*)::int AS n FROM d`,
 };

@@ -16,6 +16,8 @@ export interface NewDelivery {
   test?: boolean;
   /** The event it carries: its `webhook_events` row and the producer's id of it. */
   event?: { rowId: string; producerId: string };
+  /** The trace context (W3C traceparent) its attempts continue, with tracing on. */
+  trace?: string;
 }
 
 /** A delivery written once its only attempt is over (the auth hook, the Test action). */
@@ -62,54 +64,62 @@ export interface IntakePlan {
   deliveries: NewDelivery[];
 }
 
-/** A queued delivery and what a worker needs to attempt it. */
-export interface DeliveryForAttempt {
+/** A pending delivery a drain claimed, with what it needs to attempt it and its endpoint's settings now. */
+export interface ClaimedDelivery {
   deliveryId: string;
   endpointId: string;
+  /** Its creation time (its partition). */
   createdAt: Date;
-  body: Buffer;
-  status: LogDeliveryStatus;
-  attemptCount: number;
-  /** When it is due (set while `pending`; null once final). */
-  nextAttemptAt: Date | null;
+  /** When it was due. */
+  dueAt: Date;
   /** Its current run: 0 for the first, one more per Replay or recover. */
   run: number;
   /** Attempts made in the current run (the retry schedule's position). */
   runAttempts: number;
+  /** Attempts made in all. */
+  attemptCount: number;
+  body: Buffer;
   test: boolean;
-  url: string;
-  enabled: boolean;
-  secretSealed: string | null;
-  /** The endpoint's throttle (deliveries started per second), null for none. */
-  rateLimitPerSecond: number | null;
+  /** The intake's trace context (W3C traceparent) when tracing was on. */
+  trace: string | null;
+  endpoint: {
+    url: string;
+    enabled: boolean;
+    secretSealed: string | null;
+    rateLimitPerSecond: number | null;
+    /** Its custom headers, sealed (`SecretCache.headersOf` opens them); null for none. */
+    headersSealed: string | null;
+  };
 }
+
+/** What a delivery becomes after an attempt, as its fate decided. */
+export type DeliveryBecomes = "delivered" | "pending" | "failed";
+
+/** What the consecutive-failure count of the endpoint does after an attempt. */
+export type FailureCountChange = "reset" | "increment" | "none";
 
 /**
  * What the group commit writes for one worker attempt: the attempt as `sendAttempt` of
  * @vw/webhook-core recorded it (the one shape an attempt has from the sender to the log and back
- * out of it), and what it makes of its delivery.
+ * out of it), and what its fate decided for the delivery and the endpoint.
  */
-export interface AttemptResult {
+export interface AttemptApplication {
   attempt: AttemptRecord;
   endpointId: string;
-  /** The delivery's creation time (its partition): {@link DeliveryForAttempt.createdAt}. */
+  /** The delivery's creation time (its partition): {@link ClaimedDelivery.createdAt}. */
   deliveryCreatedAt: Date;
-  status: LogDeliveryStatus;
-  nextAttemptAt: Date | null;
-  /** Whether the attempt counts towards the endpoint's consecutive failures (ordinary deliveries only). */
-  counts: boolean;
-  succeeded: boolean;
+  becomes: DeliveryBecomes;
+  /** When a delivery that stays pending is due next. */
+  dueAt: Date | null;
+  /** Why that is later than the retry schedule, for the history (the receiver asked); null otherwise. */
+  waitReason: string | null;
+  failures: FailureCountChange;
 }
 
-/** A delivery put back to `pending` (Replay, recover) and queued by the caller. */
-export interface RequeuedDelivery {
-  deliveryId: string;
+/** An endpoint with pending deliveries, and when the earliest of them is due. */
+export interface DueEndpoint {
   endpointId: string;
-  /** The run it was put back for (its job's identity). */
-  run: number;
-  /** Its state before, so a caller that cannot queue it can put it back ({@link DeliveryLog.restore}). */
-  previous: { status: LogDeliveryStatus; nextAttemptAt: Date | null; updatedAt: Date; run: number; runAttempts: number };
-  requeuedAt: Date;
+  dueAt: Date;
 }
 
 /** A window on the deliveries' creation time (recover's): `since` inclusive, `until` exclusive. */
@@ -122,19 +132,4 @@ export interface CreationWindow {
 export interface WindowCursor {
   createdAt: Date;
   id: string;
-}
-
-/** A pending delivery as the schedule of record holds it: enough to queue its job again. */
-export interface ScheduledDelivery {
-  deliveryId: string;
-  endpointId: string;
-  run: number;
-  /** When it is due. */
-  nextAttemptAt: Date;
-}
-
-/** Keyset position in the schedule (due time, then id). */
-export interface ScheduleCursor {
-  nextAttemptAt: Date;
-  deliveryId: string;
 }

@@ -13,7 +13,8 @@ import type { Statement } from "../delivery-log/sql-runner.js";
 /** The columns of an endpoint as {@link EndpointRecord} names them. */
 const RECORD_COLUMNS = `id, world_id AS "worldId", url, subscriptions, enabled, disabled_reason AS "disabledReason", disabled_at AS "disabledAt",
   format, api_version AS "apiVersion", secret_sealed AS "secretSealed", secret_rotated_at AS "secretRotatedAt", secret_version AS "secretVersion",
-  consecutive_failures AS "consecutiveFailures", rate_limit_per_second AS "rateLimitPerSecond", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  consecutive_failures AS "consecutiveFailures", rate_limit_per_second AS "rateLimitPerSecond",
+  headers_sealed AS "headersSealed", header_names AS "headerNames", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 /**
  * The endpoints named by the uuid[] parameter `param`, locked in id order (the lock order above):
@@ -38,18 +39,19 @@ export const failureCounterUpdate = (ids: string, reset: string, n: string, lock
     WHERE e.id = v.id AND e.id IN (SELECT id FROM ${locked}) AND (v.n > 0 OR e.consecutive_failures <> 0)
     RETURNING e.id, e.consecutive_failures`;
 
-/** $1 id, $2 world, $3 url, $4 subscriptions, $5 format, $6 api version, $7 sealed secret, $8 throttle. */
+/** $1 id, $2 world, $3 url, $4 subscriptions, $5 format, $6 api version, $7 sealed secret, $8 throttle, $9 sealed headers, $10 their names. */
 export const INSERT_ENDPOINT: Statement = {
   name: "ep-insert",
-  text: `INSERT INTO webhook_endpoints (id, world_id, url, subscriptions, format, api_version, secret_sealed, rate_limit_per_second, created_at, updated_at)
-    VALUES ($1::uuid, $2::uuid, $3, $4::text[], $5, $6, $7, $8::int, now(), now())
+  text: `INSERT INTO webhook_endpoints (id, world_id, url, subscriptions, format, api_version, secret_sealed, rate_limit_per_second, headers_sealed, header_names, created_at, updated_at)
+    VALUES ($1::uuid, $2::uuid, $3, $4::text[], $5, $6, $7, $8::int, $9, $10::text[], now(), now())
     RETURNING ${RECORD_COLUMNS}`,
 };
 
 /**
  * $1 id, $2 world; then each editable column as a (set?, value) pair: $3/$4 url, $5/$6
  * subscriptions, $7/$8 throttle, $9/$10 format, $11/$12 sealed secret (a new one also stamps the
- * rotation and counts the version up). Null when there is no such endpoint in the world.
+ * rotation and counts the version up), $13/$14 sealed headers with $15 their names (the set is
+ * replaced as a whole). Null when there is no such endpoint in the world.
  */
 export const UPDATE_ENDPOINT: Statement = {
   name: "ep-update",
@@ -61,6 +63,8 @@ export const UPDATE_ENDPOINT: Statement = {
       secret_sealed = CASE WHEN $11::bool THEN $12 ELSE secret_sealed END,
       secret_rotated_at = CASE WHEN $11::bool THEN now() ELSE secret_rotated_at END,
       secret_version = CASE WHEN $11::bool THEN secret_version + 1 ELSE secret_version END,
+      headers_sealed = CASE WHEN $13::bool THEN $14 ELSE headers_sealed END,
+      header_names = CASE WHEN $13::bool THEN $15::text[] ELSE header_names END,
       updated_at = now()
     WHERE id = $1::uuid AND world_id = $2::uuid
     RETURNING ${RECORD_COLUMNS}`,

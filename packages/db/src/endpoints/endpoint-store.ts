@@ -32,6 +32,10 @@ export interface EndpointRecord {
   secretVersion: number;
   consecutiveFailures: number;
   rateLimitPerSecond: number | null;
+  /** The custom headers sealed as one value (`sealEndpointHeaders` of @vw/webhook-core); null for none. Never show it. */
+  headersSealed: string | null;
+  /** Their names, sorted case-insensitively: all that reads show. */
+  headerNames: string[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -45,6 +49,14 @@ export interface NewEndpoint {
   apiVersion: string;
   secretSealed: string | null;
   rateLimitPerSecond?: number | null;
+  /** Custom headers, sealed; absent for none. */
+  headers?: SealedHeaders;
+}
+
+/** A set of custom headers as stored: sealed (null for an empty set) and the names reads show. */
+export interface SealedHeaders {
+  sealed: string | null;
+  names: readonly string[];
 }
 
 /** What an edit may change; absent fields stay as they are. A new `secretSealed` is a rotation. */
@@ -54,6 +66,8 @@ export interface EndpointPatch {
   rateLimitPerSecond?: number | null;
   format?: string;
   secretSealed?: string;
+  /** Replaces the whole set of custom headers (an empty one clears it). */
+  headers?: SealedHeaders;
 }
 
 /** An endpoint of a world. */
@@ -99,6 +113,8 @@ export class EndpointStore {
           endpoint.apiVersion,
           endpoint.secretSealed,
           endpoint.rateLimitPerSecond ?? null,
+          endpoint.headers?.sealed ?? null,
+          [...(endpoint.headers?.names ?? [])],
         ]),
       );
     if (quota === undefined) return (await write(this.db)) as EndpointRecord;
@@ -118,6 +134,8 @@ export class EndpointStore {
           ...set(patch.rateLimitPerSecond),
           ...set(patch.format),
           ...set(patch.secretSealed),
+          ...set(patch.headers?.sealed),
+          patch.headers === undefined ? null : [...patch.headers.names],
         ]),
       );
     return quota === undefined ? write(this.db) : this.withinQuota(key.worldId, key.id, quota, write);
