@@ -217,6 +217,7 @@ class Drain {
       becomes: fate.becomes,
       dueAt: fate.dueAt,
       waitReason: fate.waitReason,
+      run: delivery.run,
       failures: fate.failures,
     });
     const reason = fate.disable ?? (disabledForFailures(fate, failures) ? "failures" : null);

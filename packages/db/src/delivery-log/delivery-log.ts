@@ -186,6 +186,7 @@ export class DeliveryLog {
       applications.map((a) => a.becomes),
       applications.map((a) => (a.dueAt === null ? null : a.dueAt.toISOString())),
       applications.map((a) => a.waitReason),
+      applications.map((a) => a.run),
     ]);
     return new Map(rows.map((row) => [row.id, row.consecutive_failures]));
   }

@@ -197,10 +197,11 @@ export const CLAIM_DUE: Statement = {
  * The worker's group commit: $1..$3 endpoint counters (ids sorted, reset, n), $4..$17 the
  * attempts, $18 their deliveries' creation times, $19 endpoint ids, $20 what each delivery becomes
  * (`delivered`, `pending` for a retry, `failed`), $21 when a retry is due, $22 why it is due later
- * than the schedule (null: it is not). Applies what the delivery's fate decided: logs the attempt,
- * deletes the state of a delivered delivery, moves a retried or failed one on. Only a state still
- * `pending` changes: one skipped while its attempt was in flight stays skipped (no catch-up after
- * a re-enable). Every endpoint of the batch is locked first (sorted: the lock order shared with
+ * than the schedule (null: it is not), $23 the run each attempt belongs to. Applies what the
+ * delivery's fate decided: logs the attempt, deletes the state of a delivered delivery, moves a
+ * retried or failed one on. Only a state still `pending` in the attempt's run changes: one skipped
+ * while its attempt was in flight stays skipped (no catch-up after a re-enable), and one that a
+ * Replay or recover put in a new run meanwhile stays due in it. Every endpoint of the batch is locked first (sorted: the lock order shared with
  * every disable and deletion, endpoints before deliveries); an attempt whose endpoint is gone is
  * left out. Returns each touched endpoint's consecutive failures afterwards.
  */
@@ -209,19 +210,19 @@ export const RECORD_ATTEMPTS: Statement = {
   text: `WITH locked AS (${lockedEndpoints("$19", "NO KEY UPDATE")}), counters AS (
     ${failureCounterUpdate("$1", "$2", "$3", "locked")}
   ), t AS (
-    SELECT * FROM ${attemptsFrom(4, [["timestamptz", "created_at"], ["uuid", "endpoint_id"], ["text", "becomes"], ["timestamptz", "due_at"], ["text", "wait_reason"]])}
+    SELECT * FROM ${attemptsFrom(4, [["timestamptz", "created_at"], ["uuid", "endpoint_id"], ["text", "becomes"], ["timestamptz", "due_at"], ["text", "wait_reason"], ["int", "run"]])}
     WHERE t.endpoint_id IN (SELECT id FROM locked) AND (SELECT count(*) FROM counters) >= 0
   ), att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1
   ), del AS (
     DELETE FROM delivery_states s USING t
-    WHERE t.becomes = 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending'
+    WHERE t.becomes = 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending' AND s.run = t.run
     RETURNING s.endpoint_id, s.created_at
   ), upd AS (
     UPDATE delivery_states s
     SET status = t.becomes, due_at = t.due_at, claimed_until = NULL, run_attempts = s.run_attempts + 1,
         attempt_count = s.attempt_count + 1, last_status = t.response_status, wait_reason = t.wait_reason,
         body = CASE WHEN t.becomes = 'pending' THEN s.body END, updated_at = now()
-    FROM t WHERE t.becomes <> 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending'
+    FROM t WHERE t.becomes <> 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending' AND s.run = t.run
     RETURNING s.endpoint_id, s.created_at, t.becomes
   ), stats AS (${upsertStats(
     `SELECT endpoint_id, created_at, -1 AS p, 1 AS d, 0 AS f, 0 AS k FROM del

@@ -113,6 +113,8 @@ export interface AttemptApplication {
   dueAt: Date | null;
   /** Why that is later than the retry schedule, for the history (the receiver asked); null otherwise. */
   waitReason: string | null;
+  /** The run the attempt belongs to ({@link ClaimedDelivery.run}): one of an earlier run is logged but moves nothing. */
+  run: number;
   failures: FailureCountChange;
 }
 
