@@ -9,28 +9,10 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
+import { OWNERS, writesOfTable } from "./one-writer.test-helper.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "../../..");
-
-/** Each table's owner: a file, or a folder (ending in `/`), relative to the repository root. */
-const OWNERS: Record<string, string> = {
-  organizations: "services/admin-api/src/organizations.service.ts",
-  worlds: "services/admin-api/src/worlds.service.ts",
-  dashboard_sessions: "services/admin-api/src/dashboard-sessions.service.ts",
-  api_keys: "packages/db/src/api-key-store.ts",
-  webhook_endpoints: "packages/db/src/endpoints/",
-  webhook_events: "packages/db/src/delivery-log/",
-  webhook_deliveries: "packages/db/src/delivery-log/",
-  delivery_attempts: "packages/db/src/delivery-log/",
-  // Maintained by the log tables' triggers (migrations); its retention is LogPartitions'.
-  endpoint_stats: "packages/db/src/delivery-log/",
-  members: "packages/db/src/member-directory.ts",
-  member_consents: "packages/db/src/member-directory.ts",
-  member_deletions: "packages/db/src/member-directory.ts",
-  delivery_recoveries: "packages/db/src/delivery-recoveries.ts",
-  world_storage_usage: "packages/db/src/world-storage.ts",
-};
 
 /** Prisma's write methods on a model (`prisma.<model>.<method>(`). */
 const MODEL_WRITES = "create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany";
@@ -63,7 +45,7 @@ function schemaTables(): Table[] {
 /** What counts as writing `table`: SQL on it or on one of its daily partitions, or Prisma's writes. */
 function writesOf(table: Table): RegExp[] {
   return [
-    new RegExp(`\\b(INSERT\\s+INTO|UPDATE|DELETE\\s+FROM|COPY|TRUNCATE(\\s+TABLE)?|MERGE\\s+INTO)\\s+(ONLY\\s+)?"?(public"?\\."?)?${table.name}(_p\\d{8})?\\b`, "i"),
+    writesOfTable(table.name),
     new RegExp(`\\.${table.accessor}\\.(${MODEL_WRITES})\\(`),
     ...table.relationFields.map((field) => new RegExp(`\\b${field}\\s*:\\s*\\{\\s*(${NESTED_WRITES})\\s*:`)),
   ];
