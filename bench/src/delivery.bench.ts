@@ -79,9 +79,11 @@ const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
 const SMALL_WORLDS = Number(process.env.BENCH_SMALL_WORLDS ?? 500);
 /**
  * BENCH_ONLY=small: after the warm-up, only the raw POSTs and the many-small-worlds scenario, at
- * BENCH_SMALL_RATE deliveries/s (to profile it with BENCH_PROFILE_DIR, say); goals are not judged.
+ * BENCH_SMALL_RATE deliveries/s (to profile it with BENCH_PROFILE_DIR, say); BENCH_ONLY=burst: only
+ * the raw POSTs and one burst. Goals are not judged then.
  */
 const ONLY_SMALL = process.env.BENCH_ONLY === "small";
+const ONLY_BURST = process.env.BENCH_ONLY === "burst";
 const SMALL_RATE = Number(process.env.BENCH_SMALL_RATE ?? 1000);
 /** Alternating rounds of the raw ceiling and the all-healthy end-to-end run (medians compared). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -323,6 +325,17 @@ async function main(): Promise<void> {
       log(`${SMALL_WORLDS} small worlds at ${SMALL_RATE} deliveries/s: p50 ${run.received.p50.toFixed(0)} ms, p99 ${run.received.p99.toFixed(0)} ms`);
       log(`  CPU per delivery: ${CPU_PARTS.map((name) => `${name} ${run.cpu[name].toFixed(3)}`).join(", ")} = ${total.toFixed(3)} ms (${(total / rawPost).toFixed(2)}x a raw POST's)`);
       log(`  ${run.requests} requests in ${run.transactions} intake transactions; ${run.redis.commands.toFixed(2)} Redis commands per delivery: ${run.redis.top}`);
+      return;
+    }
+
+    if (ONLY_BURST) {
+      const receiverBefore = (await receiverStats(receiver.origin)).cpuMs;
+      const raw = await rawCeiling(receiver.origin, DELIVERIES);
+      const rawPost = raw.cpuMs + ((await receiverStats(receiver.origin)).cpuMs - receiverBefore) / DELIVERIES;
+      const run = await burst(main, ENDPOINTS, 0, DELIVERIES);
+      log(`burst, ${ENDPOINTS} endpoints, events in batches of ${BATCH}: ${run.rate.toFixed(0)} deliveries/s`);
+      log(`  ${yardstick(run.cpu, rawPost, 2.5)}`);
+      log(`  ${run.redis.commands.toFixed(2)} Redis commands per delivery: ${run.redis.top}`);
       return;
     }
 
