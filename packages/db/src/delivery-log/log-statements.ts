@@ -255,7 +255,8 @@ export const SKIP_PENDING_OF_ENDPOINT: Statement = {
  * Replay and recover: $1 endpoint, $2 delivery ids, $3 their UUIDv7 times, $4 the status they must
  * be in now (null: any; `delivered` means they have no state row). Only while the endpoint is
  * enabled. Each becomes pending and due at once in a new run, with its stored bytes: a state row
- * that exists is moved on, a delivered delivery gets one again (its attempts so far counted).
+ * that exists is moved on, a delivered delivery gets one again (its attempts so far counted, in
+ * the attempts' partitions of the given times only: $3 prunes them as it prunes the deliveries').
  * Returns the deliveries put back.
  */
 export const REQUEUE: Statement = {
@@ -280,7 +281,8 @@ export const REQUEUE: Statement = {
     SELECT t.id, t.created_at, $1::uuid, 'pending', clock_timestamp(), 1, 0, a.n, a.last, t.body, t.test, clock_timestamp()
     FROM target t CROSS JOIN LATERAL (
       SELECT count(*)::int AS n, (array_agg(x.response_status ORDER BY x.started_at DESC, x.attempt_number DESC))[1] AS last
-      FROM delivery_attempts x WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at) a
+      FROM delivery_attempts x
+      WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at AND x.delivery_created_at = ANY($3::timestamptz[])) a
     WHERE t.prev IS NULL
     ON CONFLICT (delivery_id) DO NOTHING
     RETURNING delivery_id, endpoint_id, created_at, 'delivered'::text AS prev
