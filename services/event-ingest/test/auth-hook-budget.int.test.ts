@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/glob
 import type { PrismaClient } from "@vw/db";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { generateSecret } from "@vw/webhook-core";
+import { deliveriesWhere } from "./delivery-rows.js";
 import { PLAY_URL, startHookHarness, type HookHarness, type HookWorld } from "./auth-hook-harness.js";
 
 const TIMEOUT_MS = 400;
@@ -36,11 +37,8 @@ async function endpoints(h: HookHarness, world: HookWorld, n: number, make: (sec
   return out;
 }
 
-async function historyOf(prisma: PrismaClient, worldId: string) {
-  const deliveries = await prisma.webhookDelivery.findMany({ where: { worldId } });
-  const attempts = await prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: deliveries.map((d) => d.id) } } });
-  return deliveries.map((d) => ({ ...d, attempts: attempts.filter((a) => a.deliveryId === d.id) }));
-}
+/** The world's deliveries with their status (as the history reads it) and attempts. */
+const historyOf = (prisma: PrismaClient, worldId: string) => deliveriesWhere(prisma, { worldId });
 
 describe("with hanging receivers", () => {
   let h: HookHarness;
@@ -82,6 +80,8 @@ describe("with hanging receivers", () => {
     expect(history.map((d) => d.endpointId).sort()).toEqual(hung.map((e) => e.id).sort());
     for (const d of history) {
       expect(d).toMatchObject({ type: "member.connecting", status: "failed", attemptCount: 1 });
+      // Final: nothing left for a drain to claim.
+      expect(d.state).toMatchObject({ status: "failed", dueAt: null });
       expect(d.attempts).toEqual([expect.objectContaining({ trigger: "hook", errorKind: "timeout", attemptNumber: 1 })]);
     }
     // Never counted towards disabling.

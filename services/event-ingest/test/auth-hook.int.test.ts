@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/glob
 import { validateDelivered, validateLegacyAuthBody } from "@vw/contracts";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { generateSecret } from "@vw/webhook-core";
-import type { PrismaClient } from "@vw/db";
+import { deliveriesWhere } from "./delivery-rows.js";
 import { PLAY_URL, startHookHarness, type HookHarness } from "./auth-hook-harness.js";
 
 const TIMEOUT_MS = 500;
@@ -222,12 +222,15 @@ describe("POST /v1/auth-hook: delivery", () => {
     await h.post(hookBody(world.ref));
     await h.hook.drain();
 
-    const deliveries = await withAttempts(h.prisma, await h.prisma.webhookDelivery.findMany({ where: { worldId: world.id } }));
+    const deliveries = await deliveriesWhere(h.prisma, { worldId: world.id });
     expect(deliveries).toHaveLength(2);
     const delivered = deliveries.find((d) => d.endpointId === okId)!;
     const failed = deliveries.find((d) => d.endpointId === hungId)!;
     expect(delivered).toMatchObject({ type: "member.connecting", status: "delivered", attemptCount: 1, lastStatus: 204, test: false, eventId: null, nextAttemptAt: null });
     expect(failed).toMatchObject({ type: "member.connecting", status: "failed", attemptCount: 1, lastStatus: null, test: false });
+    // Delivered: no state row; failed: a final one, never due (no drain retries a hook call).
+    expect(delivered.state).toBeNull();
+    expect(failed.state).toMatchObject({ status: "failed", dueAt: null, claimedUntil: null });
     // The stored body is byte for byte what the receiver got, and its deliveryId is the row's.
     expect(Buffer.from(delivered.body).equals(ok.received[0]!.body)).toBe(true);
     expect(JSON.parse(Buffer.from(delivered.body).toString("utf8")).deliveryId).toBe(delivered.id);
@@ -258,7 +261,7 @@ describe("POST /v1/auth-hook: delivery", () => {
       await slow.hook.drain();
 
       expect(slow.logs.filter((l) => l.level === "error")).toEqual([]);
-      const rows = await withAttempts(slow.prisma, await slow.prisma.webhookDelivery.findMany({ where: { endpointId: { in: ids } } }));
+      const rows = await deliveriesWhere(slow.prisma, { endpointId: { in: ids } });
       expect(rows.map((d) => d.endpointId).sort()).toEqual([keptId, keptId, otherId].sort());
       expect(rows.find((d) => d.endpointId === otherId)!.worldId).toBe(second.id);
       for (const d of rows) expect(d.attempts).toMatchObject([{ trigger: "hook", responseStatus: 204 }]);
@@ -267,9 +270,3 @@ describe("POST /v1/auth-hook: delivery", () => {
     }
   });
 });
-
-/** The rows with their attempts (no relation between the partitioned log tables). */
-async function withAttempts<T extends { id: string }>(prisma: PrismaClient, rows: T[]) {
-  const attempts = await prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: rows.map((r) => r.id) } } });
-  return rows.map((r) => ({ ...r, attempts: attempts.filter((a) => a.deliveryId === r.id) }));
-}

@@ -2,38 +2,45 @@
  * Intakes in batches (group commit): requests that arrive while an intake's transaction runs are
  * stored together in the next one. Each request keeps its own answer: its counts, its own 404, and
  * a statement failure caused by one request's data fails that request only. The batches are formed
- * deterministically: the first request's transaction is held on the advisory lock of its event
- * (taken here, as a concurrent intake of the same id would), and the next requests are submitted
- * while it waits.
+ * deterministically: the first request's transaction is held on its event's key (inserted into
+ * webhook_event_keys here by a transaction left open, as a concurrent intake of the same id would),
+ * and the next requests are submitted while it waits.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { MemberDirectory, prismaRunner, type MemberEvent, type SqlRunner } from "@vw/db";
+import { DeliveryLog, MemberDirectory, pgRunner, prismaRunner, type MemberEvent, type SqlRunner } from "@vw/db";
+import type { DrainSignals } from "@vw/queues";
+import { isDependencyUnavailable } from "@vw/service-kit";
 import { eventually, parsePrometheusText, sampleSum } from "@vw/testing";
 import { parseIntakeRequest } from "../src/events.schema.js";
 import { IngestService } from "../src/ingest.service.js";
+import { deliveriesWhere } from "./delivery-rows.js";
 import { PLAY_URL, startIngest, type IngestHarness, type TestWorld } from "./harness.js";
 import { makeEvent } from "./fixtures.js";
 
 let api: IngestHarness;
 let world: TestWorld;
+const endpoints: string[] = [];
 
 beforeAll(async () => {
   api = await startIngest();
   world = await api.createWorld();
-  await api.createEndpoint(world, { subscriptions: ["visitor", "consent"] });
-  await api.createEndpoint(world, { subscriptions: ["visitor"] });
+  endpoints.push(await api.createEndpoint(world, { subscriptions: ["visitor", "consent"] }));
+  endpoints.push(await api.createEndpoint(world, { subscriptions: ["visitor"] }));
 });
 
 afterAll(async () => {
   await api?.close();
 });
 
-/** An IngestService on the harness's pool and queue, recording its batch sizes; `members` may be wrapped. */
-function service(members: Pick<MemberDirectory, "applyEvents"> = new MemberDirectory(prismaRunner(api.prisma))) {
+/** An IngestService on the harness's pool and drain signals (unless given), recording its batch sizes; `members` may be wrapped. */
+function service(
+  members: Pick<MemberDirectory, "applyEvents"> = new MemberDirectory(prismaRunner(api.prisma)),
+  options: { signals?: Pick<DrainSignals, "wake">; enqueueTimeoutMs?: number } = {},
+) {
   const batches: number[] = [];
-  const ingest = new IngestService(api.pool, api.queue, members as MemberDirectory, {
+  const ingest = new IngestService(new DeliveryLog(pgRunner(api.pool)), options.signals ?? api.signals, members as MemberDirectory, {
     playUrl: PLAY_URL,
-    enqueueTimeoutMs: 5_000,
+    enqueueTimeoutMs: options.enqueueTimeoutMs ?? 30_000,
     onBatch: (requests) => batches.push(requests),
   });
   return { ingest, batches };
@@ -47,27 +54,30 @@ function request(body: unknown) {
 }
 
 /**
- * Holds the advisory lock an intake of `producerId` in `world` takes, until `release` is called:
- * the intake submitted first waits on it inside its transaction, so what is submitted meanwhile
- * forms the next batch.
+ * Holds the key of `producerId` in `world` (an open transaction that inserted it), until `release`
+ * rolls it back: the intake submitted first waits on it inside its transaction, then stores the
+ * event as new, so what is submitted meanwhile forms the next batch.
  */
 async function holdIntakeLock(producerId: string): Promise<{ release: () => Promise<void>; waiting: () => Promise<void> }> {
   const client = await api.pool.connect();
-  await client.query("SELECT pg_advisory_lock(hashtextextended($1::text || ':' || $2, 0))", [world.id, producerId]);
+  await client.query("BEGIN");
+  await client.query("INSERT INTO webhook_event_keys (world_id, producer_id, created_at) VALUES ($1::uuid, $2::text, now())", [world.id, producerId]);
+  const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+  const holder = rows[0]!.pid;
   return {
     async waiting() {
       await eventually(
-        "the first intake waits for the held lock",
+        "the first intake waits for the held key",
         async () => {
-          const { rows } = await api.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-          return (rows[0]?.n ?? 0) > 0;
+          const { rows: blocked } = await api.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))", [holder]);
+          return (blocked[0]?.n ?? 0) > 0;
         },
-        { timeoutMs: 5000, intervalMs: 10 },
+        { timeoutMs: 20_000, intervalMs: 10 },
       );
     },
     async release() {
       try {
-        await client.query("SELECT pg_advisory_unlock(hashtextextended($1::text || ':' || $2, 0))", [world.id, producerId]);
+        await client.query("ROLLBACK");
       } finally {
         client.release();
       }
@@ -107,11 +117,12 @@ describe("intakes in batches", () => {
       { accepted: 1, duplicates: 1, deliveries: 2 },
     ]);
     expect(await storedEvents([a.id, b.id, c.id])).toEqual([a.id, b.id, c.id].sort());
-    const jobs = (await api.jobs()).filter((j) => j.data.run === 0);
     const events = await api.prisma.webhookEvent.findMany({ where: { worldId: world.id, producerId: { in: [a.id, b.id, c.id] } }, select: { id: true } });
-    const deliveries = await api.prisma.webhookDelivery.findMany({ where: { eventId: { in: events.map((e) => e.id) } }, select: { id: true } });
+    const deliveries = await deliveriesWhere(api.prisma, { eventId: { in: events.map((e) => e.id) } });
     expect(deliveries).toHaveLength(5);
-    for (const d of deliveries) expect(jobs.some((j) => j.data.deliveryId === d.id)).toBe(true);
+    for (const d of deliveries) expect(d.state).toMatchObject({ status: "pending", attemptCount: 0, claimedUntil: null });
+    // Both endpoints got deliveries in the batch, and are woken.
+    for (const endpointId of endpoints) expect((await api.drainJob(endpointId))?.data).toEqual({ endpointId });
   });
 
   it("answers a request naming an unknown world 404 without failing the others of its batch", async () => {
@@ -180,6 +191,62 @@ describe("intakes in batches", () => {
     const settled = await answers;
     expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
     expect(calls).toBe(2); // the blocker's batch and the batch of two: no request-by-request retry
+  });
+});
+
+describe("a wake that fails after the batch's commit", () => {
+  /** Drain signals whose first wake (the blocker's batch) goes through and whose later ones `fail`. */
+  function failingAfterFirst(fail: (endpointIds: string[]) => Promise<number>) {
+    const woken: string[][] = [];
+    const signals = {
+      wake(ids: Iterable<string>) {
+        const list = [...ids];
+        woken.push(list);
+        return woken.length === 1 ? api.signals.wake(list) : fail(list);
+      },
+    };
+    return { signals, woken };
+  }
+
+  /** An event of a world without endpoints: nothing to wake for it. */
+  async function quietWorldEvent() {
+    const quiet = await api.createWorld();
+    return makeEvent(quiet);
+  }
+
+  it("fails the requests that have endpoints to wake (a dependency error: 503), answers the others, and keeps every delivery committed", async () => {
+    const { signals, woken } = failingAfterFirst(() => Promise.reject(new Error("Connection is closed.")));
+    const { ingest, batches } = service(undefined, { signals });
+    const loud = makeEvent(world);
+    const known = makeEvent(world);
+    await api.post(known);
+    const quiet = await quietWorldEvent();
+    const answers = await asOneBatch(ingest, [loud, quiet, known]);
+    expect(batches).toEqual([1, 3]);
+    expect(woken[1]?.sort()).toEqual([...endpoints].sort());
+    expect(answers[0]?.status).toBe("rejected");
+    expect(isDependencyUnavailable((answers[0] as PromiseRejectedResult).reason)).toBe(true);
+    expect(answers[1]).toEqual({ status: "fulfilled", value: { accepted: 1, duplicates: 0, deliveries: 0 } });
+    // A duplicate wakes its endpoints too, so it fails with the wake: the producer retries it.
+    expect(answers[2]?.status).toBe("rejected");
+    // Committed before the wake: the retry finds them duplicates, and they are owed all the same.
+    const stored = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId: world.id, producerId: loud.id } });
+    const deliveries = await deliveriesWhere(api.prisma, { eventId: stored.id });
+    expect(deliveries.map((d) => d.status)).toEqual(["pending", "pending"]);
+  });
+
+  it("fails them with a timeout (503) when the wake does not settle within the enqueue timeout", async () => {
+    const { signals } = failingAfterFirst(() => new Promise<number>(() => undefined));
+    const { ingest } = service(undefined, { signals, enqueueTimeoutMs: 300 });
+    const loud = makeEvent(world);
+    const quiet = await quietWorldEvent();
+    const answers = await asOneBatch(ingest, [loud, quiet]);
+    expect(answers[0]?.status).toBe("rejected");
+    const reason = (answers[0] as PromiseRejectedResult).reason as Error;
+    expect(reason.name).toBe("TimeoutError");
+    expect(isDependencyUnavailable(reason)).toBe(true);
+    expect(answers[1]).toEqual({ status: "fulfilled", value: { accepted: 1, duplicates: 0, deliveries: 0 } });
+    expect(await storedEvents([loud.id])).toEqual([loud.id]);
   });
 });
 

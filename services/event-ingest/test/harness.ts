@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import type { Job } from "bullmq";
 import { CURRENT_API_VERSION, type WebhookSubscription } from "@vw/contracts";
 import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from "@vw/db";
-import { createRedisConnection, openDeliveryQueues, type DeliverJobData, type DeliveryQueues, type RedisClient } from "@vw/queues";
+import { DrainSignals, DrainWakes, createRedisConnection, drainJobId, openDeliveryQueues, type DrainJobData, type DeliveryQueues, type RedisClient } from "@vw/queues";
 import { closeServer, listen, parseEnv, readRedisTopology, type Logger } from "@vw/service-kit";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 import type { Express } from "express";
@@ -102,7 +102,15 @@ export interface IngestHarness {
   /** A webhook endpoint row of `world`; returns its id. */
   createEndpoint(world: TestWorld, options: EndpointOptions): Promise<string>;
   /** Every job of the deliveries queue, whatever its state. */
-  jobs(): Promise<Job<DeliverJobData>[]>;
+  jobs(): Promise<Job<DrainJobData>[]>;
+  /** The drain signals of the harness's deliveries queue (the service's own, for flags: `takeFlag`). */
+  signals: DrainSignals;
+  /** The drain job of an endpoint (`d-<endpointId>`), looked up in the endpoint's shard only; undefined when there is none. */
+  drainJob(endpointId: string): Promise<Job<DrainJobData> | undefined>;
+  /** Every drain job (`d-…`) of the deliveries queue, whatever its state. */
+  drainJobs(): Promise<Job<DrainJobData>[]>;
+  /** A started subscriber of the published wakes of lingering drains, as a worker has one (closed by `close`). */
+  listenForWakes(): Promise<DrainWakes>;
   close(): Promise<void>;
 }
 
@@ -132,8 +140,8 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   if (options.topology !== undefined && options.redisUrl !== undefined) throw new Error("give the harness a topology or a redisUrl, not both");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const pool = createPgPool(databaseUrl, { max: 4 });
-  const redis: RedisClient =
-    options.topology === undefined ? createRedisConnection(redisUrl, "producer") : createRedisConnection(parseEnv(testRedisEnv(options.topology), readRedisTopology), "producer");
+  const target = options.topology === undefined ? redisUrl : parseEnv(testRedisEnv(options.topology), readRedisTopology);
+  const redis: RedisClient = createRedisConnection(target, "producer");
   // A producer connection refuses commands until it is ready (a Cluster's until it knows its slots).
   if (options.topology !== undefined) await redisReady(redis);
   const ownsPrefix = options.keyPrefix === undefined;
@@ -143,6 +151,10 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   // Failures of a deliberately dead Redis are expected; keep them off the console.
   redis.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "redis error" }));
   queue.on("error", (err: Error) => logs.push({ level: "warn", fields: { err: err.message }, msg: "queue error" }));
+
+  const signals = new DrainSignals(queue);
+  /** Subscribers of published wakes, each on a worker connection of its own (which, unlike a producer's, waits for Redis to be ready). */
+  const wakeListeners: { wakes: DrainWakes; connection: RedisClient }[] = [];
 
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({
@@ -241,14 +253,31 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
       });
       return endpoint.id;
     },
-    jobs: () => queue.getJobs(["waiting", "active", "delayed", "prioritized", "completed", "failed"]) as Promise<Job<DeliverJobData>[]>,
+    jobs: () => queue.getJobs(["waiting", "active", "delayed", "prioritized", "completed", "failed"]) as Promise<Job<DrainJobData>[]>,
+    signals,
+    drainJob: async (endpointId) => (await queue.queueFor(endpointId).getJob(drainJobId(endpointId))) as Job<DrainJobData> | undefined,
+    drainJobs: async () =>
+      ((await queue.getJobs(["waiting", "active", "delayed", "prioritized", "completed", "failed"])) as Job<DrainJobData>[]).filter((job) => job.id?.startsWith("d-")),
+    async listenForWakes() {
+      const connection = createRedisConnection(target, "worker");
+      const wakes = new DrainWakes(connection, keyPrefix, (err) => logs.push({ level: "warn", fields: { err: err.message }, msg: "wake subscriber error" }));
+      wakeListeners.push({ wakes, connection });
+      await wakes.start();
+      return wakes;
+    },
     async close() {
+      await Promise.all(
+        wakeListeners.splice(0).map(async ({ wakes, connection }) => {
+          await wakes.close();
+          await connection.quit().catch(() => connection.disconnect());
+        }),
+      );
       await prisma.organization.deleteMany({ where: { slug: { startsWith: slugPrefix } } });
       await closeServer(server);
       if (redis.status === "ready") {
         if (ownsPrefix) await queue.obliterate({ force: true });
         // Scanned on every primary of a Cluster, where KEYS would see one node's keys only. A
-        // prefix of the harness's own holds nobody else's keys: the scheduler's and analytics' go too.
+        // prefix of the harness's own holds nobody else's keys: the drains' flags and windows and analytics' go too.
         await deleteKeysUnder(redis, ownsPrefix ? `${keyPrefix}:` : `${keyPrefix}:auth-failures:`);
         await queue.close();
         await redis.quit();

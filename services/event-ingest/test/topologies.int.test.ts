@@ -3,18 +3,19 @@
  * test-topologies.ts), with the deliveries queue in 16 shards: the `member.connecting` hook (its
  * answer, its history rows, the endpoints not reached called after the answer, and the ingest
  * token's failure counter kept in Redis), the analytics intake into the world's buffer under the
- * world's hash tag with the world's bound refusing what passes it, and an event intake whose jobs
- * are added to each endpoint's shard. On the Cluster, a script or a transaction over keys of two
- * slots would fail here with CROSSSLOT (a 500, a missing job, or the throttle falling back to
- * counting in the process). The full suites of each run on the standalone Redis; these are the
+ * world's hash tag with the world's bound refusing what passes it, and an event intake that wakes
+ * each endpoint in its shard (its drain job, or a published wake and its flag when the job exists).
+ * On the Cluster, a script or a transaction over keys of two slots would fail here with CROSSSLOT
+ * (a 500, a missing wake, or the throttle falling back to counting in the process). The full suites of each run on the standalone Redis; these are the
  * representatives.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { JOB_NAMES, analyticsKeys, analyticsWorldsKey, keySlot, schedulerOf } from "@vw/queues";
+import { JOB_NAMES, analyticsKeys, analyticsWorldsKey, drainJobId, keySlot } from "@vw/queues";
 import { HA_TEST_TOPOLOGIES, eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { generateSecret } from "@vw/webhook-core";
 import { PLAY_URL as HOOK_PLAY_URL, startHookHarness, type HookHarness } from "./auth-hook-harness.js";
+import { deliveriesWhere } from "./delivery-rows.js";
 import { makeEvent } from "./fixtures.js";
 import { PLAY_URL, startIngest, type IngestHarness } from "./harness.js";
 
@@ -77,8 +78,8 @@ describe.each(HA_TEST_TOPOLOGIES)("on %s", (topology) => {
     const [deferred] = await late.waitFor(1);
     expect(deferred!.verifyError).toBeNull();
 
-    const rows = async () => hook.prisma.webhookDelivery.findMany({ where: { worldId: world.id } });
-    await eventually("the three calls are in the history", async () => (await rows()).length === 3, { timeoutMs: 10_000 });
+    const rows = async () => deliveriesWhere(hook.prisma, { worldId: world.id });
+    await eventually("the three calls are in the history", async () => (await rows()).length === 3, { timeoutMs: 20_000 });
     const byEndpoint = new Map((await rows()).map((d) => [d.endpointId, d]));
     expect(byEndpoint.get(allowId)).toMatchObject({ type: "member.connecting", status: "delivered", lastStatus: 200, attemptCount: 1 });
     expect(byEndpoint.get(hungId)).toMatchObject({ type: "member.connecting", status: "failed", lastStatus: null, attemptCount: 1 });
@@ -118,33 +119,46 @@ describe.each(HA_TEST_TOPOLOGIES)("on %s", (topology) => {
     expect(api.logs).toContainEqual(expect.objectContaining({ fields: expect.objectContaining({ worldId: world.id, refused: 30, worldBufferMax: PER_WORLD }) }));
   });
 
-  it("adds an event's jobs to the shard of each endpoint, parked there behind a congested endpoint's window", async () => {
+  it("wakes each endpoint of an event in its own shard: a drain job for those without one, a published wake and the flag for one whose drain job exists", async () => {
     const world = await api.createWorld();
     const endpoints: string[] = [];
-    // Endpoints in two shards at least: one request's jobs then go to two hash tags.
+    // Endpoints in two shards at least: one request's wakes then go to two hash tags.
     while (endpoints.length < 2 || new Set(endpoints.map((id) => api.queue.shardOf(id))).size < 2) {
       endpoints.push(await api.createEndpoint(world, { subscriptions: ["visitor"] }));
     }
-    // The first endpoint has a job parked (its window full): the producer parks the new one behind it, in its shard.
-    const congested = endpoints[0]!;
-    const scheduler = await schedulerOf(api.queue.queueFor(congested));
-    for (let i = 0; (await scheduler.acquire(congested, `holder-${i}`, "t")).granted; i += 1) expect(i).toBeLessThan(100);
-    const earlier = randomUUID();
-    await api.queue.queueFor(congested).add(JOB_NAMES.deliver, { deliveryId: earlier, endpointId: congested, run: 0 }, { jobId: earlier, delay: 3_600_000 });
-    await scheduler.park(congested, [earlier]);
-    const event = makeEvent(world, "visitor.registered");
-    const res = await api.post(event);
-    expect(res).toMatchObject({ status: 202, body: { accepted: 1, duplicates: 0, deliveries: endpoints.length } });
+    // The first endpoint's drain exists (running or lingering): it is woken by a message, not a second job.
+    const draining = endpoints[0]!;
+    expect(await api.signals.wake([draining])).toBe(1);
+    const existing = await api.drainJob(draining);
+    await api.signals.takeFlag(draining);
+    const wakes = await api.listenForWakes();
+    const handle = wakes.register(draining);
+    try {
+      const event = makeEvent(world, "visitor.registered");
+      const before = Date.now();
+      const res = await api.post(event);
+      expect(res).toMatchObject({ status: 202, body: { accepted: 1, duplicates: 0, deliveries: endpoints.length } });
 
-    const stored = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId: world.id, producerId: event.id } });
-    const deliveries = await api.prisma.webhookDelivery.findMany({ where: { eventId: stored.id } });
-    expect(deliveries.map((d) => d.endpointId).sort()).toEqual([...endpoints].sort());
-    for (const delivery of deliveries) {
-      const job = await api.queue.queueFor(delivery.endpointId).getJob(delivery.id);
-      expect(job?.data).toEqual({ deliveryId: delivery.id, endpointId: delivery.endpointId, run: 0 });
-      expect(await job?.getState()).toBe(delivery.endpointId === congested ? "delayed" : "waiting");
+      const stored = await api.prisma.webhookEvent.findFirstOrThrow({ where: { worldId: world.id, producerId: event.id } });
+      const deliveries = await deliveriesWhere(api.prisma, { eventId: stored.id });
+      expect(deliveries.map((d) => d.endpointId).sort()).toEqual([...endpoints].sort());
+      for (const delivery of deliveries) {
+        expect(delivery.state).toMatchObject({ status: "pending", attemptCount: 0, claimedUntil: null });
+        expect(delivery.state!.dueAt!.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      }
+      expect(await handle.wait(20_000)).toBe(true);
+      expect(await api.signals.takeFlag(draining)).toBe(true);
+      for (const endpointId of endpoints) {
+        // Looked up in the endpoint's own shard (its hash tag): the wake went there.
+        const job = await api.queue.queueFor(endpointId).getJob(drainJobId(endpointId));
+        expect(job?.name).toBe(JOB_NAMES.drain);
+        expect(job?.data).toEqual({ endpointId });
+        expect(await job?.getState()).toBe("waiting");
+        if (endpointId === draining) expect(job?.timestamp).toBe(existing?.timestamp);
+      }
+      expect((await api.jobs()).map((j) => j.id).sort()).toEqual(endpoints.map(drainJobId).sort());
+    } finally {
+      handle.release();
     }
-    expect(await scheduler.stats()).toMatchObject({ backloggedEndpoints: 1, parkedJobs: 2 });
-    expect((await api.jobs()).map((j) => j.id).sort()).toEqual([earlier, ...deliveries.map((d) => d.id)].sort());
   });
 });
