@@ -256,7 +256,9 @@ export const SKIP_PENDING_OF_ENDPOINT: Statement = {
  * be in now (null: any; `delivered` means they have no state row). Only while the endpoint is
  * enabled. Each becomes pending and due at once in a new run, with its stored bytes: a state row
  * that exists is moved on, a delivered delivery gets one again (its attempts so far counted).
- * Returns the deliveries put back.
+ * Both partitioned tables are read with the days of the ids named (`= ANY($3)`), so PostgreSQL
+ * plans and locks those days' partitions only, not every day of the retention. Returns the
+ * deliveries put back.
  */
 export const REQUEUE: Statement = {
   name: "dl2-requeue",
@@ -280,7 +282,7 @@ export const REQUEUE: Statement = {
     SELECT t.id, t.created_at, $1::uuid, 'pending', clock_timestamp(), 1, 0, a.n, a.last, t.body, t.test, clock_timestamp()
     FROM target t CROSS JOIN LATERAL (
       SELECT count(*)::int AS n, (array_agg(x.response_status ORDER BY x.started_at DESC, x.attempt_number DESC))[1] AS last
-      FROM delivery_attempts x WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at) a
+      FROM delivery_attempts x WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at AND x.delivery_created_at = ANY($3::timestamptz[])) a
     WHERE t.prev IS NULL
     ON CONFLICT (delivery_id) DO NOTHING
     RETURNING delivery_id, endpoint_id, created_at, 'delivered'::text AS prev
