@@ -262,7 +262,17 @@ export class DeliveryHistory {
 
   private byId<R>(endpointId: string, deliveryId: string, columns: string): Promise<R[]> {
     const at = uuidV7Time(deliveryId);
-    if (at === null) return Promise.resolve([]);
+    if (at === null) {
+      // An id written before partitioning (v4) has no time: one probe of each day's primary key.
+      return this.db.query<R>(
+        {
+          name: `dh2-by-id-untimed-${columns.length}`,
+          text: `SELECT ${columns} FROM webhook_deliveries d LEFT JOIN delivery_states s ON s.delivery_id = d.id ${ATTEMPTS_OF_D}
+                 WHERE d.id = $1::uuid AND d.endpoint_id = $2::uuid`,
+        },
+        [deliveryId, endpointId],
+      );
+    }
     return this.db.query<R>(
       {
         name: `dh2-by-id-${columns.length}`,

@@ -294,6 +294,15 @@ export const REQUEUE: Statement = {
   SELECT delivery_id AS id FROM moved`,
 };
 
+/**
+ * $1 endpoint, $2 delivery ids written before partitioning (v4: no time in them): the creation
+ * time of those that are the endpoint's (one probe of each day's primary key), for {@link REQUEUE}.
+ */
+export const CREATION_TIMES: Statement = {
+  name: "dl2-creation-times",
+  text: `SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($2::uuid[]) AND endpoint_id = $1::uuid`,
+};
+
 /** $1 delivery ids: claims given back (a worker shutting down), so another drain takes them at once. */
 export const RELEASE_CLAIMS: Statement = {
   name: "dl2-release-claims",
