@@ -1,8 +1,8 @@
 /**
  * Reads of the delivery log for admin-api and the dashboard: an endpoint's deliveries (filtered,
  * keyset-paginated, newest first), one delivery with its attempts, and the endpoint's 24 h stats
- * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
- * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
+ * from the `endpoint_stats` rollup (written by the log's statements as they change what it counts,
+ * never computed by scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
  */
 import type { AttemptRecord } from "@vw/webhook-core";
 import type { CreationWindow, LogDeliveryStatus, WindowCursor } from "./log-types.js";
