@@ -4,8 +4,8 @@
  *    (written in bulk with generate_series, straight into the partitions; the seeding time is
  *    printed), one endpoint holding 1 million of them, then CHECKPOINTs (a long-lived database has
  *    its history on disk, not in dirty buffers);
- * 2. end-to-end delivery throughput (events → event-ingest → BullMQ → delivery-worker → receiver,
- *    with the log on) of two identical stacks side by side on the same PostgreSQL: one on an empty
+ * 2. end-to-end delivery throughput (events → event-ingest → the endpoints' drains in
+ *    delivery-worker → receiver, with the log on) of two identical stacks side by side on the same PostgreSQL: one on an empty
  *    database (DATABASE_URL_EMPTY), one on the seeded one, in BENCH_ROUNDS alternating rounds so
  *    that both see the same machine; the medians are compared (goal: full >= 90% of empty);
  * 3. p99 of the history list query (pages, cursors, status/type/time/eventId filters, one delivery
@@ -50,10 +50,11 @@ const median = (samples: number[]): number => [...samples].sort((a, b) => a - b)
 const p99 = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(0.99 * samples.length))] ?? 0;
 
 /**
- * One day of history written straight into that day's partitions (no statement trigger runs: the
- * rollup serves only the last 24 h): `perDay` events, deliveries (every 10th for `heavy`, the rest
- * over `others`; 97% delivered, 2% failed, 1% skipped) with UUIDv7 ids of their creation time, and
- * one attempt each.
+ * One day of history written straight into that day's partitions, as the log's statements would
+ * have left it (but for the rollup, which serves only the last 24 h): `perDay` events with their
+ * deduplication keys, deliveries (every 10th for `heavy`, the rest over `others`; 97% delivered,
+ * 2% failed, 1% skipped) with UUIDv7 ids of their creation time, the final states of the failed
+ * and skipped ones (a delivered one has none), and one attempt for each that was attempted.
  */
 const SEED_DAY_SQL = (day: string) => {
   const p = day.replace(/-/g, "");
@@ -71,12 +72,19 @@ const SEED_DAY_SQL = (day: string) => {
   ), e AS (
     INSERT INTO webhook_events_p${p} (id, world_id, producer_id, type, occurred_at, created_at)
     SELECT event_id, $6::uuid, 'seed-' || $7 || '-' || g, 'visitor.registered', at, at FROM v
+  ), k AS (
+    INSERT INTO webhook_event_keys (world_id, producer_id, created_at)
+    SELECT $6::uuid, 'seed-' || $7 || '-' || g, at FROM v
   ), d AS (
-    INSERT INTO webhook_deliveries_p${p} (id, endpoint_id, world_id, event_id, event_producer_id, type, body, test, status, attempt_count, last_status, created_at, updated_at)
+    INSERT INTO webhook_deliveries_p${p} (id, endpoint_id, world_id, event_id, event_producer_id, type, body, test, created_at)
     SELECT id, endpoint_id, $6::uuid, event_id, 'seed-' || $7 || '-' || g, 'visitor.registered',
            convert_to('{"deliveryId":"' || id || '","type":"visitor.registered","data":{"seed":' || g || '}}', 'UTF8'),
-           false, status, 1, CASE WHEN status = 'delivered' THEN 200 WHEN status = 'failed' THEN 410 ELSE NULL END, at, at
+           false, at
     FROM v
+  ), st AS (
+    INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, run_attempts, attempt_count, last_status, test, updated_at)
+    SELECT id, at, endpoint_id, status, (status = 'failed')::int, (status = 'failed')::int, CASE WHEN status = 'failed' THEN 410 END, false, at
+    FROM v WHERE status <> 'delivered'
   )
   INSERT INTO delivery_attempts_p${p} (id, delivery_id, delivery_created_at, endpoint_id, attempt_number, trigger, started_at, request_headers,
                                        response_status, response_headers, response_body, duration_ms, verdict)
@@ -158,8 +166,8 @@ async function main(): Promise<void> {
       if (i % 10 === 0) console.error(`[history] seeded ${DAYS - i + 1}/${DAYS} days in ${fmt((Date.now() - seedStart) / 1000)} s`);
     }
     const seedLoad = (Date.now() - seedStart) / 1000;
-    await pool.query("ANALYZE webhook_events; ANALYZE webhook_deliveries; ANALYZE delivery_attempts");
-    // The heavy endpoint's last 24 h in the rollup, as its triggers would have left it (288 buckets x 4 writers).
+    await pool.query("ANALYZE webhook_events; ANALYZE webhook_event_keys; ANALYZE webhook_deliveries; ANALYZE delivery_states; ANALYZE delivery_attempts");
+    // The heavy endpoint's last 24 h in the rollup, as the log's statements would have left it (288 buckets x 4 writers).
     await pool.query(
       `INSERT INTO endpoint_stats (endpoint_id, bucket, shard, delivered, failed, skipped, attempts, attempts_succeeded, latency_counts, latency_max_ms, last_attempt_at, last_attempt_status, last_attempt_outcome)
        SELECT $1::uuid, vw_stats_bucket(now()) - b * interval '5 minutes', s, 38, 1, 0, 40, 38, ARRAY[0,0,3,20,10,5,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0], 140, now() - b * interval '5 minutes', 200, 'delivered'
@@ -222,15 +230,16 @@ async function main(): Promise<void> {
         const id = newDeliveryId();
         const t = performance.now();
         await log1.create([{ id, endpointId: probe, worldId, type: "visitor.registered", body: Buffer.from("{}") }]);
-        await log1.recordAttempts([
+        await log1.record([
           {
             attempt: { id: randomUUID(), deliveryId: id, attemptNumber: 1, trigger: "initial", startedAt: new Date(), requestHeaders: {}, responseStatus: 200, responseHeaders: {}, responseBody: "ok", responseBodyTruncated: false, durationMs: 1, errorKind: null, error: null, verdict: "delivered" },
             endpointId: probe,
             deliveryCreatedAt: deliveryCreatedAt(id),
-            status: "delivered",
-            nextAttemptAt: null,
-            counts: false,
-            succeeded: true,
+            becomes: "delivered",
+            dueAt: null,
+            waitReason: null,
+            run: 0,
+            failures: "none",
           },
         ]);
         const ms = performance.now() - t;

@@ -4,14 +4,16 @@
  * A delivery-worker runs against a private Redis (no persistence) and the benchmark's database.
  * The Redis is killed; meanwhile BENCH_RECOVERY_DELIVERIES (100,000) pending, due deliveries are
  * stored in PostgreSQL over BENCH_RECOVERY_ENDPOINTS (20) endpoints of a receiver that answers at
- * once: deliveries whose jobs were lost with Redis. Then Redis is started again, EMPTY, at T0.
- * The worker's reconciler sees its index marker gone and queues every pending delivery again.
+ * once: deliveries whose wakes were lost with Redis. Then Redis is started again, EMPTY, at T0.
+ * The worker's reconciler sees its index marker gone and wakes every endpoint with pending
+ * deliveries from PostgreSQL (one drain job each), whose drains then claim and send them.
  *
  * Goals (this 2-core machine):
  * - the first delivery arrives less than 5 s after T0;
- * - all of them are queued again within 60 s of T0 (the reconciler's rebuild);
- * - all of them arrive, each once per deliveryId on this quiet path (copies are counted).
- * Printed too: the rebuild's rate and the delivery rate afterwards. The third goal of the issue
+ * - every endpoint with pending deliveries is woken again within 60 s of T0 (the reconciler's rebuild);
+ * - all of them arrive, each once per deliveryId on this quiet path (copies are counted), and
+ *   none is left pending in PostgreSQL.
+ * Printed too: the delivery rate afterwards. The third goal of the issue
  * (`pnpm bench delivery` at 70% or more of the raw ceiling with the reconciler running) is the
  * delivery benchmark's own: the reconciler runs in every worker.
  */
@@ -88,16 +90,17 @@ async function main(): Promise<void> {
       }
       await log.create(rows);
     }
-    await pool.query("ANALYZE webhook_deliveries");
+    await pool.query("ANALYZE webhook_deliveries; ANALYZE delivery_states");
     console.log(`stored in ${seconds(Date.now() - storing)}`);
     await resetReceiver(receiver.origin);
 
     await redis.restart({ empty: true });
     const t0 = Date.now();
     console.log("Redis started again, empty");
-    const queuedAt = await eventually(
-      "every delivery was queued again",
-      async () => ((await metricValue(running, 'vw_deliveries_reconciled_total{reason="rebuild"}')) >= DELIVERIES ? Date.now() : 0),
+    // The rebuild counts the endpoints it woke (a drain each), not their deliveries.
+    const wokenAt = await eventually(
+      "every endpoint was woken again",
+      async () => ((await metricValue(running, 'vw_deliveries_reconciled_total{reason="rebuild"}')) >= ENDPOINTS ? Date.now() : 0),
       { timeoutMs: 600_000, intervalMs: 200 },
     );
     const arrived = await eventually(
@@ -108,15 +111,22 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 1_800_000, intervalMs: 500 },
     );
-    const deliveredRows = await prisma.webhookDelivery.count({ where: { worldId: world.id, status: "delivered" } });
+    // Delivered: stored, and no state left (a delivery that is not delivered has one).
+    const stored = await prisma.webhookDelivery.count({ where: { worldId: world.id } });
+    const deliveredRows = await eventually(
+      "every delivery is recorded as delivered",
+      async () => {
+        const open = await prisma.deliveryState.count({ where: { endpointId: { in: endpoints } } });
+        return open === 0 ? stored : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    ).catch(async () => stored - (await prisma.deliveryState.count({ where: { endpointId: { in: endpoints } } })));
 
     const firstMs = arrived.firstAt - t0;
-    const queuedMs = queuedAt - t0;
+    const wokenMs = wokenAt - t0;
     const allMs = arrived.lastAt - t0;
     console.log(`first delivery ${seconds(firstMs)} after Redis came back ${goals.judge(firstMs < 5000) ? "" : "NOT MET "}(goal < 5 s)`);
-    console.log(
-      `all ${DELIVERIES} queued again within ${seconds(queuedMs)} (${Math.round(DELIVERIES / (queuedMs / 1000))} deliveries/s rebuilt) ${goals.judge(queuedMs <= 60_000) ? "" : "NOT MET "}(goal <= 60 s)`,
-    );
+    console.log(`all ${ENDPOINTS} endpoints with pending deliveries woken again within ${seconds(wokenMs)} ${goals.judge(wokenMs <= 60_000) ? "" : "NOT MET "}(goal <= 60 s)`);
     const allArrived = arrived.count >= DELIVERIES && deliveredRows === DELIVERIES;
     console.log(
       `all arrived: ${arrived.count} requests for ${deliveredRows} delivered rows of ${DELIVERIES} in ${seconds(allMs)} (${Math.round(DELIVERIES / (allMs / 1000))} deliveries/s), ` +

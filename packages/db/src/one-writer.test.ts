@@ -88,6 +88,24 @@ describe("one owner per table", () => {
     expect(others).toEqual([]);
   });
 
+  it("finds the delivery log's writes of the tables beside its partitions (states, event keys, the stats rollup) in the delivery log alone", () => {
+    // A pattern that missed these statements would let the ownership pass on no writer at all.
+    const byName = new Map(tables.map((t) => [t.name, t]));
+    for (const name of ["delivery_states", "webhook_event_keys", "endpoint_stats"]) {
+      expect({ name, owner: OWNERS[name] }).toEqual({ name, owner: "packages/db/src/delivery-log/" });
+      const writes = writesOf(byName.get(name) as Table);
+      const writers = files.filter((file) => writes.some((re) => re.test(file.text))).map((file) => file.path);
+      expect({ name, writers: writers.filter((path) => path.startsWith("packages/db/src/delivery-log/")).length > 0 }).toEqual({ name, writers: true });
+    }
+    const hit = (name: string, text: string) => writesOf(byName.get(name) as Table).some((re) => re.test(text));
+    expect(hit("endpoint_stats", "INSERT INTO endpoint_stats AS s (endpoint_id, bucket)")).toBe(true);
+    expect(hit("delivery_states", "DELETE FROM delivery_states s USING t")).toBe(true);
+    expect(hit("delivery_states", "UPDATE delivery_states s SET claimed_until = now()")).toBe(true);
+    expect(hit("webhook_event_keys", "INSERT INTO webhook_event_keys (world_id, producer_id, created_at)")).toBe(true);
+    expect(hit("delivery_states", "await tx.deliveryState.deleteMany({ where })")).toBe(true);
+    expect(hit("delivery_states", "SELECT s.delivery_id FROM delivery_states s FOR UPDATE SKIP LOCKED")).toBe(false);
+  });
+
   it("would see a second writer (the patterns match what writers write)", () => {
     const byName = new Map(tables.map((t) => [t.name, t]));
     const endpoints = writesOf(byName.get("webhook_endpoints") as Table);

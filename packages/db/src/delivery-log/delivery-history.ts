@@ -1,8 +1,8 @@
 /**
  * Reads of the delivery log for admin-api and the dashboard: an endpoint's deliveries (filtered,
  * keyset-paginated, newest first), one delivery with its attempts, and the endpoint's 24 h stats
- * from the `endpoint_stats` rollup (maintained by triggers as rows are written, never computed by
- * scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
+ * from the `endpoint_stats` rollup (written by the log's statements as they change what it counts,
+ * never computed by scanning the log). Lookups by deliveryId name the partition the UUIDv7 id points to.
  */
 import type { AttemptRecord } from "@vw/webhook-core";
 import type { CreationWindow, LogDeliveryStatus, WindowCursor } from "./log-types.js";
@@ -262,7 +262,17 @@ export class DeliveryHistory {
 
   private byId<R>(endpointId: string, deliveryId: string, columns: string): Promise<R[]> {
     const at = uuidV7Time(deliveryId);
-    if (at === null) return Promise.resolve([]);
+    if (at === null) {
+      // An id written before partitioning (v4) has no time: one probe of each day's primary key.
+      return this.db.query<R>(
+        {
+          name: `dh2-by-id-untimed-${columns.length}`,
+          text: `SELECT ${columns} FROM webhook_deliveries d LEFT JOIN delivery_states s ON s.delivery_id = d.id ${ATTEMPTS_OF_D}
+                 WHERE d.id = $1::uuid AND d.endpoint_id = $2::uuid`,
+        },
+        [deliveryId, endpointId],
+      );
+    }
     return this.db.query<R>(
       {
         name: `dh2-by-id-${columns.length}`,

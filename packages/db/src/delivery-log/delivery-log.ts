@@ -219,6 +219,12 @@ export class DeliveryLog {
       const at = uuidV7Time(id);
       return at === null ? [] : [{ id, at: at.toISOString() }];
     });
+    // Ids written before partitioning (v4) have no time: their creation time is looked up.
+    const untimed = deliveryIds.filter((id) => uuidV7Time(id) === null);
+    if (untimed.length > 0) {
+      const found = await this.db.query<{ id: string; created_at: Date }>(sql.CREATION_TIMES, [endpointId, untimed]);
+      timed.push(...found.map((row) => ({ id: row.id, at: new Date(row.created_at).toISOString() })));
+    }
     if (timed.length === 0) return [];
     const rows = await this.db.query<{ id: string }>(sql.REQUEUE, [endpointId, timed.map((t) => t.id), timed.map((t) => t.at), options.onlyStatus ?? null]);
     return rows.map((row) => row.id);

@@ -255,9 +255,10 @@ export const SKIP_PENDING_OF_ENDPOINT: Statement = {
  * Replay and recover: $1 endpoint, $2 delivery ids, $3 their UUIDv7 times, $4 the status they must
  * be in now (null: any; `delivered` means they have no state row). Only while the endpoint is
  * enabled. Each becomes pending and due at once in a new run, with its stored bytes: a state row
- * that exists is moved on, a delivered delivery gets one again (its attempts so far counted, in
- * the attempts' partitions of the given times only: $3 prunes them as it prunes the deliveries').
- * Returns the deliveries put back.
+ * that exists is moved on, a delivered delivery gets one again (its attempts so far counted).
+ * Both partitioned tables are read with the days of the ids named (`= ANY($3)`), so PostgreSQL
+ * plans and locks those days' partitions only, not every day of the retention. Returns the
+ * deliveries put back.
  */
 export const REQUEUE: Statement = {
   name: "dl2-requeue",
@@ -281,8 +282,7 @@ export const REQUEUE: Statement = {
     SELECT t.id, t.created_at, $1::uuid, 'pending', clock_timestamp(), 1, 0, a.n, a.last, t.body, t.test, clock_timestamp()
     FROM target t CROSS JOIN LATERAL (
       SELECT count(*)::int AS n, (array_agg(x.response_status ORDER BY x.started_at DESC, x.attempt_number DESC))[1] AS last
-      FROM delivery_attempts x
-      WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at AND x.delivery_created_at = ANY($3::timestamptz[])) a
+      FROM delivery_attempts x WHERE x.delivery_id = t.id AND x.delivery_created_at = t.created_at AND x.delivery_created_at = ANY($3::timestamptz[])) a
     WHERE t.prev IS NULL
     ON CONFLICT (delivery_id) DO NOTHING
     RETURNING delivery_id, endpoint_id, created_at, 'delivered'::text AS prev
@@ -292,6 +292,15 @@ export const REQUEUE: Statement = {
             -(prev = 'failed')::int AS f, -(prev = 'skipped')::int AS k FROM moved`,
   )})
   SELECT delivery_id AS id FROM moved`,
+};
+
+/**
+ * $1 endpoint, $2 delivery ids written before partitioning (v4: no time in them): the creation
+ * time of those that are the endpoint's (one probe of each day's primary key), for {@link REQUEUE}.
+ */
+export const CREATION_TIMES: Statement = {
+  name: "dl2-creation-times",
+  text: `SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($2::uuid[]) AND endpoint_id = $1::uuid`,
 };
 
 /** $1 delivery ids: claims given back (a worker shutting down), so another drain takes them at once. */

@@ -1,15 +1,25 @@
 /**
- * The worker's two statements on the log, and the requeue of Replay and recover, prune to the
- * partitions of the days they touch when PostgreSQL plans them: with 90 days of partitions, a
- * statement whose rows come from an `unnest` alone is planned (and locked) against every partition
- * on each call, which made a small batch ten times dearer (packages/db README, "Sizing"). Checked on the plans PostgreSQL makes for the
- * statements as they are sent, with the test database's partitions (yesterday to a week ahead).
+ * The delivery log's statements reach the daily partitions only where they must: with 90 days of
+ * partitions, a statement that joins or updates the partitioned tables without naming the days is
+ * planned (and locked) against every partition on each call, which made a small batch ten times
+ * dearer (docs/decisions/0017-delivery-cost-and-endpoint-drains.md, packages/db README "Sizing").
+ *
+ * - The hot path (the intake, the drains' claim, the group commit) reads no partition at all: the
+ *   state of a delivery not yet delivered is in `delivery_states`, the intake's deduplication in
+ *   `webhook_event_keys`, and the partitioned tables only get inserts (routed to their day's
+ *   partition row by row). Checked on the custom plans of the statements as sent and on their
+ *   generic plans (a named prepared statement may switch to one).
+ * - Replay and recover's requeue reads the deliveries (and their attempts) of the days their ids
+ *   name, and plans those days' partitions only.
+ *
+ * With the test database's partitions (yesterday to a week ahead).
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import pg from "pg";
 import * as sql from "./log-statements.js";
 import { newDeliveryId } from "./delivery-log.js";
+import type { Statement } from "./sql-runner.js";
 
 let pool: pg.Pool;
 
@@ -38,100 +48,119 @@ function relations(plan: unknown): Set<string> {
   return new Set(nodes(plan).flatMap((n) => (typeof n["Relation Name"] === "string" ? [n["Relation Name"]] : [])));
 }
 
-async function planned(statement: string, params: unknown[]): Promise<Set<string>> {
-  const { rows } = await pool.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement}`, params);
+/** The relations of the custom plan of `statement` with `params` (what a first call plans). */
+async function planned(statement: Statement, params: unknown[]): Promise<Set<string>> {
+  const { rows } = await pool.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, params);
   return relations(rows[0]!["QUERY PLAN"]);
 }
 
-const partitionsOf = (rels: Set<string>, table: string): string[] => [...rels].filter((r) => r.startsWith(`${table}_p`)).sort();
+/** `value` as an SQL literal for EXECUTE's arguments (arrays in PostgreSQL's array syntax, typed by the statement's casts). */
+function literal(client: pg.PoolClient, value: unknown): string {
+  if (value === null) return "NULL";
+  if (Array.isArray(value)) {
+    const element = (v: unknown) => (v === null ? "NULL" : `"${String(v).replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`);
+    return client.escapeLiteral(`{${value.map(element).join(",")}}`);
+  }
+  return client.escapeLiteral(String(value));
+}
 
-describe("partition pruning of the worker's statements", () => {
+/** The relations of the generic plan of `statement` (planned once for any parameters), executed with `params`. */
+async function plannedGeneric(statement: Statement, params: unknown[]): Promise<Set<string>> {
+  const client = await pool.connect();
+  const name = `generic_${randomUUID().replace(/-/g, "")}`;
+  try {
+    await client.query("BEGIN");
+    await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+    await client.query(`PREPARE ${name} AS ${statement.text}`);
+    const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}${params.length === 0 ? "" : `(${params.map((p) => literal(client, p)).join(", ")})`}`);
+    return relations(rows[0]!["QUERY PLAN"]);
+  } finally {
+    await client.query("ROLLBACK");
+    client.release();
+  }
+}
+
+const partitions = (rels: Set<string>): string[] => [...rels].filter((r) => /_p\d{8}$/.test(r)).sort();
+const partitionsOf = (rels: Set<string>, table: string): string[] => partitions(rels).filter((r) => r.startsWith(`${table}_p`));
+const dayOf = (d: Date): string => d.toISOString().slice(0, 10).replace(/-/g, "");
+
+const today = new Date();
+const tomorrow = new Date(today.getTime() + 86_400_000);
+const two = <T>(v: T): T[] => [v, v];
+
+/** The parameters of each hot-path statement, for two deliveries of two days. */
+function hotPath(): { statement: Statement; params: unknown[]; touches: string[] }[] {
+  const ids = [newDeliveryId(today), newDeliveryId(tomorrow)];
+  const times = [today.toISOString(), tomorrow.toISOString()];
+  const world = randomUUID();
+  const endpoint = randomUUID();
+  const attempts = [two(null).map(() => randomUUID()), ids, two(1), two("initial"), two(today.toISOString()), two("{}"), two(200), two("{}"), two("ok"), two(false), two(3), two(null), two(null), two("delivered")];
+  const deliveries = [ids, two(endpoint), two(world), two(randomUUID()), ["a", "b"], two("visitor.registered"), two("e30="), times, two(false), two(null)];
+  return [
+    { statement: sql.CLAIM_DUE, params: [[endpoint], [10], 30_000], touches: ["delivery_states"] },
+    {
+      statement: sql.RECORD_ATTEMPTS,
+      params: [[endpoint], [false], [1], ...attempts, times, two(endpoint), ["delivered", "pending"], [null, tomorrow.toISOString()], two(null), two(0)],
+      touches: ["delivery_states", "delivery_attempts"],
+    },
+    {
+      statement: sql.STORE_INTAKE,
+      params: [[randomUUID(), randomUUID()], two(world), ["a", "b"], two("visitor.registered"), two(today.toISOString()), today.toISOString(), ...deliveries],
+      touches: ["webhook_event_keys", "webhook_events", "webhook_deliveries", "delivery_states"],
+    },
+    { statement: sql.INSERT_DELIVERIES, params: deliveries, touches: ["webhook_deliveries", "delivery_states"] },
+    {
+      statement: sql.RECORD_FINISHED,
+      params: [ids, two(endpoint), two(world), two("member.connecting"), two("e30="), two(false), ["delivered", "failed"], two(today.toISOString()), times, ...attempts],
+      touches: ["webhook_deliveries", "delivery_states", "delivery_attempts"],
+    },
+    { statement: sql.SKIP_DELIVERIES, params: [ids], touches: ["delivery_states"] },
+    { statement: sql.RELEASE_CLAIMS, params: [ids], touches: ["delivery_states"] },
+    { statement: sql.DUE_ENDPOINTS, params: [], touches: ["delivery_states"] },
+  ];
+}
+
+describe("partition pruning of the delivery log's statements", () => {
   it("has several days of partitions to choose from", async () => {
-    const { rows } = await pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent WHERE c.relname = 'webhook_deliveries'",
+    const { rows } = await pool.query<{ table: string; n: number }>(
+      `SELECT c.relname AS table, count(*)::int AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent
+       WHERE c.relname IN ('webhook_deliveries', 'delivery_attempts', 'webhook_events') GROUP BY 1 ORDER BY 1`,
     );
-    expect(rows[0]!.n).toBeGreaterThanOrEqual(8);
+    expect(rows.map((r) => r.table)).toEqual(["delivery_attempts", "webhook_deliveries", "webhook_events"]);
+    for (const row of rows) expect(row.n).toBeGreaterThanOrEqual(8);
   });
 
-  it("loading deliveries created today plans today's partition only", async () => {
-    const now = new Date();
-    const ids = [newDeliveryId(now), newDeliveryId(now)];
-    const rels = await planned(sql.LOAD_TIMED.text, [ids, [now.toISOString(), now.toISOString()]]);
-    const day = now.toISOString().slice(0, 10).replace(/-/g, "");
-    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${day}`]);
+  it.each(hotPath().map((h) => [h.statement.name, h] as const))("%s (hot path) plans no daily partition, custom or generic", async (_name, { statement, params, touches }) => {
+    const custom = await planned(statement, params);
+    // The check sees the tables the statement works on (it reads the plan it should).
+    expect([...custom]).toEqual(expect.arrayContaining(touches));
+    expect(partitions(custom)).toEqual([]);
+    expect(partitions(await plannedGeneric(statement, params))).toEqual([]);
   });
 
-  it("recording attempts updates only the partitions of the deliveries' days", async () => {
-    const today = new Date();
-    const tomorrow = new Date(today.getTime() + 86_400_000);
+  it("the intake's deduplication is the event keys' unique index, not a search of the events' partitions", async () => {
+    // No anti-join or scan over stored events: the keys' insert (ON CONFLICT DO NOTHING on their
+    // primary key) is the whole check, one probe per event whatever the retention.
+    const statement = hotPath().find((h) => h.statement === sql.STORE_INTAKE)!;
+    const { rows } = await pool.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${sql.STORE_INTAKE.text}`, statement.params);
+    const all = nodes(rows[0]!["QUERY PLAN"]);
+    expect(all.filter((n) => n["Join Type"] === "Anti")).toEqual([]);
+    const keys = all.filter((n) => n["Relation Name"] === "webhook_event_keys");
+    expect(keys.map((n) => [n["Node Type"], n["Operation"], n["Conflict Resolution"], n["Conflict Arbiter Indexes"]])).toEqual([["ModifyTable", "Insert", "NOTHING", ["webhook_event_keys_pkey"]]]);
+    expect(all.filter((n) => n["Relation Name"] === "webhook_events").map((n) => n["Operation"])).toEqual(["Insert"]);
+  });
+
+  it("requeueing v7 deliveries (Replay, recover) plans their days' partitions only, of the deliveries and of their attempts", async () => {
     const ids = [newDeliveryId(today), newDeliveryId(tomorrow)];
     const times = [today.toISOString(), tomorrow.toISOString()];
-    const two = <T>(v: T): T[] => [v, v];
-    const params: unknown[] = [
-      [], [], [], // counters
-      two(randomUUID()).map(() => randomUUID()), ids, two(1), two("initial"), two(today.toISOString()), two("{}"), two(200), two("{}"), two("ok"), two(false), two(3), two(null), two(null), two("delivered"),
-      times, two(randomUUID()), two("delivered"), two(null),
-    ];
-    const rels = await planned(sql.RECORD_ATTEMPTS.text, params);
-    const day = (d: Date) => d.toISOString().slice(0, 10).replace(/-/g, "");
-    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${day(today)}`, `webhook_deliveries_p${day(tomorrow)}`]);
-  });
-
-  it("requeueing v7 deliveries (Replay, recover) plans their days' partitions only", async () => {
-    const today = new Date();
-    const ids = [newDeliveryId(today)];
-    const rels = await planned(sql.REQUEUE_TIMED.text, [randomUUID(), ids, [today.toISOString()], "failed"]);
-    expect(partitionsOf(rels, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
-    const restore = await planned(sql.RESTORE_TIMED.text, [ids, [today.toISOString()], [today.toISOString()], ["failed"], [null], [today.toISOString()], [0], [0]]);
-    expect(partitionsOf(restore, "webhook_deliveries")).toEqual([`webhook_deliveries_p${today.toISOString().slice(0, 10).replace(/-/g, "")}`]);
-  });
-});
-
-describe("the intake's duplicate check", () => {
-  it("probes each events partition's (world, producer id) index per event, on the generic plan the intake runs", async () => {
-    // The intake's transaction runs generic plans (RESOLVE_AND_LOCK_EVENTS). A generic plan is made once per
-    // connection; one made while the partitions looked small hashed every stored event on each
-    // intake, until an ANALYZE made PostgreSQL plan again. The check must be a per-event subplan
-    // over indexes whatever the tables' sizes, never a join over their rows.
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN");
-      await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
-      const name = `intake_${randomUUID().replace(/-/g, "")}`;
-      const types = "uuid[], uuid[], text[], text[], timestamptz[], timestamptz, uuid[], uuid[], uuid[], uuid[], text[], text[], text[], timestamptz[], bool[]";
-      await client.query(`PREPARE ${name}(${types}) AS ${sql.INSERT_EVENTS_AND_DELIVERIES.text}`);
-      const now = new Date().toISOString();
-      const world = randomUUID();
-      // EXPLAIN takes no bound parameters: the arguments are literals.
-      const array = (values: string[], type: string) => `ARRAY[${values.map((v) => client.escapeLiteral(v)).join(", ")}]::${type}[]`;
-      const args = [
-        array([randomUUID(), randomUUID()], "uuid"),
-        array([world, world], "uuid"),
-        array(["a", "b"], "text"),
-        array(["visitor.registered", "visitor.registered"], "text"),
-        array([now, now], "timestamptz"),
-        `${client.escapeLiteral(now)}::timestamptz`,
-        // One delivery per event.
-        array([randomUUID(), randomUUID()], "uuid"),
-        array([randomUUID(), randomUUID()], "uuid"),
-        array([world, world], "uuid"),
-        array([randomUUID(), randomUUID()], "uuid"),
-        array(["a", "b"], "text"),
-        array(["visitor.registered", "visitor.registered"], "text"),
-        array(["e30=", "e30="], "text"),
-        array([now, now], "timestamptz"),
-        "ARRAY[false, false]::bool[]",
-      ];
-      const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${args.join(", ")})`);
-      const all = nodes(rows[0]!["QUERY PLAN"]);
-      const onEvents = all.filter((n) => typeof n["Relation Name"] === "string" && (n["Relation Name"] as string).startsWith("webhook_events_p") && n["Node Type"] !== "ModifyTable");
-      expect(all.filter((n) => n["Join Type"] === "Anti")).toEqual([]);
-      expect(onEvents.length).toBeGreaterThanOrEqual(8);
-      expect(new Set(onEvents.map((n) => `${n["Node Type"]} ${n["Parent Relationship"] ?? ""}`.trim()))).toEqual(new Set(["Index Only Scan Member"]));
-      expect(onEvents.every((n) => String(n["Index Name"]).endsWith("_world_id_producer_id_idx"))).toBe(true);
-    } finally {
-      await client.query("ROLLBACK");
-      client.release();
+    const days = [dayOf(today), dayOf(tomorrow)];
+    for (const onlyStatus of ["failed", null]) {
+      const rels = await planned(sql.REQUEUE, [randomUUID(), ids, times, onlyStatus]);
+      expect(partitionsOf(rels, "webhook_deliveries")).toEqual(days.map((d) => `webhook_deliveries_p${d}`));
+      expect(partitionsOf(rels, "delivery_attempts")).toEqual(days.map((d) => `delivery_attempts_p${d}`));
+      expect(partitionsOf(rels, "webhook_events")).toEqual([]);
     }
+    const one = await planned(sql.REQUEUE, [randomUUID(), [ids[0]], [times[0]], "failed"]);
+    expect(partitions(one)).toEqual([`delivery_attempts_p${days[0]}`, `webhook_deliveries_p${days[0]}`]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { percentile } from "./delivery-history.js";
 import { failureCounterChanges } from "./delivery-log.js";
-import type { AttemptResult } from "./log-types.js";
+import type { AttemptApplication } from "./log-types.js";
 import { uuidV7, uuidV7Time } from "./uuid-v7.js";
 
 describe("uuidV7", () => {
@@ -47,10 +47,23 @@ describe("percentile", () => {
 });
 
 describe("failureCounterChanges", () => {
-  const result = (endpointId: string, succeeded: boolean, counts = true) => ({ endpointId, succeeded, counts }) as AttemptResult;
+  const change = (endpointId: string, failures: AttemptApplication["failures"]): Pick<AttemptApplication, "endpointId" | "failures"> => ({ endpointId, failures });
 
   it("adds failures, restarts after a success, and ignores attempts that do not count", () => {
-    const changes = failureCounterChanges([result("a", false), result("a", false), result("b", false), result("b", true), result("b", false), result("c", true), result("d", false, false)]);
-    expect(Object.fromEntries(changes)).toEqual({ a: { reset: false, n: 2 }, b: { reset: true, n: 1 }, c: { reset: true, n: 0 } });
+    const changes = failureCounterChanges([
+      change("a", "increment"),
+      change("a", "increment"),
+      change("b", "increment"),
+      change("b", "reset"),
+      change("b", "increment"),
+      change("c", "reset"),
+      change("d", "none"),
+      // Attempts that do not count leave a count as it is, between others too.
+      change("a", "none"),
+      change("e", "increment"),
+      change("e", "none"),
+      change("e", "reset"),
+    ]);
+    expect(Object.fromEntries(changes)).toEqual({ a: { reset: false, n: 2 }, b: { reset: true, n: 1 }, c: { reset: true, n: 0 }, e: { reset: true, n: 0 } });
   });
 });
