@@ -199,11 +199,12 @@ export const CLAIM_DUE: Statement = {
  * (`delivered`, `pending` for a retry, `failed`), $21 when a retry is due, $22 why it is due later
  * than the schedule (null: it is not), $23 the run each attempt belongs to. Applies what the
  * delivery's fate decided: logs the attempt, deletes the state of a delivered delivery, moves a
- * retried or failed one on. Only a state still `pending` in the attempt's run changes: one skipped
+ * retried or failed one on. Only a state still `pending` in the attempt's run moves: one skipped
  * while its attempt was in flight stays skipped (no catch-up after a re-enable), and one that a
- * Replay or recover put in a new run meanwhile stays due in it. Every endpoint of the batch is locked first (sorted: the lock order shared with
- * every disable and deletion, endpoints before deliveries); an attempt whose endpoint is gone is
- * left out. Returns each touched endpoint's consecutive failures afterwards.
+ * Replay or recover put in a new run meanwhile stays due in it; either still counts the attempt
+ * (its attempt count and last status), so the history's count matches the attempts it lists.
+ * Every endpoint of the batch is locked first (sorted: the lock order shared with every disable
+ * and deletion, endpoints before deliveries); an attempt whose endpoint is gone is left out. Returns each touched endpoint's consecutive failures afterwards.
  */
 export const RECORD_ATTEMPTS: Statement = {
   name: "dl2-record-attempts",
@@ -224,6 +225,10 @@ export const RECORD_ATTEMPTS: Statement = {
         body = CASE WHEN t.becomes = 'pending' THEN s.body END, updated_at = now()
     FROM t WHERE t.becomes <> 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending' AND s.run = t.run
     RETURNING s.endpoint_id, s.created_at, t.becomes
+  ), counted AS (
+    UPDATE delivery_states s SET attempt_count = s.attempt_count + 1, last_status = t.response_status, updated_at = now()
+    FROM t WHERE s.delivery_id = t.delivery_id AND NOT (s.status = 'pending' AND s.run = t.run)
+    RETURNING 1
   ), stats AS (${upsertStats(
     `SELECT endpoint_id, created_at, -1 AS p, 1 AS d, 0 AS f, 0 AS k FROM del
      UNION ALL SELECT endpoint_id, created_at, -1, 0, 1, 0 FROM upd WHERE becomes = 'failed'`,
