@@ -297,8 +297,14 @@ describe("a worker process killed mid-drain", () => {
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     probe.setSecret(endpoint.secret);
     // A short timeout and lock: the dead worker's job comes back within the lock, its claims
-    // (four timeouts and 10 s) a little later.
-    const env = h.processEnv({ DELIVERY_ENDPOINT_CONCURRENCY: String(WINDOW), DELIVERY_TIMEOUT_MS: "2000", JOB_LOCK_MS: "1500", RETRY_DELAYS: "60s" });
+    // after their lease (four timeouts and 10 s), woken by the next reconciler sweep.
+    const env = h.processEnv({
+      DELIVERY_ENDPOINT_CONCURRENCY: String(WINDOW),
+      DELIVERY_TIMEOUT_MS: "2000",
+      JOB_LOCK_MS: "1500",
+      RETRY_DELAYS: "60s",
+      RECONCILE_INTERVAL_MS: "1000",
+    });
     const spawn = async (): Promise<ServiceProcess> => {
       const p = await spawnService(serviceDir, env, { readyTimeoutMs: 60_000 });
       processes.push(p);
