@@ -1,59 +1,118 @@
 /**
- * One dead endpoint never holds up the others: with the worker's slots fewer than the dead
- * endpoint's backlog, a healthy endpoint's deliveries still go out while the dead one's requests
- * hang, and the dead endpoint never has more than its share in flight.
+ * One endpoint's backlog never holds up the others: each endpoint has its own drain, which sends
+ * at most its window at once, so a receiver that hangs, or one with a huge backlog, takes only
+ * its window of the worker's attempts (DELIVERY_CONCURRENCY), and another endpoint's deliveries go
+ * out meanwhile. Asserted by order (what had happened when the other endpoint's deliveries
+ * arrived), never by counts within a time.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { metricValue, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { startHarness, type Harness } from "./harness.js";
+import { DeliveryLog, newDeliveryId, prismaRunner } from "@vw/db";
+import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { buildEnvelope } from "@vw/webhook-core";
+import { startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
-// Long enough that the dead endpoint's first requests do not time out (and free their slots)
-// while the healthy deliveries run, even on a loaded machine.
-const TIMEOUT_MS = 10_000;
+const WINDOW = 4;
+// Far longer than the test waits: the hanging endpoint's requests never end by themselves meanwhile.
+const TIMEOUT_MS = 60_000;
 let h: Harness;
-let dead: WebhookReceiver;
-let healthy: WebhookReceiver;
+const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
-  h = await startHarness({ deliveryConcurrency: 8, endpointConcurrency: 4, deliveryTimeoutMs: TIMEOUT_MS, retryDelays: [60_000] });
-  dead = await startWebhookReceiver({ answer: "hang" });
-  healthy = await startWebhookReceiver({ answer: 204 });
+  // Three endpoints' windows fill the process's attempts: in the second test, the hanging
+  // endpoint of the first and two busy ones hold them all, and the quiet endpoint's attempt waits
+  // for the next free one like any other.
+  h = await startHarness({ deliveryConcurrency: 3 * WINDOW, endpointConcurrency: WINDOW, deliveryTimeoutMs: TIMEOUT_MS, retryDelays: [60_000] });
 });
 afterAll(async () => {
+  // Closed first: the hanging requests end (connection errors), so the worker closes at once.
+  await Promise.all(receivers.map((r) => r.close()));
   await h.close();
-  await dead.close();
-  await healthy.close();
 });
 
-it("keeps a healthy endpoint flowing while another one hangs on every request", async () => {
+async function receiver(answer: Parameters<typeof startWebhookReceiver>[0] extends infer O ? (O extends { answer?: infer A } ? A : never) : never): Promise<WebhookReceiver> {
+  const r = await startWebhookReceiver({ answer });
+  receivers.push(r);
+  return r;
+}
+
+/** Stores `n` deliveries of the endpoint in one statement and wakes it; returns their ids. */
+async function backlog(endpoint: TestEndpoint, n: number): Promise<string[]> {
+  const rows = Array.from({ length: n }, () => {
+    const id = newDeliveryId();
+    const body = buildEnvelope({
+      deliveryId: id,
+      apiVersion: "2026-11-01",
+      type: "visitor.registered",
+      timestamp: new Date().toISOString(),
+      world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
+      data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
+      test: false,
+    });
+    return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
+  });
+  await new DeliveryLog(prismaRunner(h.prisma)).create(rows);
+  await h.wake([endpoint.id]);
+  return rows.map((r) => r.id);
+}
+
+it("keeps a healthy endpoint flowing while another one, with a backlog larger than the worker's attempts, hangs on every request", async () => {
+  const dead = await receiver("hang");
+  const healthy = await receiver(204);
   const world = await h.createWorld();
   const deadEndpoint = await h.createEndpoint(world.id, { url: dead.url });
   const healthyEndpoint = await h.createEndpoint(world.id, { url: healthy.url });
-  // The dead endpoint's backlog is queued first and is larger than the worker's 8 slots.
-  for (let i = 0; i < 30; i += 1) await h.seedDelivery(deadEndpoint);
-  const healthyIds: string[] = [];
-  for (let i = 0; i < 40; i += 1) healthyIds.push(await h.seedDelivery(healthyEndpoint));
+  // The hanging endpoint's backlog comes first, and is under way before the healthy one's.
+  await backlog(deadEndpoint, 30);
+  await dead.waitFor(WINDOW, 30_000);
+  const healthyIds = await backlog(healthyEndpoint, 40);
 
-  const results = await Promise.all(healthyIds.map((id) => h.completion(id)));
-  expect(results.every((r) => r === "delivered")).toBe(true);
+  const results = await Promise.all(healthyIds.map((id) => h.settled(healthyEndpoint.id, id)));
+  expect(results.map((r) => r.status)).toEqual(healthyIds.map(() => "delivered"));
   expect(healthy.received).toHaveLength(40);
-  // The dead endpoint got at most its per-endpoint share of requests, all still hanging.
-  expect(dead.received.length).toBeGreaterThan(0);
-  expect(dead.received.length).toBeLessThanOrEqual(4);
-  // Every healthy delivery was answered while the dead endpoint's first requests still hung: none
-  // of them has ended (timed out and been logged), so no healthy delivery waited for a slot they held.
+  // Every healthy delivery was answered while the hanging endpoint's first requests still hung:
+  // none of those ended (timed out and was logged), and no more than its window was sent.
   expect(await h.prisma.deliveryAttempt.count({ where: { endpointId: deadEndpoint.id } })).toBe(0);
-  expect(await metricValue(h.worker.metrics.parked)).toBeGreaterThan(0);
-  // The rest of the dead endpoint's backlog waits parked (in BullMQ's delayed set), not in the
-  // wait list in front of the others' jobs.
-  const backlog = await h.worker.backlog();
-  expect(backlog.backloggedEndpoints).toBe(1);
-  expect(backlog.parkedJobs).toBe(30 - dead.received.length);
-  expect((await Promise.all(h.deliveries.shards.map((q) => q.getJobCounts("waiting")))).every((c) => c.waiting === 0)).toBe(true);
-  // The operator sees it on /metrics: parked apart from the delayed retries, and the backlog gauges.
-  const text = await h.worker.serviceMetrics.registry.metrics();
-  expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="parked"} ${backlog.parkedJobs}`);
-  expect(text).toContain(`vw_queue_jobs{queue="webhook-deliveries",state="delayed"} 0`);
-  expect(text).toContain("vw_delivery_backlog_endpoints 1");
-  expect(text).toMatch(/^vw_delivery_backlog_oldest_age_seconds \d+(\.\d+)?$/m);
+  expect(dead.received).toHaveLength(WINDOW);
+  // The rest of its backlog waits in PostgreSQL, pending, for its own drain.
+  expect(await h.prisma.deliveryState.count({ where: { endpointId: deadEndpoint.id, status: "pending" } })).toBe(30);
 });
+
+it("sends a new delivery of a quiet endpoint while two others work through large backlogs", async () => {
+  // Each of the busy receivers takes 25 ms per request, so its backlog needs at least
+  // 1000 / WINDOW * 25 ms (6 s) however fast the machine is.
+  const slow = (_req: unknown, res: import("node:http").ServerResponse): void => {
+    setTimeout(() => {
+      res.statusCode = 200;
+      res.end();
+    }, 25);
+  };
+  const busy = [await receiver(slow), await receiver(slow)];
+  const quietAt: number[] = [];
+  const quiet = await receiver((_req, res) => {
+    // What the busy receivers had got when the quiet one's delivery arrived.
+    quietAt.push(...busy.map((b) => b.received.length));
+    res.statusCode = 204;
+    res.end();
+  });
+  const world = await h.createWorld();
+  const busyEndpoints = [await h.createEndpoint(world.id, { url: busy[0]!.url }), await h.createEndpoint(world.id, { url: busy[1]!.url })];
+  const quietEndpoint = await h.createEndpoint(world.id, { url: quiet.url });
+  for (const e of busyEndpoints) await backlog(e, 1000);
+  // Both backlogs are being sent (with the hanging endpoint's, their windows hold every attempt
+  // slot of the worker) ...
+  await Promise.all(busy.map((b) => b.waitFor(WINDOW, 30_000)));
+  // ... when the quiet endpoint gets one delivery.
+  const [quietId] = await backlog(quietEndpoint, 1);
+  expect((await h.settled(quietEndpoint.id, quietId!, ["delivered"], 60_000)).status).toBe("delivered");
+  expect(quiet.received).toHaveLength(1);
+  // It did not wait for either backlog: both still had most of their deliveries to send.
+  expect(quietAt).toHaveLength(2);
+  for (const got of quietAt) expect(got).toBeLessThan(500);
+  // And they go on to the end.
+  await eventually(
+    "both backlogs delivered",
+    async () => (await h.prisma.deliveryState.count({ where: { endpointId: { in: busyEndpoints.map((e) => e.id) } } })) === 0,
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+  expect(busy.map((b) => b.received.length)).toEqual([1000, 1000]);
+}, 180_000);

@@ -70,6 +70,8 @@ export interface HarnessOptions {
   reconcile?: { sweepIntervalMs: number; checkIntervalMs?: number } | null;
   /** DNS lookup of the deliveries' connections; the system's unless given. */
   deliveryLookup?: LookupFunction;
+  /** DRAIN_LINGER_MS of the in-process worker; the service's default unless given. */
+  drainLingerMs?: number;
 }
 
 export interface TestEndpoint {
@@ -159,6 +161,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     now: options.now,
     reconcile: options.reconcile === undefined ? { sweepIntervalMs: 30_000 } : options.reconcile,
     ...(options.deliveryLookup ? { deliveryLookup: options.deliveryLookup } : {}),
+    ...(options.drainLingerMs === undefined ? {} : { drainLingerMs: options.drainLingerMs }),
   });
 
   const deliveries = openDeliveryQueues(redis, keyPrefix, options.queueShards);
