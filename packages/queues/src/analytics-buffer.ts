@@ -14,10 +14,10 @@
  *
  * At least once: a claim MOVES up to one batch from the list into the endpoint's in-flight record
  * (with the deliveryId the batch will have), and only {@link releaseAnalyticsBatch}, called once
- * the delivery row is committed and its job queued, deletes it. A flush that fails in between
+ * the delivery is committed, deletes it. A flush that fails in between
  * (database down, Redis blip, crash) leaves the record, and the next claim returns that same batch
  * with the same deliveryId instead of taking new events, so the retry stores the row once
- * (`ON CONFLICT DO NOTHING`) and re-adds the job (idempotent: its job id is the deliveryId). The
+ * (`ON CONFLICT DO NOTHING`) and wakes its endpoint again (a wake is idempotent). The
  * in-flight record holds one batch at most, so Redis stays bounded at `max` + one batch per
  * endpoint. Every script runs atomically, and the pending set keeps an endpoint while its list or
  * its in-flight record holds events: a push adds it, and only a claim or a release that finds both

@@ -1,6 +1,6 @@
 /**
  * The queue catalogue: every BullMQ queue and job name of the platform and the schema of each
- * job's payload, declared once. Job names carry a version (`deliver.v1`): a payload shape change
+ * job's payload, declared once. Job names carry a version (`drain.v1`): a payload shape change
  * gets a new name, so workers of both versions can drain a queue during a rolling deploy.
  */
 import { UnrecoverableError } from "bullmq";

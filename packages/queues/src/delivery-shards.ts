@@ -1,19 +1,17 @@
 /**
  * The deliveries queue, in shards: `QUEUE_SHARDS` BullMQ queues (default 16), each under its own
  * hash tag, so on Redis Cluster each shard's keys live in one slot and the shards spread over the
- * primaries (adding primaries adds capacity). An endpoint's jobs and its scheduler keys (windows,
- * leases, throttle, parked jobs: endpoint-scheduler.ts) all live in one shard, the endpoint's: a
- * stable hash of its id. On a standalone Redis or behind Sentinel the shards cost nothing more
- * than their keys.
+ * primaries (adding primaries adds capacity). An endpoint's drain and timer jobs, its dirty flag
+ * and its stored window (drain-signals.ts) all live in one shard, the endpoint's: a stable hash of
+ * its id. On a standalone Redis or behind Sentinel the shards cost nothing more than their keys.
  *
  * A shard layout is named by its shard count: shard `i` of `n` has the hash tag `dlv<n>.<i>.<k>`,
  * with the first `k` that puts its slot in the `i`-th `n`-th of the slot range, so a Cluster whose
  * primaries hold equal slot ranges gets an equal share of the shards. Changing `QUEUE_SHARDS`
- * therefore starts a new key space: its index markers are missing, and the reconciler rebuilds
- * the dispatch index from PostgreSQL into it; the layouts registry (one Redis set) tells workers
- * which other layouts may still hold jobs to drain, and every process that queues or serves
- * deliveries keeps its layout marked in use, so none is retired while a process may still queue
- * into it (see the delivery-worker README).
+ * therefore starts a new key space: its index markers are missing, and the reconciler wakes every
+ * endpoint with pending deliveries into it from PostgreSQL; what a process still on the old count
+ * wakes in the old key space is woken again by the reconciler's sweep (see the delivery-worker
+ * README).
  */
 import type { Job, JobType, Queue } from "bullmq";
 import { QUEUE_NAMES } from "./catalogue.js";
@@ -146,8 +144,9 @@ export function openDeliveryQueues(connection: RedisClient, keyPrefix: string, s
 
 /**
  * QUEUE_SHARDS (1-256, default 16), read alike by every service that queues or serves deliveries:
- * producers and workers must agree on it (a producer on another count queues into a layout the
- * workers drain, not one they serve; see the delivery-worker README on changing it).
+ * producers and workers must agree on it (a producer on another count wakes endpoints in a layout
+ * the workers do not serve, left to the reconciler's sweep; see the delivery-worker README on
+ * changing it).
  */
 export function readQueueShards(r: Pick<EnvReader, "int">): number {
   return r.int("QUEUE_SHARDS", DEFAULT_QUEUE_SHARDS, { min: 1, max: MAX_QUEUE_SHARDS });

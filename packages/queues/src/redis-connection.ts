@@ -46,8 +46,8 @@ const reconnectDelay = (attempt: number): number => Math.min(attempt * 200, MAX_
 /**
  * A Redis connection with the retry policy of its role, for the given topology (a string is a
  * standalone REDIS_URL). A worker's connection also coalesces its socket writes per tick
- * (`coalesceWritesPerTick`), on each node of a Cluster: a delivery's BullMQ and scheduler calls
- * are written together instead of one system call each.
+ * (`coalesceWritesPerTick`), on each node of a Cluster: a drain's BullMQ calls and those of the
+ * other drains of the moment are written together instead of one system call each.
  */
 export function createRedisConnection(target: string | StandaloneRedisTopology | SentinelRedisTopology, role: RedisRole): Redis;
 export function createRedisConnection(target: string | RedisTopology, role: RedisRole): RedisClient;

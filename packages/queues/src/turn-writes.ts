@@ -1,7 +1,7 @@
 /**
- * One socket write for what a connection sends during one event-loop turn. A request's jobs go to
+ * One socket write for what a connection sends during one event-loop turn. A request's wakes go to
  * up to QUEUE_SHARDS shard queues on one connection, each shard's commands sent on their own
- * (its congestion check, its pipeline of adds); a trickle of small requests then pays a write
+ * (its wake script, its drain jobs' adds); a trickle of small requests then pays a write
  * system call per shard, and Redis a read per shard, for a command or two each. Corked until the
  * turn's callbacks and microtasks are done, they leave in one write, and Redis reads them at once
  * and answers in one write too. Nothing waits longer than the turn it was sent in. Unlike a

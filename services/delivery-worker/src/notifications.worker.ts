@@ -21,7 +21,7 @@ export function createNotificationsWorker(options: {
   mailer: EndpointDisabledMailer;
   metrics: WorkerMetrics;
   logger: Logger;
-  /** The queue's BullMQ prefix; today's (`queuePrefix`) unless given (src/legacy-queues.ts gives the old layout's). */
+  /** The queue's BullMQ prefix; `queuePrefix` of the queue's name unless given. */
   prefix?: string;
 }): Worker {
   const worker = new Worker(

@@ -23,7 +23,7 @@ export function createRecoveriesWorker(options: {
   connection: RedisClient;
   keyPrefix: string;
   deps: RecoverDeps;
-  /** The queue's BullMQ prefix; today's (`queuePrefix`) unless given (src/legacy-queues.ts gives the old layout's). */
+  /** The queue's BullMQ prefix; `queuePrefix` of the queue's name unless given. */
   prefix?: string;
 }): Worker {
   const { deps } = options;
