@@ -1,15 +1,11 @@
 /**
  * The process's limit of attempts in flight (`DELIVERY_CONCURRENCY`): a counting semaphore, FIFO.
  *
- * A job takes a slot before it asks for its endpoint's window and gives it back as soon as its
- * POST has an answer (or it stops early), not after its attempt is logged. The worker fetches
- * more jobs than it has slots ({@link JOBS_PER_ATTEMPT_SLOT}), so the jobs whose attempts wait
- * for the log's next group commit no longer keep other POSTs from starting, and the commits grow
- * with the load instead of the POSTs shrinking with it.
+ * A drain takes a slot before it starts a POST and gives it back once the attempt is logged (or
+ * it stops early). An attempt answered but not yet logged is still in flight: a worker killed then
+ * sends it again once its claim's lease ends, so holding the slot until the log's group commit
+ * bounds the copies one crash can cause by DELIVERY_CONCURRENCY (test/faults).
  */
-
-/** BullMQ jobs a worker holds per attempt slot: one sending, one waiting for its log write. */
-export const JOBS_PER_ATTEMPT_SLOT = 2;
 
 /** A counting semaphore handing slots out in the order they were asked for. */
 export class AttemptSlots {

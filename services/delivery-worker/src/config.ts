@@ -74,7 +74,7 @@ export function loadConfig(env: Env) {
       partitionsAheadDays: r.int("PARTITIONS_AHEAD_DAYS", 7, { min: 7, max: 366 }),
       /** How often the retention job runs. */
       retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
-      /** Deliveries in flight per worker process, across all endpoints. */
+      /** Deliveries in flight per worker process, across all endpoints: from the start of a POST until its attempt is logged (what a crash can send twice). */
       deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 100, { min: 1, max: 2000 }),
       /** Largest window of attempts in flight per endpoint (one drain at a time sends to an endpoint, whatever the replicas). */
       endpointConcurrency: r.int("DELIVERY_ENDPOINT_CONCURRENCY", 10, { min: 1, max: 1000 }),

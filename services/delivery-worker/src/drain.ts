@@ -37,7 +37,7 @@ export interface DrainDeps {
   lingerMs: number;
   timers: WakeTimers;
   windows: EndpointWindows;
-  /** The process's attempts in flight (DELIVERY_CONCURRENCY): held from the start of a POST to its answer. */
+  /** The process's attempts in flight (DELIVERY_CONCURRENCY): held from the start of a POST until its attempt is logged. */
   attempts: AttemptSlots;
   disabler: EndpointDisabler;
   secrets: SecretCache;
@@ -162,15 +162,19 @@ class Drain {
     const release = await this.deps.attempts.take();
     this.window.started();
     const attempt: Promise<void> = this.attempt(delivery, release)
-      .catch((err: unknown) => this.deps.onError(err, "an attempt"))
-      .finally(() => {
+      .catch((err: unknown) => {
         release();
-        this.running.delete(attempt);
-      });
+        this.deps.onError(err, "an attempt");
+      })
+      .finally(() => this.running.delete(attempt));
     this.running.add(attempt);
   }
 
-  /** Sends one delivery and hands its fate to the log; resolves when the POST has its answer. */
+  /**
+   * Sends one delivery and hands its fate to the log; resolves when the POST has its answer. The
+   * process's slot (`release`) is held until the attempt is logged: a worker killed meanwhile sends
+   * it again, so DELIVERY_CONCURRENCY bounds the copies a crash can cause.
+   */
   private async attempt(delivery: ClaimedDelivery, release: () => void): Promise<void> {
     const deps = this.deps;
     const kind: DeliveryKind = delivery.test ? "test" : delivery.run > 0 ? "replay" : "ordinary";
@@ -192,7 +196,6 @@ class Drain {
         }),
       ),
     );
-    release();
     const fate = decideFate({ kind, runAttempts: delivery.runAttempts }, record, {
       retryDelays: deps.retryDelays,
       disableAfterFailures: deps.disableAfterFailures,
@@ -202,24 +205,32 @@ class Drain {
     });
     if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
     this.observe(delivery, record);
-    const write: Promise<void> = this.apply(delivery, record, fate)
+    const write: Promise<void> = this.apply(delivery, record, fate, release)
       .catch((err: unknown) => deps.onError(err, "recording an attempt"))
-      .finally(() => this.writing.delete(write));
+      .finally(() => {
+        release();
+        this.writing.delete(write);
+      });
     this.writing.add(write);
   }
 
-  /** Records the attempt with its fate, then disables the endpoint or sets the retry's timer as the fate says. */
-  private async apply(delivery: ClaimedDelivery, record: AttemptRecord, fate: Fate): Promise<void> {
-    const failures = await this.deps.store.record({
-      attempt: record,
-      endpointId: this.endpointId,
-      deliveryCreatedAt: delivery.createdAt,
-      becomes: fate.becomes,
-      dueAt: fate.dueAt,
-      waitReason: fate.waitReason,
-      run: delivery.run,
-      failures: fate.failures,
-    });
+  /**
+   * Records the attempt with its fate (then gives the process's slot back: `release`), then disables
+   * the endpoint or sets the retry's timer as the fate says.
+   */
+  private async apply(delivery: ClaimedDelivery, record: AttemptRecord, fate: Fate, release: () => void): Promise<void> {
+    const failures = await this.deps.store
+      .record({
+        attempt: record,
+        endpointId: this.endpointId,
+        deliveryCreatedAt: delivery.createdAt,
+        becomes: fate.becomes,
+        dueAt: fate.dueAt,
+        waitReason: fate.waitReason,
+        run: delivery.run,
+        failures: fate.failures,
+      })
+      .finally(release);
     const reason = fate.disable ?? (disabledForFailures(fate, failures) ? "failures" : null);
     if (reason !== null) {
       this.disabled = true;

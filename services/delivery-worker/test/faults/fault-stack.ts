@@ -15,6 +15,8 @@ import { expect } from "@jest/globals";
 import { createPrismaClient, type PrismaClient } from "@vw/db";
 import {
   eventually,
+  parsePrometheusText,
+  sampleSum,
   spawnService,
   startPostgres,
   startRedis,
@@ -53,7 +55,16 @@ export interface FaultStackOptions {
   serviceEnv?: Partial<Record<"ingest" | "worker", Record<string, string>>>;
   /** Runs admin-api and map-storage too (against the same stores), so a fault reaches every service. */
   httpServices?: boolean;
+  /** DELIVERY_CONCURRENCY of the worker ({@link DEFAULT_DELIVERY_CONCURRENCY} unless given). */
+  deliveryConcurrency?: number;
 }
+
+/**
+ * DELIVERY_CONCURRENCY of the stack's worker: above what its endpoints' windows use at once (two
+ * endpoints, DELIVERY_ENDPOINT_CONCURRENCY 10 each), far below the deliveries of a test, so a bound
+ * of copies by it says something.
+ */
+export const DEFAULT_DELIVERY_CONCURRENCY = 20;
 
 /** What one producer run posted, and what was accepted. */
 export interface ProducerRun {
@@ -84,10 +95,31 @@ export interface FaultStack {
    * it from now on (a configuration rolled out, `QUEUE_SHARDS` say).
    */
   restart(service: "ingest" | "worker", env?: Record<string, string>): Promise<ServiceProcess>;
+  /**
+   * A rolling update of the worker: starts a replica with `env` (the worker's environment from now
+   * on) beside the running one, awaits `whileBoth(old, next)` with both running, then stops the
+   * old one (SIGTERM: it must exit 0). The new one is `worker` from then on.
+   */
+  rollWorker(env: Record<string, string>, whileBoth: (old: ServiceProcess, next: ServiceProcess) => Promise<void>): Promise<ServiceProcess>;
+  /** Attempts a worker process made so far (`vw_delivery_attempts_total` of its `/metrics`). */
+  attemptsOf(worker: ServiceProcess): Promise<number>;
   /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
   produce(options?: { perRequest?: number; everyMs?: number }): { stop(): Promise<ProducerRun> };
-  /** Waits until every accepted event reached every endpoint, then checks copies, processes and logs; returns the extra copies since the last call. */
-  verify(run: ProducerRun, options?: { timeoutMs?: number }): Promise<number>;
+  /**
+   * DELIVERY_CONCURRENCY of the worker: the attempts one worker process has sent and not yet
+   * logged, at most. A fault can make a receiver get a copy of those only, so the extra copies of
+   * one fault are at most this times the worker replicas running when it hit (one here).
+   */
+  deliveryConcurrency: number;
+  /**
+   * Waits until every accepted event reached every endpoint, then checks copies, processes and
+   * logs, and that the extra copies since the last call (deliveries a receiver got again after
+   * answering 2xx) are at most `copiesAtMost` (default: the attempts one worker can have in flight,
+   * {@link deliveryConcurrency}); returns them.
+   */
+  verify(run: ProducerRun, options?: { timeoutMs?: number; copiesAtMost?: number }): Promise<number>;
+  /** Deliveries not delivered (their `delivery_states` rows), by status. */
+  undelivered(): Promise<Record<string, number>>;
   /** GET `/readyz` of a service: its status and the names of the failing checks. */
   readiness(service: ServiceProcess): Promise<{ status: number; failing: string[] }>;
   close(): Promise<void>;
@@ -127,6 +159,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     endpoints.push({ id: row.id, receiver, answered });
   }
   const ingestToken = randomBytes(24).toString("base64url");
+  const deliveryConcurrency = options.deliveryConcurrency ?? DEFAULT_DELIVERY_CONCURRENCY;
   const env = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redis.url,
@@ -136,6 +169,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
     ENDPOINT_URL_POLICY: "any",
     RETRY_DELAYS: options.retryDelays ?? "1s",
     DELIVERY_TIMEOUT_MS: "5000",
+    DELIVERY_CONCURRENCY: String(deliveryConcurrency),
     // A killed worker's jobs come back within seconds, and a lost job within a sweep.
     JOB_LOCK_MS: "5000",
     RECONCILE_INTERVAL_MS: "2000",
@@ -164,6 +198,8 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
   const started: ServiceProcess[] = [processes.ingest, processes.worker, ...httpServices];
   const killed = new Set<ServiceProcess>();
   let extraSoFar = 0;
+  /** The worker replica started by a rolling update, while the old one still runs. */
+  let rolling: ServiceProcess | null = null;
 
   const stack: FaultStack = {
     postgres,
@@ -176,7 +212,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
       return processes.worker;
     },
     httpServices,
-    services: () => [processes.ingest, processes.worker, ...httpServices],
+    services: () => [processes.ingest, processes.worker, ...(rolling ? [rolling] : []), ...httpServices],
     endpoints,
     worldRef: `${organization.slug}/${world.slug}`,
     ingestToken,
@@ -188,6 +224,26 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
       processes[service] = await spawnOf(service);
       started.push(processes[service]);
       return processes[service];
+    },
+    async rollWorker(changed, whileBoth) {
+      const old = processes.worker;
+      Object.assign(rolledOut.worker, changed);
+      const next = await spawnOf("worker");
+      started.push(next);
+      rolling = next;
+      try {
+        await whileBoth(old, next);
+      } finally {
+        rolling = null;
+        processes.worker = next;
+      }
+      expect({ stopped: old.url, exitCode: await old.stop() }).toEqual({ stopped: old.url, exitCode: 0 });
+      return next;
+    },
+    async attemptsOf(worker) {
+      const res = await fetch(`${worker.url}/metrics`, { signal: AbortSignal.timeout(5000) });
+      expect(res.status).toBe(200);
+      return sampleSum(parsePrometheusText(await res.text()), "vw_delivery_attempts_total");
     },
     produce({ perRequest = 5, everyMs = 50 } = {}) {
       const run: ProducerRun = { accepted: [], refused: new Map() };
@@ -226,7 +282,8 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
         },
       };
     },
-    async verify(run, { timeoutMs = 60_000 } = {}) {
+    deliveryConcurrency,
+    async verify(run, { timeoutMs = 120_000, copiesAtMost = deliveryConcurrency } = {}) {
       expect(run.accepted.length).toBeGreaterThan(0);
       const eventOf = (body: Buffer): string => (JSON.parse(body.toString("utf8")) as { data: { uuid: string } }).data.uuid;
       for (const { receiver } of endpoints) {
@@ -238,10 +295,10 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
           await eventually(`every one of the ${run.accepted.length} accepted events reached ${receiver.url}`, () => missing().length === 0, { timeoutMs, intervalMs: 250 });
         } catch (err) {
           // What the services said is what a failure needs explained: their last log lines.
-          const rows = await prisma.webhookDelivery.groupBy({ by: ["status"], _count: true }).catch(() => []);
+          const rows = await stack.undelivered().catch(() => ({}));
           const tail = (p: ServiceProcess) => p.stdout().split("\n").slice(-25).join("\n");
           throw new Error(
-            `${(err as Error).message}\n${missing().length} missing; deliveries by status: ${JSON.stringify(rows)}\n` +
+            `${(err as Error).message}\n${missing().length} missing; deliveries not delivered, by status: ${JSON.stringify(rows)}\n` +
               `worker log tail:\n${tail(processes.worker)}\ningest log tail:\n${tail(processes.ingest)}`,
           );
         }
@@ -282,7 +339,13 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
       for (const service of started) assertJsonLogs(service, killed.has(service));
       const since = extra - extraSoFar;
       extraSoFar = extra;
+      // Copies come only from attempts sent and not yet logged when the fault hit.
+      expect({ extraCopies: since, atMost: copiesAtMost, ok: since <= copiesAtMost }).toEqual({ extraCopies: since, atMost: copiesAtMost, ok: true });
       return since;
+    },
+    async undelivered() {
+      const rows = await prisma.deliveryState.groupBy({ by: ["status"], _count: true });
+      return Object.fromEntries(rows.map((r) => [r.status, r._count]));
     },
     async readiness(service) {
       try {
@@ -331,4 +394,4 @@ export function report(fault: string, run: ProducerRun, extra: number): void {
 }
 
 /** Time limit of one fault test: the fault, its recovery and the wait for every delivery. */
-export const FAULT_TEST_TIMEOUT_MS = 120_000;
+export const FAULT_TEST_TIMEOUT_MS = 300_000;

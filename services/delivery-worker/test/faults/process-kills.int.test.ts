@@ -1,7 +1,9 @@
 /**
- * Processes killed with SIGKILL under load: delivery-worker (its jobs are taken over when their
- * locks expire), and event-ingest in the middle of intakes (a delivery stored but not queued is
- * queued by the reconciler's sweep). Restarted, and every accepted event reaches its receivers.
+ * Processes killed with SIGKILL under load: delivery-worker (its drains' claims come back to the
+ * next drain when their lease ends; what it had sent and not yet logged is sent again, at most
+ * DELIVERY_CONCURRENCY copies), and event-ingest in the middle of intakes (a delivery committed
+ * whose wake never came is woken by the reconciler's sweep). Restarted, and every accepted event
+ * reaches its receivers, every stored delivery is delivered.
  */
 import { afterAll, beforeAll, it } from "@jest/globals";
 import { eventually } from "@vw/testing";
@@ -15,10 +17,10 @@ afterAll(async () => {
   await stack?.close();
 }, FAULT_TEST_TIMEOUT_MS);
 
-/** Deliveries reach every receiver again: within 10 s of a dependency's (or a process's) return. */
+/** Deliveries reach every receiver again after a dependency's (or a process's) return. */
 async function flowing(): Promise<void> {
   const before = stack.endpoints.map((e) => e.receiver.received.length);
-  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 10_000 });
+  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 60_000 });
 }
 
 it("delivery-worker killed with SIGKILL under load, then started again: nothing lost", async () => {
@@ -28,7 +30,10 @@ it("delivery-worker killed with SIGKILL under load, then started again: nothing 
   await stack.restart("worker");
   await flowing();
   const run = await producer.stop();
-  report("kill -9 of delivery-worker", run, await stack.verify(run));
+  // verify: the copies are at most what the one worker had in flight (DELIVERY_CONCURRENCY).
+  const extra = await stack.verify(run);
+  await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
+  report("kill -9 of delivery-worker", run, extra);
 }, FAULT_TEST_TIMEOUT_MS);
 
 it("event-ingest killed with SIGKILL in the middle of intakes, then started again: nothing accepted is lost", async () => {
@@ -41,6 +46,6 @@ it("event-ingest killed with SIGKILL in the middle of intakes, then started agai
   const run = await producer.stop();
   const extra = await stack.verify(run);
   // What a killed intake stored without queueing (its producer saw no answer) is sent too.
-  await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0, { timeoutMs: 30_000 });
+  await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
   report("kill -9 of event-ingest mid-intake", run, extra);
 }, FAULT_TEST_TIMEOUT_MS);

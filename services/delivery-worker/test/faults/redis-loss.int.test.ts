@@ -1,8 +1,10 @@
 /**
  * Redis goes away under load, three ways, one after the other on one stack: SIGKILLed and
- * restarted with its append-only file; SIGKILLed and restarted EMPTY while deliveries wait in it
- * for their retry; its data flushed (FLUSHDB). PostgreSQL holds the schedule, so each time the
- * worker fleet rebuilds what Redis lost, and every accepted event reaches its receivers.
+ * restarted with its append-only file; SIGKILLed and restarted EMPTY while deliveries wait for
+ * their retry (their timer jobs lost with it); its data flushed (FLUSHDB). PostgreSQL holds every
+ * delivery and when it is due: each time Redis lost its data, the worker's reconciler finds its
+ * shards' index markers gone and wakes every endpoint with pending deliveries from PostgreSQL, and
+ * every accepted event reaches its receivers, with no more copies than the attempts in flight.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { Redis } from "ioredis";
@@ -31,10 +33,18 @@ afterAll(async () => {
   await stack?.close();
 }, FAULT_TEST_TIMEOUT_MS);
 
-/** Deliveries reach every receiver again: within 10 s of a dependency's (or a process's) return. */
+/** Deliveries reach every receiver again after a dependency's (or a process's) return. */
 async function flowing(): Promise<void> {
   const before = stack.endpoints.map((e) => e.receiver.received.length);
-  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 10_000 });
+  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 60_000 });
+}
+
+const REBUILT = "dispatch index rebuilt from PostgreSQL";
+/** Times the worker's reconciler logged that it woke the endpoints of lost shards from PostgreSQL. */
+const rebuilds = (): number => stack.worker.stdout().split(REBUILT).length - 1;
+/** Waits until the reconciler rebuilt again since it had `before` times. */
+async function rebuiltFromPostgres(before: number): Promise<void> {
+  await eventually(`the reconciler woke the endpoints from PostgreSQL ("${REBUILT}")`, () => rebuilds() > before, { timeoutMs: 60_000, intervalMs: 250 });
 }
 
 it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async () => {
@@ -45,7 +55,7 @@ it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async 
     await eventually(`${service.url}/readyz answers 503 naming Redis`, async () => {
       const r = await stack.readiness(service);
       return r.status === 503 && r.failing.includes("redis");
-    }, { timeoutMs: 5000, intervalMs: 100 });
+    }, { timeoutMs: 30_000, intervalMs: 100 });
   }
   await stack.redis.restart();
   await flowing();
@@ -56,25 +66,28 @@ it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async 
 it("Redis SIGKILLed and restarted EMPTY under load, with deliveries waiting for their retry: every one is sent", async () => {
   const producer = stack.produce();
   await flowing();
-  // Deliveries waiting for their retry, in Redis only (the row says when).
+  // Deliveries waiting for their retry: PostgreSQL says when, a timer job in Redis wakes their endpoint.
   const waiting = await eventually("deliveries wait for a retry", async () => {
-    const n = await stack.prisma.webhookDelivery.count({ where: { status: "pending", attemptCount: { gt: 0 } } });
+    const n = await stack.prisma.deliveryState.count({ where: { status: "pending", attemptCount: { gt: 0 } } });
     return n >= 10 ? n : 0;
   });
+  const before = rebuilds();
   await stack.redis.kill("SIGKILL");
   await stack.redis.restart({ empty: true });
   const backAt = Date.now();
+  await rebuiltFromPostgres(before);
   await flowing();
   process.stdout.write(`[faults] redis empty: ${waiting} deliveries were waiting for a retry; flowing again ${Date.now() - backAt} ms after the restart\n`);
   const run = await producer.stop();
   const extra = await stack.verify(run);
-  await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0, { timeoutMs: 30_000 });
+  await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
   report("Redis SIGKILL and restart empty, retries waiting", run, extra);
 }, FAULT_TEST_TIMEOUT_MS);
 
 it("the queue's keys flushed (FLUSHDB) under load: every delivery is sent", async () => {
   const producer = stack.produce();
   await flowing();
+  const before = rebuilds();
   const admin = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
   try {
     expect(await admin.dbsize()).toBeGreaterThan(0);
@@ -82,9 +95,10 @@ it("the queue's keys flushed (FLUSHDB) under load: every delivery is sent", asyn
   } finally {
     admin.disconnect();
   }
+  await rebuiltFromPostgres(before);
   await flowing();
   const run = await producer.stop();
   const extra = await stack.verify(run);
-  await eventually("every stored delivery was delivered", async () => (await stack.prisma.webhookDelivery.count({ where: { status: { not: "delivered" } } })) === 0, { timeoutMs: 30_000 });
+  await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
   report("FLUSHDB of the queue keys", run, extra);
 }, FAULT_TEST_TIMEOUT_MS);
