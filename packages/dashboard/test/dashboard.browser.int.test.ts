@@ -71,12 +71,12 @@ describe("rooms", () => {
     await checkPage(page, "overview-rooms");
 
     // A world near its quota (set by the operator) is told so.
-    await stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: bytes + 20 } });
+    await suite.stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: bytes + 20 } });
     await page.reload();
     await page.getByTestId("storage-use").filter({ hasText: `${bytes} bytes of ${bytes + 20} bytes used` }).waitFor();
     await page.getByRole("status").filter({ hasText: "Nearly full" }).waitFor();
     await checkPage(page, "overview-storage-nearly-full");
-    await stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: null } });
+    await suite.stack.adminCall("PATCH", `/admin/v1/worlds/${beta.org}/${beta.world}`, { quotas: { maxStorageBytes: null } });
   }, 60_000);
 });
 
@@ -354,6 +354,48 @@ describe("endpoints", () => {
     await figures.getByRole("table", { name: /Attempts per hour/ }).waitFor();
     await checkPage(page, "overview-with-figures");
   }, 180_000);
+});
+
+describe("a receiver asking to slow down", () => {
+  it("429 with Retry-After: the delivery says why its next attempt waits, the endpoint's figures say sending is slowed down", async () => {
+    const world = await suite.stack.createWorld("zeta");
+    const r = await receiver(204);
+    r.answerWith((_req, res) => {
+      res.statusCode = 429;
+      res.setHeader("retry-after", "600");
+      res.end("slow down");
+    });
+    const endpoint = await suite.stack.adminCall<{ id: string; secret: string }>("POST", `/admin/v1/worlds/${world.org}/${world.world}/endpoints`, { url: r.url, subscriptions: ["visitor"] });
+    r.setSecret(endpoint.secret);
+    await suite.stack.postEvent(world.org, world.world, "visitor.registered", EVENT_SAMPLES["visitor.registered"]);
+    const [first] = await r.waitFor(1, 30_000);
+    expect(first!.verifyError).toBeNull();
+
+    const page = await signIn(await suite.stack.mintLink(world.org, world.world, { capabilities: ["view"] }), world.name);
+    await page.goto(`${suite.stack.admin.url}/dashboard/endpoints/${endpoint.id}`);
+    await page.getByTestId("endpoint-title").filter({ hasText: r.url }).waitFor();
+    // The figures: the window the drain left after the 429, halved from its largest (10), and why.
+    const stats = page.getByRole("region", { name: "Last 24 hours" });
+    const slowed = stats.getByTestId("sending-window");
+    await slowed.filter({ hasText: "Slowed down" }).waitFor({ timeout: 30_000 });
+    expect(await slowed.getAttribute("role")).toBe("status");
+    expect(await slowed.innerText()).toMatch(/^Slowed down: sending 5 deliveries at once instead of 10, because the receiver answered 429 or 503, asking for fewer requests at once \(since .+\)\. It grows back as the receiver answers\.$/);
+    await stats.getByTestId("figure-retrying").filter({ hasText: "1" }).waitFor({ timeout: 30_000 });
+    // The list: the delivery is pending, next tried when the receiver asked, and says so.
+    const row = page.getByTestId("delivery-row").filter({ hasText: "visitor.registered" });
+    await row.getByTestId("next-attempt").filter({ hasText: "the receiver asked to wait 10 minutes" }).waitFor({ timeout: 30_000 });
+    await checkPage(page, "endpoint-slowed-down");
+
+    // The delivery's page: pending, its next attempt and why it is later than the retry schedule.
+    await row.getByRole("link", { name: "visitor.registered" }).click();
+    await page.getByRole("heading", { name: "Delivery", exact: true }).waitFor();
+    expect(await page.getByTestId("delivery-id").innerText()).toBe(first!.headers["webhook-id"]);
+    await page.getByTestId("delivery-status").getByText("pending").waitFor();
+    expect(await page.getByTestId("next-attempt-reason").innerText()).toBe(", later than the retry schedule: the receiver asked to wait 10 minutes");
+    await page.getByTestId("attempt").first().getByText("HTTP 429").waitFor();
+    await checkPage(page, "delivery-retry-after");
+    expect(r.received).toHaveLength(1);
+  }, 120_000);
 });
 
 describe("capabilities and isolation", () => {

@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DeliveryLog, createPrismaClient, deliveryCreatedAt, newDeliveryId, prismaRunner, type AttemptResult, type PrismaClient } from "@vw/db";
+import { DeliveryLog, createPrismaClient, deliveryCreatedAt, newDeliveryId, prismaRunner, type AttemptApplication, type PrismaClient } from "@vw/db";
 import { spawnService, testKeyPrefix, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
 
@@ -143,7 +143,9 @@ export async function startStack(): Promise<Stack> {
       ];
       const deliveries = plan.map(() => ({ id: newDeliveryId(), endpointId, worldId, type: "visitor.registered", body: Buffer.from('{"seeded":true}') }));
       await log.create(deliveries);
-      const results: AttemptResult[] = plan.map((p, i) => ({
+      // What the worker's fate decided for each: delivered (the failure count reset), failed for
+      // good or pending again (one more consecutive failure).
+      const applications: AttemptApplication[] = plan.map((p, i) => ({
         attempt: {
           id: randomUUID(),
           deliveryId: deliveries[i]!.id,
@@ -162,12 +164,13 @@ export async function startStack(): Promise<Stack> {
         },
         endpointId,
         deliveryCreatedAt: deliveryCreatedAt(deliveries[i]!.id),
-        status: p.status,
-        nextAttemptAt: p.next,
-        counts: true,
-        succeeded: p.answer === 200,
+        becomes: p.status,
+        dueAt: p.next,
+        waitReason: null,
+        run: 0,
+        failures: p.answer === 200 ? "reset" : "increment",
       }));
-      await log.recordAttempts(results);
+      await log.record(applications);
     },
     async close() {
       await Promise.all([admin.stop(), strictAdmin.stop(), ingest.stop(), worker.stop(), mapStorage.stop()]);

@@ -77,7 +77,10 @@ async function snapshot() {
   const world = await api.prisma.world.findUniqueOrThrow({ where: { id: w.worldId } });
   const endpoints = await api.prisma.webhookEndpoint.findMany({ where: { worldId: w.worldId } });
   const keys = await api.prisma.apiKey.findMany({ where: { worldId: w.worldId } });
-  const deliveries = await api.prisma.webhookDelivery.findMany({ where: { worldId: w.worldId }, select: { id: true, status: true, attemptCount: true } });
+  const deliveries = await api.prisma.webhookDelivery.findMany({ where: { worldId: w.worldId }, select: { id: true } });
+  // A delivery's state (none: delivered); the run moves on each Replay or recover, whatever the status.
+  const states = await api.prisma.deliveryState.findMany({ where: { endpoint: { worldId: w.worldId } }, select: { deliveryId: true, status: true, attemptCount: true, run: true } });
+  const stateOf = new Map(states.map((s) => [s.deliveryId, `${s.status}/${s.attemptCount}/run ${s.run}`]));
   const recoveries = await api.prisma.deliveryRecovery.count({ where: { endpoint: { worldId: w.worldId } } });
   const dashboardSessions = await api.prisma.dashboardSession.findMany({ where: { worldId: w.worldId }, select: { id: true, tokenHash: true } });
   return {
@@ -101,7 +104,7 @@ async function snapshot() {
       ]),
     ),
     keys: new Map(keys.map((k) => [k.id, k.revokedAt?.toISOString() ?? null])),
-    deliveries: new Map(deliveries.map((d) => [d.id, `${d.status}/${d.attemptCount}`])),
+    deliveries: new Map(deliveries.map((d) => [d.id, stateOf.get(d.id) ?? "delivered"])),
     recoveries,
     sessions: JSON.stringify(dashboardSessions.map((s) => [s.id, s.tokenHash]).sort()),
   };

@@ -8,7 +8,7 @@ import { DASHBOARD_CAPABILITIES, type DashboardCapability } from "@vw/contracts"
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { PUBLIC_ADMIN_URL, startAdminApi, type AdminApiHarness } from "../test/harness.js";
 import { expectProblem } from "../test/endpoint-fixtures.js";
-import { createCurrentEndpoint, createWorld, insertDelivery, type TestWorld } from "../test/delivery-fixtures.js";
+import { createCurrentEndpoint, createWorld, deliveryRow, insertDelivery, type TestWorld } from "../test/delivery-fixtures.js";
 import { asSession, openSession, type OpenedSession } from "../test/dashboard-fixtures.js";
 
 const ORIGIN = PUBLIC_ADMIN_URL;
@@ -250,7 +250,7 @@ describe("world isolation", () => {
     }
     expect((await api.request("GET", `${b.endpoints}/${bEndpoint}`)).body).toEqual(before);
     expect((await api.request("GET", `${worldPath(b)}/api-keys/${bKey}`)).body.revokedAt).toBeNull();
-    expect((await api.prisma.webhookDelivery.findFirstOrThrow({ where: { id: bDelivery } })).status).toBe("failed");
+    expect(await deliveryRow(api, bDelivery)).toMatchObject({ status: "failed", run: 0 });
     expect(await api.prisma.deliveryRecovery.count({ where: { endpointId: bEndpoint } })).toBe(0);
   });
 });

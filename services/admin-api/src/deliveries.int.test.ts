@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import net, { type AddressInfo } from "node:net";
 import type { Queue } from "bullmq";
-import { JOB_NAMES, createRedisConnection, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
+import { DeliveryLog, prismaRunner } from "@vw/db";
+import { DrainSignals, JOB_NAMES, createRedisConnection, drainJobId, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { closeServer, listen, type Logger } from "@vw/service-kit";
 import { startWebhookReceiver, verificationError, type WebhookReceiver } from "@vw/testing";
 import { createDeliveryAgents, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -52,7 +53,7 @@ async function allPages(path: string, limit: number): Promise<{ pages: string[][
   return { pages, ids: pages.flat() };
 }
 
-/** Jobs in this file's delivery queue (no worker reads it), of one endpoint. */
+/** Jobs in this file's delivery queue (no worker reads it), of one endpoint: drains and timers. */
 const jobsOf = async (endpointId: string) =>
   (await api.deliveryQueue.getJobs(["waiting", "delayed", "prioritized", "active"])).filter((j) => j.data.endpointId === endpointId);
 
@@ -124,8 +125,8 @@ describe("GET .../endpoints/{id}/deliveries", () => {
     const list = `${w.endpoints}/${endpoint.id}/deliveries?status=pending&limit=2`;
     const first = await api.request("GET", list);
     expect(first.body.items.map((d: { deliveryId: string }) => d.deliveryId)).toEqual([ids[0], ids[1]]);
-    // The worker delivers the page's last row before the next page is read.
-    await api.prisma.webhookDelivery.updateMany({ where: { id: ids[1]! }, data: { status: "delivered" } });
+    // The worker delivers the page's last row before the next page is read (its state row goes).
+    await api.prisma.deliveryState.delete({ where: { deliveryId: ids[1]! } });
     const second = await api.request("GET", `${list}&cursor=${first.body.nextCursor}`);
     expect(second.body.items.map((d: { deliveryId: string }) => d.deliveryId)).toEqual([ids[2], ids[3]]);
   });
@@ -241,31 +242,77 @@ describe("GET .../deliveries/{deliveryId}", () => {
 });
 
 describe("POST .../deliveries/{deliveryId}/replay", () => {
-  it("answers 202, puts the delivery back to pending and queues it with trigger replay and the same deliveryId", async () => {
+  it("answers 202, puts the delivery back to pending in a new run, due at once, and wakes its endpoint's drain", async () => {
     const w = await createWorld(api);
     const endpoint = await quietEndpoint(w);
-    const id = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "failed", attemptCount: 10, lastStatus: 503, nextAttemptAt: new Date(Date.now() + 3_600_000) });
-    const bodyBefore = Buffer.from((await deliveryRow(api, id)).body);
+    const id = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "failed", attemptCount: 10, lastStatus: 503 });
+    const bodyBefore = (await deliveryRow(api, id)).body;
+    const signals = new DrainSignals(api.deliveryQueue);
 
     const res = await api.request("POST", `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`);
     expect(res.status).toBe(202);
     expect(res.headers.get("location")).toBe(`${w.endpoints}/${endpoint.id}/deliveries/${id}`);
     expect(res.body).toMatchObject({ deliveryId: id, endpointId: endpoint.id, status: "pending", attemptCount: 10, lastStatus: 503 });
-    // Due at once: the row is the schedule of record.
+    // Due at once: PostgreSQL's state row is the schedule of record.
     expect(Date.parse(res.body.nextAttemptAt)).toBeLessThanOrEqual(Date.now());
 
+    // A new run, its schedule from the start; the bytes to send are the stored ones.
     const row = await deliveryRow(api, id);
-    expect(row).toMatchObject({ status: "pending", run: 1, runAttempts: 0 });
-    expect(Buffer.from(row.body).equals(bodyBefore)).toBe(true);
+    expect(row).toMatchObject({ status: "pending", run: 1, runAttempts: 0, attemptCount: 10, claimedUntil: null });
+    expect(row.body.equals(bodyBefore)).toBe(true);
+    const state = await api.prisma.deliveryState.findUniqueOrThrow({ where: { deliveryId: id } });
+    expect(Buffer.from(state.body!).equals(bodyBefore)).toBe(true);
+    // The endpoint is woken: its one drain job, and the flag a running drain reads before each claim.
     const jobs = await jobsOf(endpoint.id);
-    expect(jobs.map((j) => ({ name: j.name, id: j.id, data: j.data }))).toEqual([
-      { name: JOB_NAMES.deliver, id: `${id}-replay-1`, data: { deliveryId: id, endpointId: endpoint.id, run: 1 } },
-    ]);
+    expect(jobs.map((j) => ({ name: j.name, id: j.id, data: j.data }))).toEqual([{ name: JOB_NAMES.drain, id: drainJobId(endpoint.id), data: { endpointId: endpoint.id } }]);
+    expect(await signals.takeFlag(endpoint.id)).toBe(true);
 
-    // Each replay is a run of its own.
+    // Each replay is a run of its own; the endpoint keeps one drain job, flagged again.
     expect((await api.request("POST", `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`)).status).toBe(202);
-    const again = await jobsOf(endpoint.id);
-    expect(new Set(again.map((j) => j.id)).size).toBe(2);
+    expect(await deliveryRow(api, id)).toMatchObject({ status: "pending", run: 2, runAttempts: 0 });
+    expect((await jobsOf(endpoint.id)).map((j) => j.id)).toEqual([drainJobId(endpoint.id)]);
+    expect(await signals.takeFlag(endpoint.id)).toBe(true);
+  });
+
+  it("replays a delivered delivery (its attempts counted) and a pending one waiting on Retry-After, which then waits no longer", async () => {
+    const w = await createWorld(api);
+    const endpoint = await quietEndpoint(w);
+    const delivered = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "delivered" });
+    const createdAt = (await deliveryRow(api, delivered)).createdAt;
+    await api.prisma.deliveryAttempt.create({
+      data: {
+        id: crypto.randomUUID(),
+        deliveryId: delivered,
+        deliveryCreatedAt: createdAt,
+        endpointId: endpoint.id,
+        attemptNumber: 1,
+        trigger: "initial",
+        startedAt: createdAt,
+        requestHeaders: { "webhook-id": delivered },
+        responseStatus: 204,
+        durationMs: 9,
+        verdict: "delivered",
+      },
+    });
+    const replayed = await api.request("POST", `${w.endpoints}/${endpoint.id}/deliveries/${delivered}/replay`);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body).toMatchObject({ status: "pending", attemptCount: 1, lastStatus: 204 });
+    expect(await deliveryRow(api, delivered)).toMatchObject({ status: "pending", run: 1, runAttempts: 0, attemptCount: 1 });
+
+    const reason = "the receiver asked to wait 10 minutes";
+    const waiting = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "pending", attemptCount: 1, lastStatus: 429, nextAttemptAt: new Date(Date.now() + 600_000), waitReason: reason });
+    // Why it waits longer than the schedule, in the detail and the list (the one pending delivery that does).
+    expect((await api.request("GET", `${w.endpoints}/${endpoint.id}/deliveries/${waiting}`)).body.nextAttemptReason).toBe(reason);
+    const list = await api.request("GET", `${w.endpoints}/${endpoint.id}/deliveries?status=pending`);
+    expect(list.body.items.map((d: { deliveryId: string; nextAttemptReason?: string }) => [d.deliveryId, d.nextAttemptReason])).toEqual([
+      [waiting, reason],
+      [delivered, undefined],
+    ]);
+    const res = await api.request("POST", `${w.endpoints}/${endpoint.id}/deliveries/${waiting}/replay`);
+    expect(res.status).toBe(202);
+    expect(res.body.nextAttemptReason).toBeUndefined();
+    expect(Date.parse(res.body.nextAttemptAt)).toBeLessThanOrEqual(Date.now());
+    expect(await deliveryRow(api, waiting)).toMatchObject({ status: "pending", run: 1, waitReason: null });
   });
 
   it("replays a Test delivery with its stored bytes", async () => {
@@ -316,18 +363,25 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     try {
       const port = (server.address() as AddressInfo).port;
       const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { authorization: `Bearer ${api.adminToken}` } });
-      return { status: res.status, contentType: res.headers.get("content-type"), body: (await res.json()) as { type: string } };
+      return { status: res.status, contentType: res.headers.get("content-type"), body: (await res.json()) as Record<string, unknown> };
     } finally {
       await closeServer(server);
       destroyDeliveryAgents(deliveryAgents);
     }
   }
 
-  it("answers 503 and restores the delivery when Redis is gone", async () => {
+  /** The replay was accepted into PostgreSQL: pending in a new run, due, and among what the worker's reconciler wakes. */
+  async function expectOwedByPostgres(endpointId: string, id: string, run: number) {
+    expect(await deliveryRow(api, id)).toMatchObject({ status: "pending", run, runAttempts: 0, claimedUntil: null });
+    expect((await deliveryRow(api, id)).nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now());
+    const due = await new DeliveryLog(prismaRunner(api.prisma)).dueEndpoints();
+    expect(due.map((d) => d.endpointId)).toContain(endpointId);
+  }
+
+  it("accepts the replay when Redis is gone: PostgreSQL holds it due, for the worker's reconciler to wake", async () => {
     const w = await createWorld(api);
     const endpoint = await quietEndpoint(w);
     const id = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "failed", attemptCount: 3, lastStatus: 400 });
-    const before = await deliveryRow(api, id);
     const redis = createRedisConnection(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", "producer");
     redis.on("error", () => {});
     const queue = openDeliveryQueues(redis, api.redisKeyPrefix);
@@ -335,18 +389,18 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     redis.disconnect();
     try {
       const res = await replayThrough(queue, `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`);
-      expect(res).toEqual({ status: 503, contentType: expect.stringMatching(/^application\/problem\+json/), body: expect.objectContaining({ type: "/problems/dependency-unavailable" }) });
-      expect(await deliveryRow(api, id)).toEqual(before);
+      expect(res).toMatchObject({ status: 202, body: { deliveryId: id, status: "pending" } });
+      await expectOwedByPostgres(endpoint.id, id, 1);
+      expect(await jobsOf(endpoint.id)).toEqual([]);
     } finally {
       await queue.close().catch(() => {});
     }
   });
 
-  it("answers 503 and restores the delivery when Redis does not answer in time", async () => {
+  it("accepts the replay when Redis does not answer in time, without waiting for it", async () => {
     const w = await createWorld(api);
     const endpoint = await quietEndpoint(w);
     const id = await insertDelivery(api, { endpointId: endpoint.id, worldId: w.worldId, status: "pending", attemptCount: 2, lastStatus: 503, nextAttemptAt: new Date(Date.now() + 600_000) });
-    const before = await deliveryRow(api, id);
     // A "Redis" that accepts connections and never answers: BullMQ would wait for it forever.
     const sockets = new Set<net.Socket>();
     const silentServer = net.createServer((socket) => sockets.add(socket));
@@ -356,9 +410,10 @@ describe("POST .../deliveries/{deliveryId}/replay", () => {
     const queue = openDeliveryQueues(redis, api.redisKeyPrefix);
     queue.on("error", () => {});
     try {
+      // The answer comes (after enqueueTimeoutMs) although the wake never does.
       const res = await replayThrough(queue, `${w.endpoints}/${endpoint.id}/deliveries/${id}/replay`);
-      expect(res).toEqual({ status: 503, contentType: expect.stringMatching(/^application\/problem\+json/), body: expect.objectContaining({ type: "/problems/dependency-unavailable" }) });
-      expect(await deliveryRow(api, id)).toEqual(before);
+      expect(res).toMatchObject({ status: 202, body: { deliveryId: id, status: "pending" } });
+      await expectOwedByPostgres(endpoint.id, id, 1);
     } finally {
       redis.disconnect();
       for (const socket of sockets) socket.destroy();

@@ -4,6 +4,7 @@
  * the dashboard's charts draw. Attempts come from real Test actions against loopback receivers.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { DrainSignals } from "@vw/queues";
 import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 import { expectProblem } from "../test/endpoint-fixtures.js";
@@ -88,5 +89,26 @@ describe("24 h figures", () => {
     const w = await createWorld(api);
     expectProblem(await api.request("GET", `/admin/v1/worlds/${w.org}/nope/stats`), 404, "not-found");
     expectProblem(await api.request("POST", `/admin/v1/worlds/${w.org}/${w.world}/stats`), 405);
+  });
+});
+
+describe("the sending window in an endpoint's figures", () => {
+  it("is what the endpoint's last drain left: absent before any, slowed down with why and since when, not once it is back at its largest", async () => {
+    const w = await createWorld(api);
+    const id = await endpointWithOneTest(w, 200);
+    const stats = async () => (await api.request("GET", `${w.endpoints}/${id}/stats`)).body;
+    // No drain ran for it yet: nothing to say.
+    expect((await stats()).sendingWindow).toBeUndefined();
+
+    // The worker's drain hands its window on through Redis (as its windows.ts does).
+    const signals = new DrainSignals(api.deliveryQueue);
+    const since = Date.now() - 30_000;
+    await signals.saveWindow(id, { size: 5, max: 10, reason: "throttled", since, ceiling: 10 });
+    expect((await stats()).sendingWindow).toEqual({ size: 5, max: 10, slowedDown: true, reason: "throttled", since: new Date(since).toISOString() });
+    // The world's figures have no window of their own.
+    expect((await api.request("GET", `/admin/v1/worlds/${w.org}/${w.world}/stats`)).body.sendingWindow).toBeUndefined();
+
+    await signals.saveWindow(id, { size: 10, max: 10, reason: null, since: null, ceiling: null });
+    expect((await stats()).sendingWindow).toEqual({ size: 10, max: 10, slowedDown: false, reason: null, since: null });
   });
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { JOB_NAMES } from "@vw/queues";
 import { startAdminApi, type AdminApiHarness } from "../test/harness.js";
 import { expectProblem } from "../test/endpoint-fixtures.js";
-import { createCurrentEndpoint, createWorld, insertDelivery, type TestWorld } from "../test/delivery-fixtures.js";
+import { countInState, createCurrentEndpoint, createWorld, insertDelivery, type TestWorld } from "../test/delivery-fixtures.js";
 
 let api: AdminApiHarness;
 beforeAll(async () => {
@@ -73,7 +73,7 @@ describe("POST .../endpoints/{id}/recover", () => {
     const read = await api.request("GET", `${w.endpoints}/${id}/recoveries/${res.body.id}`);
     expect(read).toMatchObject({ status: 200, body: res.body });
     // Nothing was touched yet: the worker does the sending.
-    expect(await api.prisma.webhookDelivery.count({ where: { endpointId: id, status: "failed" } })).toBe(4);
+    expect(await countInState(api, id, "failed")).toBe(4);
   });
 
   it("refuses a disabled endpoint with 409 (the dry run still counts)", async () => {

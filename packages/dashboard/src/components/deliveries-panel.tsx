@@ -159,11 +159,11 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
             ))}
           </select>
         </div>
-        <div className="field">
+        <div className="field field-date">
           <label htmlFor={`${id}-since`}>From</label>
           <input id={`${id}-since`} type="datetime-local" value={draft.since} onChange={(e) => setDraft({ ...draft, since: e.target.value })} />
         </div>
-        <div className="field">
+        <div className="field field-date">
           <label htmlFor={`${id}-until`}>To</label>
           <input id={`${id}-until`} type="datetime-local" value={draft.until} onChange={(e) => setDraft({ ...draft, until: e.target.value })} />
         </div>
@@ -177,7 +177,7 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
       ) : null}
       {page.data && page.data.items.length > 0 ? (
         <div className="table-wrap">
-          <table className="table" data-testid="deliveries-table">
+          <table className="table stack" data-testid="deliveries-table">
             <caption className="visually-hidden">Deliveries, newest first</caption>
             <thead>
               <tr>
@@ -191,17 +191,19 @@ export function DeliveriesPanel({ endpoint }: { endpoint: EndpointResource }) {
             <tbody>
               {page.data.items.map((d) => (
                 <tr key={d.deliveryId} data-testid="delivery-row">
-                  <td>
+                  <td data-label="Type">
                     <Link to={`/endpoints/${endpoint.id}/deliveries/${d.deliveryId}`}>{d.type}</Link>
                     {d.test ? <span className="muted"> (test)</span> : null}
                   </td>
-                  <td>
+                  <td data-label="Status">
                     <DeliveryStatusBadge status={d.status} />
                     {d.status === "pending" ? <NextAttempt nextAttemptAt={d.nextAttemptAt} reason={d.nextAttemptReason} /> : null}
                   </td>
-                  <td>{d.attemptCount}</td>
-                  <td>{d.lastStatus ?? "—"}</td>
-                  <td className="nowrap">{formatTime(d.createdAt)}</td>
+                  <td data-label="Attempts">{d.attemptCount}</td>
+                  <td data-label="Last HTTP">{d.lastStatus ?? "—"}</td>
+                  <td data-label="Created" className="nowrap">
+                    {formatTime(d.createdAt)}
+                  </td>
                 </tr>
               ))}
             </tbody>
