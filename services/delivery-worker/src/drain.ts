@@ -203,6 +203,8 @@ class Drain {
       now: Date.now(),
       random: deps.random ?? Math.random,
     });
+    // A 410 means no more deliveries wanted: nothing else starts while its disable is written.
+    if (fate.disable !== null) this.disabled = true;
     if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
     this.observe(delivery, record);
     const write: Promise<void> = this.apply(delivery, record, fate, release)

@@ -4,7 +4,8 @@
  * world's administrators; a disabled endpoint receives nothing, and re-enabling brings no catch-up.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
+import { drainJobId } from "@vw/queues";
+import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
 let h: Harness;
@@ -24,11 +25,21 @@ async function receiver(answer: number | "hang" = 204) {
   return r;
 }
 
-/** Sends `n` deliveries to the endpoint and waits until all are finished. */
-async function deliverMany(endpoint: TestEndpoint, n: number): Promise<string[]> {
+/** Sends `n` deliveries to the endpoint and waits until all are finished; resolves with their statuses. */
+async function deliverMany(endpoint: TestEndpoint, n: number, options: { test?: boolean } = {}): Promise<string[]> {
   const ids: string[] = [];
-  for (let i = 0; i < n; i += 1) ids.push(await h.seedDelivery(endpoint));
-  return Promise.all(ids.map((id) => h.completion(id)));
+  for (let i = 0; i < n; i += 1) ids.push(await h.seedDelivery(endpoint, options));
+  return Promise.all(ids.map(async (id) => (await h.settled(endpoint.id, id, undefined, 60_000)).status));
+}
+
+/** Disables the endpoint as admin-api does (its pending deliveries skipped in the same transaction). */
+async function disableManually(endpointId: string): Promise<void> {
+  expect(await h.worker.db.endpoints.disable({ id: endpointId }, "manual")).not.toBeNull();
+}
+
+/** Waits until the endpoint has no drain job (woken, drained, done). */
+async function drainEnded(endpointId: string): Promise<void> {
+  await eventually(`the drain of ${endpointId} ended`, async () => (await h.deliveries.queueFor(endpointId).getJob(drainJobId(endpointId))) === undefined);
 }
 
 async function endpointRow(id: string) {
@@ -36,14 +47,18 @@ async function endpointRow(id: string) {
 }
 
 describe("410 Gone", () => {
-  it("disables the endpoint at once, without retry, and e-mails the world's administrators", async () => {
+  it("disables the endpoint at once, without retry or any other delivery, and e-mails the world's administrators", async () => {
     const world = await h.createWorld({ adminEmails: ["gone-admin@example.com", "second@example.com"] });
     const probe = await receiver(410);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const mailsBefore = h.smtp.messages.length;
-    const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
-    expect(probe.received).toHaveLength(1);
+    // Three due at once, one drain (window 1): the first answer says no more deliveries wanted.
+    const ids = [];
+    for (let i = 0; i < 3; i += 1) ids.push(await h.seedDelivery(endpoint, { wake: false }));
+    await h.wake([endpoint.id]);
+    const settled = await Promise.all(ids.map((id) => h.settled(endpoint.id, id)));
+    expect(settled.map((d) => d.status)).toEqual(["failed", "skipped", "skipped"]);
+    expect(probe.received.map((r) => r.headers["webhook-id"])).toEqual([ids[0]]);
     const row = await endpointRow(endpoint.id);
     expect(row).toMatchObject({ enabled: false, disabledReason: "gone" });
     expect(row.disabledAt).not.toBeNull();
@@ -91,59 +106,73 @@ describe("consecutive failures", () => {
     const world = await h.createWorld();
     const probe = await receiver(500);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
-    const id = await h.seedDelivery(endpoint, { test: true });
-    expect(await h.completion(id)).toBe("failed");
+    // A 500 is retried for an ordinary delivery; a Test is sent once.
+    expect(await deliverMany(endpoint, 1, { test: true })).toEqual(["failed"]);
+    expect(probe.received).toHaveLength(1);
     expect(await endpointRow(endpoint.id)).toMatchObject({ enabled: true, consecutiveFailures: 0 });
   });
 });
 
 describe("a disabled endpoint", () => {
-  it("is not sent a delivery queued before it was disabled, nor its retry after re-enabling (no catch-up)", async () => {
+  it("is not sent a delivery pending when it was disabled, nor its retry after re-enabling (no catch-up)", async () => {
     const world = await h.createWorld();
-    const probe = await receiver(503);
+    // The receiver asks for the retry 5 s later: the disable comes while it waits.
+    const probe = await receiver(204);
+    probe.answerWith((_req, res) => {
+      res.writeHead(503, { "retry-after": "5" });
+      res.end();
+    });
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const waitingRetry = await h.seedDelivery(endpoint);
-    await probe.waitFor(1);
-    const queuedLater = await h.seedDelivery(endpoint, { enqueue: false });
+    const waiting = await eventually("the first attempt is logged, its retry due later", async () => {
+      const d = await h.delivery(endpoint.id, waitingRetry);
+      return d !== null && d.attemptCount === 1 ? d : null;
+    });
+    expect(waiting).toMatchObject({ status: "pending", nextAttemptAt: expect.any(Date) });
+    const queuedLater = await h.seedDelivery(endpoint, { wake: false });
 
-    // Disable as admin-api does: endpoint off, waiting deliveries skipped, in one transaction.
-    await h.prisma.$transaction([
-      h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } }),
-      h.prisma.webhookDelivery.updateMany({ where: { endpointId: endpoint.id, status: "pending" }, data: { status: "skipped", nextAttemptAt: null } }),
-    ]);
-    await h.enqueue([{ deliveryId: queuedLater, endpointId: endpoint.id, run: 0 }]);
-    expect(await h.completion(queuedLater)).toBe("skipped");
+    // Disabled as admin-api does: endpoint off, pending deliveries skipped, in one transaction.
+    await disableManually(endpoint.id);
+    await h.wake([endpoint.id]);
+    await drainEnded(endpoint.id);
+    expect((await h.delivery(endpoint.id, queuedLater))?.status).toBe("skipped");
+    expect((await h.delivery(endpoint.id, waitingRetry))?.status).toBe("skipped");
 
-    // Re-enable before the first delivery's retry is due: it was skipped, so it stays unsent.
-    await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: true, disabledReason: null, disabledAt: null } });
+    // Re-enabled before the retry was due; once it is due, a new delivery goes out alone: the
+    // drain that claims it would have claimed the retry first, were it still pending.
+    await h.worker.db.endpoints.enable({ id: endpoint.id, worldId: world.id });
     probe.answerWith(200);
-    expect(await h.completion(waitingRetry)).toBe("skipped");
-    expect(probe.received).toHaveLength(1);
-    const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id }, orderBy: { createdAt: "asc" } });
-    expect(rows.map((r) => r.status)).toEqual(["skipped", "skipped"]);
+    await eventually("the retry's time passed", () => Date.now() > waiting.nextAttemptAt!.getTime() + 100, { timeoutMs: 30_000 });
+    const fresh = await h.seedDelivery(endpoint);
+    expect((await h.settled(endpoint.id, fresh)).status).toBe("delivered");
+    expect(probe.received.map((r) => r.headers["webhook-id"])).toEqual([waitingRetry, fresh]);
+    expect((await h.delivery(endpoint.id, waitingRetry))?.status).toBe("skipped");
+    expect((await h.delivery(endpoint.id, queuedLater))?.status).toBe("skipped");
   });
 
-  it("disabled while a delivery waits: the worker checks the endpoint before sending", async () => {
+  it("disabled while a delivery waits: the drain checks the endpoint before sending", async () => {
     const world = await h.createWorld();
     const probe = await receiver(204);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
-    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
-    // Only the endpoint flag changes (a disable racing the job): the delivery is still pending.
+    const deliveryId = await h.seedDelivery(endpoint, { wake: false });
+    // Only the endpoint flag changes (a disable racing the claim): the delivery is still pending.
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
-    expect(await h.completion(deliveryId)).toBe("skipped");
+    expect((await h.delivery(endpoint.id, deliveryId))?.status).toBe("pending");
+    await h.wake([endpoint.id]);
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("skipped");
     expect(probe.received).toHaveLength(0);
-    expect((await h.prisma.webhookDelivery.findFirstOrThrow({ where: { id: deliveryId } })).status).toBe("skipped");
+    expect(await h.prisma.deliveryAttempt.count({ where: { deliveryId } })).toBe(0);
   });
 
-  it("deleted endpoints: their queued jobs finish without sending", async () => {
+  it("deleted endpoints: a drain woken for one ends without sending", async () => {
     const world = await h.createWorld();
     const probe = await receiver(204);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
-    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
+    const deliveryId = await h.seedDelivery(endpoint, { wake: false });
     await h.prisma.webhookEndpoint.delete({ where: { id: endpoint.id } });
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
-    expect(await h.completion(deliveryId)).toBe("missing");
+    await h.wake([endpoint.id]);
+    await drainEnded(endpoint.id);
+    expect(await h.delivery(endpoint.id, deliveryId)).toBeNull();
     expect(probe.received).toHaveLength(0);
   });
 
@@ -168,12 +197,17 @@ describe("a disabled endpoint", () => {
       res.end("ok");
     }
 
-    expect(await Promise.all([...keptIds, goneId].map((id) => h.completion(id)))).toEqual(["delivered", "delivered", "delivered"]);
-    const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: [...keptIds, goneId] } } });
-    expect(rows.map((r) => [r.id, r.status, r.attemptCount]).sort()).toEqual(keptIds.map((id) => [id, "delivered", 1]).sort());
+    // Within less than a claim's lease: the batch committed the first time (a failed batch would
+    // be sent again only once its claims expired).
+    const settled = await Promise.all(keptIds.map((id, i) => h.settled(kept[i]!.id, id)));
+    expect(settled.map((d) => [d.status, d.attemptCount])).toEqual([
+      ["delivered", 1],
+      ["delivered", 1],
+    ]);
+    expect(await h.delivery(gone.id, goneId)).toBeNull();
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: { in: [...keptIds, goneId] } } });
     expect(attempts.map((a) => a.deliveryId).sort()).toEqual([...keptIds].sort());
-    // Each delivery reached the receiver exactly once: the batch was not failed and sent again.
+    // Each delivery reached the receiver exactly once.
     expect(probe.received.map((r) => r.headers["webhook-id"]).sort()).toEqual([...keptIds, goneId].sort());
   });
 });

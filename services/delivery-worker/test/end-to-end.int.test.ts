@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { EVENT_SAMPLES, validateDelivered } from "@vw/contracts";
-import { eventually, spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { startHarness, type Harness } from "./harness.js";
 
 const servicesDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -81,7 +81,9 @@ it("delivers each event once per subscribed, enabled endpoint, signed, as a vali
   const rows = await h.prisma.webhookDelivery.findMany({ where: { worldId: world.id } });
   expect(rows).toHaveLength(4);
   // Everything sent ends delivered; nothing ever reached the disabled or unsubscribed endpoints.
-  await eventually("the 4 deliveries are delivered in the log", async () => (await h.prisma.webhookDelivery.count({ where: { worldId: world.id, status: "delivered" } })) === 4);
+  for (const row of rows) expect((await h.settled(row.endpointId, row.id)).status).toBe("delivered");
+  // Delivered: no state row is left for any of them.
+  expect(await h.prisma.deliveryState.count({ where: { deliveryId: { in: rows.map((r) => r.id) } } })).toBe(0);
   expect(disabledHook.received).toHaveLength(0);
   expect(consentOnly.received).toHaveLength(0);
   expect(visitorHook.received).toHaveLength(1);
