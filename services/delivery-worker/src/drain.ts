@@ -180,8 +180,10 @@ class Drain {
     const kind: DeliveryKind = delivery.test ? "test" : delivery.run > 0 ? "replay" : "ordinary";
     const trigger = delivery.runAttempts > 0 ? "retry" : kind === "ordinary" ? "initial" : "replay";
     const job = { id: delivery.deliveryId, name: "deliver", queueName: QUEUE_NAMES.deliveries, attemptsStarted: delivery.attemptCount + 1, opts: { telemetry: { metadata: delivery.trace ?? undefined } } };
-    const record = await withJobSpan(job, () =>
-      traceAttempt(delivery.endpoint.url, { deliveryId: delivery.deliveryId, endpointId: this.endpointId, trigger }, () =>
+    // Everything after the answer runs in the job's span too, so the write and what it does
+    // (a disable, a retry's timer) log with the delivery's trace ids, as the attempt does.
+    await withJobSpan(job, async () => {
+      const record = await traceAttempt(delivery.endpoint.url, { deliveryId: delivery.deliveryId, endpointId: this.endpointId, trigger }, () =>
         sendAttempt({
           url: delivery.endpoint.url,
           deliveryId: delivery.deliveryId,
@@ -194,26 +196,26 @@ class Drain {
           timeoutMs: deps.timeoutMs,
           now: deps.now,
         }),
-      ),
-    );
-    const fate = decideFate({ kind, runAttempts: delivery.runAttempts }, record, {
-      retryDelays: deps.retryDelays,
-      disableAfterFailures: deps.disableAfterFailures,
-      retryAfterMaxMs: deps.retryAfterMaxMs,
-      now: Date.now(),
-      random: deps.random ?? Math.random,
-    });
-    // A 410 means no more deliveries wanted: nothing else starts while its disable is written.
-    if (fate.disable !== null) this.disabled = true;
-    if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
-    this.observe(delivery, record);
-    const write: Promise<void> = this.apply(delivery, record, fate, release)
-      .catch((err: unknown) => deps.onError(err, "recording an attempt"))
-      .finally(() => {
-        release();
-        this.writing.delete(write);
+      );
+      const fate = decideFate({ kind, runAttempts: delivery.runAttempts }, record, {
+        retryDelays: deps.retryDelays,
+        disableAfterFailures: deps.disableAfterFailures,
+        retryAfterMaxMs: deps.retryAfterMaxMs,
+        now: Date.now(),
+        random: deps.random ?? Math.random,
       });
-    this.writing.add(write);
+      // A 410 means no more deliveries wanted: nothing else starts while its disable is written.
+      if (fate.disable !== null) this.disabled = true;
+      if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
+      this.observe(delivery, record);
+      const write: Promise<void> = this.apply(delivery, record, fate, release)
+        .catch((err: unknown) => deps.onError(err, "recording an attempt"))
+        .finally(() => {
+          release();
+          this.writing.delete(write);
+        });
+      this.writing.add(write);
+    });
   }
 
   /**

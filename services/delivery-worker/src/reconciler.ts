@@ -6,29 +6,34 @@
  * - checks each delivery shard's index marker every `checkIntervalMs`: a marker gone means Redis
  *   lost the shard's data (restarted empty, a failover to a replica that never had it, a FLUSHDB,
  *   an eviction), and every endpoint of that shard with pending deliveries is woken at once (those
- *   due now get a drain, the others a timer at their earliest due time), then the marker is set;
+ *   due now get a drain), every retry due later gets its timer again (one per endpoint and due
+ *   tick, set in Redis whatever this process remembers of the timers Redis lost), then the marker
+ *   is set;
  * - every `sweepIntervalMs` (RECONCILE_INTERVAL_MS) does the same for every endpoint: the wake of a
  *   process killed between its commit and its wake (intake, Replay, recover, a retry's timer, the
  *   analytics flush), a job lost to a failover. A wake of an endpoint already being drained only
  *   sets its flag.
  *
  * One loose index scan of the pending deliveries per pass (`DeliveryLog.dueEndpoints`): its cost
- * follows the endpoints with pending deliveries, not the deliveries themselves.
+ * follows the endpoints with pending deliveries, not the deliveries themselves. A rebuild also
+ * reads the due times of the retries waiting (`DeliveryLog.pendingLater`): it follows them, and
+ * happens only when Redis lost its data.
  */
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { DeliveryLog, DueEndpoint } from "@vw/db";
-import { RedisLease, indexMarkerKey, type DeliveryQueues, type DrainSignals, type RedisClient } from "@vw/queues";
+import { RedisLease, TIMER_TICK_MS, indexMarkerKey, type DeliveryQueues, type DrainSignals, type RedisClient } from "@vw/queues";
 import type { Logger } from "@vw/service-kit";
 import type { WorkerMetrics } from "./metrics.js";
 import type { WakeTimers } from "./wake-timers.js";
 
 /** Options of {@link Reconciler}. */
 export interface ReconcilerOptions {
-  log: Pick<DeliveryLog, "dueEndpoints">;
+  log: Pick<DeliveryLog, "dueEndpoints" | "pendingLater">;
   /** The deliveries queue's shards (QUEUE_SHARDS): the markers checked. */
   queues: DeliveryQueues;
-  signals: Pick<DrainSignals, "wake">;
+  /** `wakeAt` sets a rebuild's timers in Redis directly: `timers` remembers the ones Redis lost as set. */
+  signals: Pick<DrainSignals, "wake" | "wakeAt">;
   timers: Pick<WakeTimers, "wakeAt">;
   redis: RedisClient;
   /** The lease's key (one per deployment: `<REDIS_KEY_PREFIX>:reconciler:lease`). */
@@ -50,6 +55,9 @@ const SWEEP_GRACE_MS = 1000;
 
 /** How long {@link Reconciler.stop} waits for a pass in progress. */
 const STOP_WAIT_MS = 5000;
+
+/** Timers a rebuild sets at once (each a Redis round trip). */
+const REBUILD_TIMERS_AT_ONCE = 100;
 
 /** What one pass did. */
 export interface ReconcileReport {
@@ -152,7 +160,7 @@ export class Reconciler {
         return epoch;
       }));
       const only = new Set(lost);
-      const report = await this.wakeDue((e) => only.has(this.options.queues.queueFor(e.endpointId)));
+      const report = await this.wakeDue((e) => only.has(this.options.queues.queueFor(e.endpointId)), 0, true);
       const done = await Promise.all(
         lost.map(async (q, i) => {
           const epoch = epochs[i] as string;
@@ -186,12 +194,25 @@ export class Reconciler {
     return report;
   }
 
-  /** Wakes the endpoints `keep` selects: due now, a drain; due later, a timer then. */
-  private async wakeDue(keep: (e: DueEndpoint) => boolean, graceMs = 0): Promise<ReconcileReport> {
+  /**
+   * Wakes the endpoints `keep` selects: due now, a drain; due later, a timer at their earliest due
+   * time, or with `everyRetry` (a rebuild: the timers of every retry are gone) a timer at each due
+   * tick of their pending deliveries.
+   */
+  private async wakeDue(keep: (e: DueEndpoint) => boolean, graceMs = 0, everyRetry = false): Promise<ReconcileReport> {
     const due = (await this.options.log.dueEndpoints()).filter(keep);
     const now = this.now();
     const woken = await this.options.signals.wake(due.filter((e) => e.dueAt.getTime() <= now - graceMs).map((e) => e.endpointId));
-    for (const e of due) if (e.dueAt.getTime() > now) await this.options.timers.wakeAt(e.endpointId, e.dueAt);
+    if (!everyRetry) {
+      for (const e of due) if (e.dueAt.getTime() > now) await this.options.timers.wakeAt(e.endpointId, e.dueAt);
+      return { endpoints: due.length, woken };
+    }
+    const ticks = new Map<string, DueEndpoint>();
+    for (const e of (await this.options.log.pendingLater()).filter(keep)) ticks.set(`${e.endpointId}/${Math.ceil(e.dueAt.getTime() / TIMER_TICK_MS)}`, e);
+    const timers = [...ticks.values()];
+    for (let i = 0; i < timers.length; i += REBUILD_TIMERS_AT_ONCE) {
+      await Promise.all(timers.slice(i, i + REBUILD_TIMERS_AT_ONCE).map((e) => this.options.signals.wakeAt(e.endpointId, e.dueAt)));
+    }
     return { endpoints: due.length, woken };
   }
 }

@@ -1,29 +1,28 @@
 /**
- * PostgreSQL is the schedule of record and Redis a dispatch index: the reconciler rebuilds the
- * index when Redis loses the queue's data, queues again a due delivery that has no job, never
- * queues a run twice, and the worker trusts the row over the job (a job of an older run sends
- * nothing; one that runs before its row's due time waits).
+ * PostgreSQL is the schedule of record; Redis only says which endpoints have work (drain jobs,
+ * retry timers). The reconciler puts that back:
+ * - when Redis lost its data (every key of the deployment's prefix gone, as after a restart
+ *   without its data, a FLUSHALL or a failover to a replica that never had it: the shards' index
+ *   markers are gone), it wakes from PostgreSQL every endpoint with pending deliveries: due ones
+ *   at once, retries at their time. These tests run with a sweep interval longer than they take,
+ *   so what is sent after the loss was woken by that rebuild alone;
+ * - every RECONCILE_INTERVAL_MS its sweep wakes every endpoint with due deliveries that nobody
+ *   woke (a producer killed between its commit and its wake: intake, Replay);
+ * - one replica's reconciler at a time is active, through its lease in Redis.
+ * And wakes never make a delivery go twice or early: PostgreSQL's claims and due times decide.
  */
+import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { UnrecoverableError, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { DeliveryLog, prismaRunner } from "@vw/db";
-import { JOB_NAMES, deliverJobId, enqueueDeliveries, indexState, openDeliveryQueues, runsWithoutJob } from "@vw/queues";
+import { drainJobId, indexMarkerKey } from "@vw/queues";
 import { deleteKeysUnder, eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { startHarness, type Harness } from "./harness.js";
+import { Reconciler } from "../src/reconciler.js";
+import { silentLogger, startHarness, type Harness } from "./harness.js";
 
-const RETRY_MS = 1500;
-let h: Harness;
-/** The index marker of every delivery shard. */
-const indexStates = () => Promise.all(h.deliveries.shards.map((q) => indexState(h.redis, q)));
+/** The retry delay: far longer than storing a few deliveries and deleting the Redis keys takes. */
+const RETRY_MS = 5000;
 const receivers: WebhookReceiver[] = [];
-
-beforeAll(async () => {
-  h = await startHarness({ retryDelays: [RETRY_MS], reconcile: { sweepIntervalMs: 1000, checkIntervalMs: 200 } });
-  await eventually("the reconciler indexed the empty schedule", async () => (await indexStates()).every((s) => s === "indexed"));
-});
 afterAll(async () => {
-  await h.close();
   await Promise.all(receivers.map((r) => r.close()));
 });
 
@@ -33,18 +32,28 @@ async function receiver(answer: Parameters<typeof startWebhookReceiver>[0] exten
   return r;
 }
 
-/** Deletes every key of the harness's prefix, as a Redis restarted without its data would have none. */
-async function loseRedisData(): Promise<number> {
-  return deleteKeysUnder(h.redis, `${h.keyPrefix}:`);
+/** Whether every delivery shard of the harness is marked indexed. */
+async function allIndexed(h: Harness): Promise<boolean> {
+  const markers = await Promise.all(h.deliveries.shards.map((q) => h.redis.get(indexMarkerKey(q))));
+  return markers.every((m) => m !== null && m.startsWith("indexed:"));
 }
 
-const log = () => new DeliveryLog(prismaRunner(h.prisma));
-const rowOf = (id: string) => h.prisma.webhookDelivery.findFirstOrThrow({ where: { id } });
+const idsReceived = (r: WebhookReceiver) => r.received.map((x) => x.headers["webhook-id"]);
 
-describe("when Redis loses the queue's data", () => {
-  it("queues every pending delivery again from PostgreSQL: due ones at once, retries at their time", async () => {
+describe("when Redis loses its data", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    // No sweep within the test: only the rebuild can wake anything after the loss.
+    h = await startHarness({ retryDelays: [RETRY_MS], reconcile: { sweepIntervalMs: 3_600_000, checkIntervalMs: 200 } });
+    await eventually("the reconciler indexed the empty schedule", () => allIndexed(h));
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("wakes every endpoint with pending deliveries from PostgreSQL: due ones at once, retries at their time", async () => {
     const world = await h.createWorld();
-    // The first attempt of each delivery fails: each then waits for its retry, in Redis only.
+    // The first attempt of each delivery fails: each then waits for its retry, whose timer is in Redis only.
     const flaky = await receiver((req, res) => {
       res.statusCode = flaky.received.filter((r) => r.headers["webhook-id"] === req.headers["webhook-id"]).length === 1 ? 503 : 200;
       res.end();
@@ -54,135 +63,160 @@ describe("when Redis loses the queue's data", () => {
     const unsent = await h.createEndpoint(world.id, { url: steady.url });
     const waitingForRetry = await Promise.all([0, 1, 2].map(() => h.seedDelivery(retrying)));
     await eventually("each of the three got its first (failed) attempt", async () => {
-      const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: waitingForRetry } } });
-      return rows.every((r) => r.attemptCount === 1 && r.status === "pending" && r.nextAttemptAt !== null && r.nextAttemptAt.getTime() > Date.now());
+      const states = await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: waitingForRetry } } });
+      return states.length === 3 && states.every((s) => s.status === "pending" && s.attemptCount === 1);
     });
-    // Stored, never queued: a producer killed between its commit and its enqueue.
-    const neverQueued = await Promise.all([0, 1].map(() => h.seedDelivery(unsent, { enqueue: false })));
+    // Stored, never woken: a producer killed between its commit and its wake.
+    const neverWoken = await Promise.all([0, 1].map(() => h.seedDelivery(unsent, { wake: false })));
 
-    expect(await loseRedisData()).toBeGreaterThan(0);
+    // Every key of the deployment goes: drain jobs, retry timers, flags, markers, the lease.
+    expect(await deleteKeysUnder(h.redis, `${h.keyPrefix}:`)).toBeGreaterThan(0);
 
-    await eventually("both never-queued deliveries arrived", () => neverQueued.every((id) => steady.received.some((r) => r.headers["webhook-id"] === id)));
-    await eventually("the three retries were sent at their time and delivered", async () => {
-      const rows = await h.prisma.webhookDelivery.findMany({ where: { id: { in: waitingForRetry } } });
-      return rows.every((r) => r.status === "delivered");
-    });
+    await eventually("both never-woken deliveries arrived", () => neverWoken.every((id) => idsReceived(steady).includes(id)), { timeoutMs: 60_000 });
+    await eventually(
+      "the three retries were sent and delivered",
+      async () => (await Promise.all(waitingForRetry.map((id) => h.delivery(retrying.id, id)))).every((d) => d?.status === "delivered"),
+      { timeoutMs: 60_000 },
+    );
+    for (const id of neverWoken) expect((await h.settled(unsent.id, id)).status).toBe("delivered");
+    expect(idsReceived(steady).sort()).toEqual([...neverWoken].sort());
     for (const id of waitingForRetry) {
-      const row = await rowOf(id);
-      // Two attempts each: the index rebuilt the retry, it did not add one.
-      expect({ id, attempts: row.attemptCount, received: flaky.received.filter((r) => r.headers["webhook-id"] === id).length }).toEqual({ id, attempts: 2, received: 2 });
+      // Two attempts each: the rebuild brought the retry back, it did not add one.
+      expect({ id, received: idsReceived(flaky).filter((x) => x === id).length }).toEqual({ id, received: 2 });
       const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: id }, orderBy: { attemptNumber: "asc" } });
       expect(attempts.map((a) => [a.trigger, a.responseStatus])).toEqual([
         ["initial", 503],
         ["retry", 200],
       ]);
-      // Not before the row's due time: the second attempt came at least RETRY_MS after the first.
+      // Not before its due time: the retry came at least RETRY_MS after the first attempt.
       expect(attempts[1]!.startedAt.getTime() - attempts[0]!.startedAt.getTime()).toBeGreaterThanOrEqual(RETRY_MS);
     }
-    expect((await indexStates()).every((s) => s === "indexed")).toBe(true);
+    expect(await allIndexed(h)).toBe(true);
+    // The endpoint with due deliveries got its drain job from the rebuild.
     const rebuilt = (await h.worker.metrics.reconciled.get()).values.find((v) => v.labels.reason === "rebuild");
-    expect(rebuilt?.value).toBeGreaterThanOrEqual(5);
-  });
+    expect(rebuilt?.value).toBeGreaterThanOrEqual(1);
+  }, 120_000);
 });
 
-describe("the sweep", () => {
-  it("queues a due delivery that has no job, once", async () => {
+describe("the sweep, and wakes", () => {
+  let h: Harness;
+  const log = () => new DeliveryLog(prismaRunner(h.prisma));
+  beforeAll(async () => {
+    h = await startHarness({ retryDelays: [RETRY_MS], reconcile: { sweepIntervalMs: 1000, checkIntervalMs: 200 } });
+    await eventually("the reconciler indexed the empty schedule", () => allIndexed(h));
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("wakes an endpoint whose delivery was stored but never woken, and it is sent once", async () => {
     const world = await h.createWorld();
     const probe = await receiver(200);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
-    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
-    await eventually("the delivery without a job arrived", () => probe.received.length === 1);
-    expect(probe.received[0]!.headers["webhook-id"]).toBe(deliveryId);
-    // The attempt is logged just after the receiver's answer.
-    await eventually("its one attempt was logged as delivered", async () => {
-      const row = await rowOf(deliveryId);
-      return row.status === "delivered" && row.attemptCount === 1;
-    });
+    const deliveryId = await h.seedDelivery(endpoint, { wake: false });
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
+    expect(idsReceived(probe)).toEqual([deliveryId]);
+    expect(await h.prisma.deliveryAttempt.count({ where: { deliveryId } })).toBe(1);
   });
 
-  it("sends a Replay whose process died before queueing it, under its new run, once", async () => {
+  it("sends a Replay whose process died before waking its endpoint, under its new run, once", async () => {
     const world = await h.createWorld();
     const probe = await receiver(200);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("delivered");
-    // Replay's first half (the row back to pending as run 1), and no job: the process died there.
-    const [replay] = await log().requeue(endpoint.id, [deliveryId]);
-    await eventually("the replayed run was sent", () => probe.received.length === 2);
-    expect(await h.completion(deliverJobId({ deliveryId, run: replay!.run }))).toBe("delivered");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
+    // Replay's first half (back to pending in a new run), and no wake: the process died there.
+    expect(await log().requeue(endpoint.id, [deliveryId])).toEqual([deliveryId]);
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
+    await probe.waitFor(2);
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId }, orderBy: { attemptNumber: "asc" } });
     expect(attempts.map((a) => a.trigger)).toEqual(["initial", "replay"]);
-    expect(probe.received.map((r) => r.headers["webhook-id"])).toEqual([deliveryId, deliveryId]);
+    expect(idsReceived(probe)).toEqual([deliveryId, deliveryId]);
     expect(probe.received[1]!.body.equals(probe.received[0]!.body)).toBe(true);
   });
 
-  it("leaves alone a run that has a job, and replaces a run whose job failed", async () => {
-    const idleShards = openDeliveryQueues(h.redis, `${h.keyPrefix}-idle`, 1);
-    const idle = idleShards.shards[0]!;
-    try {
-      const waiting = { deliveryId: "0193a000-0000-7000-8000-000000000001", endpointId: "0193a000-0000-7000-8000-0000000000e1", run: 0 };
-      const failed = { deliveryId: "0193a000-0000-7000-8000-000000000002", endpointId: waiting.endpointId, run: 3 };
-      const absent = { deliveryId: "0193a000-0000-7000-8000-000000000003", endpointId: waiting.endpointId, run: 0 };
-      await enqueueDeliveries(idleShards, [{ ...waiting, delayMs: 3_600_000 }, failed]);
-      // A job that ended in the failed set (its payload refused): the run has no live job.
-      const connection = (h.redis as Redis).duplicate();
-      const failing = new Worker(idle.name, () => Promise.reject(new UnrecoverableError("refused")), { connection, prefix: idle.opts.prefix! });
-      await eventually("the job failed", async () => (await idle.getJobState(deliverJobId(failed))) === "failed");
-      await failing.close();
-      await connection.quit();
-      expect(await runsWithoutJob(h.redis, idle, [waiting, failed, absent])).toEqual([false, true, true]);
-      // The failed job was removed, so the run can be queued again under its id.
-      expect(await idle.getJob(deliverJobId(failed))).toBeUndefined();
-      await enqueueDeliveries(idleShards, [failed, waiting]);
-      const jobs = await idle.getJobs(["waiting", "delayed", "failed"]);
-      expect(jobs.map((j) => [j.id, j.name]).sort()).toEqual(
-        [
-          [deliverJobId(waiting), JOB_NAMES.deliver],
-          [deliverJobId(failed), JOB_NAMES.deliver],
-        ].sort(),
-      );
-    } finally {
-      await idle.obliterate({ force: true });
-      await idle.close();
-    }
-  });
-});
-
-describe("the row over the job", () => {
-  it("a job of an earlier run sends nothing", async () => {
+  it("a delivery in flight through sweeps and wakes is sent once", async () => {
+    const held: ServerResponse[] = [];
+    const probe = await receiver((_req, res) => void held.push(res));
     const world = await h.createWorld();
-    const probe = await receiver(200);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("delivered");
-    const [replay] = await log().requeue(endpoint.id, [deliveryId]);
-    expect(replay?.run).toBe(1);
-    // Run 0's job again (a duplicate from before the Replay): stale. Then run 1's: sent.
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 0 }]);
-    expect(await h.completion(deliveryId)).toBe("delivered");
-    await h.deliveries.queueFor(endpoint.id).add(JOB_NAMES.deliver, { deliveryId, endpointId: endpoint.id, run: 0 }, { jobId: `${deliveryId}-dup` });
-    expect(await h.completion(`${deliveryId}-dup`)).toBe("stale");
-    await h.enqueue([{ deliveryId, endpointId: endpoint.id, run: 1 }]);
-    expect(await h.completion(deliverJobId({ deliveryId, run: 1 }))).toBe("delivered");
-    expect(probe.received).toHaveLength(2);
-    expect((await rowOf(deliveryId)).run).toBe(1);
+    await eventually("the attempt is at the receiver", () => held.length === 1);
+    // Due for longer than the sweep's grace, and claimed: every sweep and wake finds it pending.
+    const { dueAt } = await h.prisma.deliveryState.findUniqueOrThrow({ where: { deliveryId } });
+    await eventually("the delivery is past the sweep's grace", () => Date.now() > dueAt!.getTime() + 1500);
+    for (let i = 0; i < 3; i += 1) {
+      await h.worker.reconciler!.sweep();
+      await h.wake([endpoint.id]);
+    }
+    // One drain job for the endpoint, running.
+    expect(await h.deliveries.queueFor(endpoint.id).getJobState(drainJobId(endpoint.id))).toBe("active");
+    held[0]!.statusCode = 200;
+    held[0]!.end();
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
+    expect(held).toHaveLength(1);
+    expect(idsReceived(probe)).toEqual([deliveryId]);
+    expect(await h.prisma.deliveryAttempt.count({ where: { deliveryId } })).toBe(1);
   });
 
-  it("a job that runs before its row's due time waits for it, and nothing is spent", async () => {
+  it("a wake before a retry's due time sends nothing early", async () => {
     const world = await h.createWorld();
-    const probe = await receiver(200);
+    const probe = await receiver(503);
     const endpoint = await h.createEndpoint(world.id, { url: probe.url });
-    const deliveryId = await h.seedDelivery(endpoint, { enqueue: false });
-    const dueAt = new Date(Date.now() + 2500);
-    // The row says later (as after a failed attempt); a job for it runs now anyway.
-    await h.prisma.webhookDelivery.updateMany({ where: { id: deliveryId }, data: { nextAttemptAt: dueAt } });
-    await h.deliveries.queueFor(endpoint.id).add(JOB_NAMES.deliver, { deliveryId, endpointId: endpoint.id, run: 0 }, { jobId: deliveryId });
-    await eventually("the early job went back to the delayed set", async () => (await h.deliveries.queueFor(endpoint.id).getJobState(deliveryId)) === "delayed");
-    expect(probe.received).toHaveLength(0);
-    expect(await rowOf(deliveryId)).toMatchObject({ status: "pending", attemptCount: 0 });
-    expect(await h.completion(deliveryId)).toBe("delivered");
-    expect(probe.received).toHaveLength(1);
-    const [attempt] = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
-    expect(attempt!.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt.getTime() - 1000);
+    const deliveryId = await h.seedDelivery(endpoint);
+    await eventually("the first attempt failed", async () => (await h.prisma.deliveryState.findUnique({ where: { deliveryId } }))?.attemptCount === 1);
+    probe.answerWith(200);
+    const { dueAt } = await h.prisma.deliveryState.findUniqueOrThrow({ where: { deliveryId } });
+    // Woken, and swept, while the retry waits: the drain finds nothing due.
+    await h.wake([endpoint.id]);
+    await h.worker.reconciler!.sweep();
+    await h.wake([endpoint.id]);
+    expect((await h.settled(endpoint.id, deliveryId, ["delivered"], 60_000)).status).toBe("delivered");
+    const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId }, orderBy: { attemptNumber: "asc" } });
+    expect(attempts.map((a) => [a.trigger, a.responseStatus])).toEqual([
+      ["initial", 503],
+      ["retry", 200],
+    ]);
+    expect(attempts[1]!.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt!.getTime());
+    expect(probe.received).toHaveLength(2);
+  });
+
+  it("is active in one replica at a time: its lease passes on when the holder stops", async () => {
+    const worker = h.worker;
+    const mine = worker.reconciler!;
+    // A second replica's reconciler, on the same deployment (lease key, queues, database).
+    const other = new Reconciler({
+      log: worker.db.log,
+      queues: worker.deliveries.queues,
+      signals: worker.deliveries.signals,
+      timers: worker.deliveries.timers,
+      redis: h.redis,
+      leaseKey: `${h.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
+      sweepIntervalMs: 1000,
+      checkIntervalMs: 200,
+      logger: silentLogger,
+    });
+    try {
+      await mine.tick();
+      await other.tick();
+      expect([mine.isActive, other.isActive]).toEqual([true, false]);
+      // The holder stops (its process closing): the lease is given up, the other takes it and sweeps.
+      await mine.stop();
+      other.start();
+      await eventually("the other replica's reconciler took the lease", () => other.isActive);
+      const world = await h.createWorld();
+      const probe = await receiver(200);
+      const endpoint = await h.createEndpoint(world.id, { url: probe.url });
+      const deliveryId = await h.seedDelivery(endpoint, { wake: false });
+      expect((await h.settled(endpoint.id, deliveryId)).status).toBe("delivered");
+      expect(idsReceived(probe)).toEqual([deliveryId]);
+      // The first one back: it stays inactive while the other holds the lease.
+      mine.start();
+      await mine.tick();
+      expect([mine.isActive, other.isActive]).toEqual([false, true]);
+    } finally {
+      await other.stop();
+    }
+    await eventually("the worker's reconciler holds the lease again", () => mine.isActive);
   });
 });

@@ -8,8 +8,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
-import { QUEUE_NAMES, openDeliveryQueues } from "@vw/queues";
-import { spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
+import { DeliveryLog, newDeliveryId, prismaRunner } from "@vw/db";
+import { DrainSignals, JOB_NAMES, QUEUE_NAMES, drainJobId, openDeliveryQueues } from "@vw/queues";
+import { deleteKeysUnder, spawnService, startWebhookReceiver, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
 import { runRecovery } from "../src/recover.js";
 import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
@@ -48,24 +49,9 @@ function recoverCompletion(recoveryId: string): Promise<unknown> {
   });
 }
 
-/** Resolves with the results of the replay runs of `deliveryIds` (in that order) once the deliveries worker completed them all. */
-function replayCompletions(deliveryIds: string[]): Promise<unknown[]> {
-  // One worker per delivery shard: the replays complete on their endpoint's.
-  const workers = h.worker.workers.filter((w) => w.name === QUEUE_NAMES.deliveries);
-  if (workers.length === 0) throw new Error("no deliveries worker");
-  const results = new Map<string, unknown>();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`replays completed: ${results.size} of ${deliveryIds.length}`)), 30_000);
-    const onDone = (job: Job, result: unknown) => {
-      if (!(job.data.run > 0) || !deliveryIds.includes(job.data.deliveryId)) return;
-      results.set(job.data.deliveryId, result);
-      if (results.size < deliveryIds.length) return;
-      clearTimeout(timer);
-      for (const worker of workers) worker.off("completed", onDone);
-      resolve(deliveryIds.map((id) => results.get(id)));
-    };
-    for (const worker of workers) worker.on("completed", onDone);
-  });
+/** The status of each of `deliveryIds` as the history shows it, by id. */
+async function statuses(endpointId: string, deliveryIds: readonly string[]): Promise<Record<string, string | undefined>> {
+  return Object.fromEntries(await Promise.all(deliveryIds.map(async (id) => [id, (await h.delivery(endpointId, id))?.status] as const)));
 }
 
 async function adminCall(method: string, path: string, body?: unknown) {
@@ -80,7 +66,7 @@ async function adminCall(method: string, path: string, body?: unknown) {
 /** Seeds `n` deliveries that fail against the probe (503 twice); returns their ids. */
 async function failedDeliveries(endpoint: TestEndpoint, n: number): Promise<string[]> {
   const ids = await Promise.all(Array.from({ length: n }, () => h.seedDelivery(endpoint)));
-  expect(await Promise.all(ids.map((id) => h.completion(id)))).toEqual(ids.map(() => "failed"));
+  expect(await Promise.all(ids.map(async (id) => (await h.settled(endpoint.id, id)).status))).toEqual(ids.map(() => "failed"));
   return ids;
 }
 
@@ -91,16 +77,19 @@ describe("recover after a receiver outage", () => {
     probe.setSecret(endpoint.secret);
     probe.answerWith(503);
     const failed = await failedDeliveries(endpoint, 5);
-    // A failure from before the window stays failed.
-    const [old] = await failedDeliveries(endpoint, 1);
+    // A failure from before the window stays failed: a delivery created two days ago (its id's
+    // time is its creation time; the delivery log has daily partitions from yesterday on, so that
+    // day needs its own).
     const oldAt = new Date(Date.now() - 48 * HOUR);
-    // The delivery log has daily partitions from yesterday on: the day moved to needs its own.
     await h.prisma.$queryRaw`SELECT vw_create_log_partitions((${oldAt}::timestamptz AT TIME ZONE 'UTC')::date, (${oldAt}::timestamptz AT TIME ZONE 'UTC')::date)`;
-    await h.prisma.webhookDelivery.updateMany({ where: { id: old! }, data: { createdAt: oldAt } });
+    const old = newDeliveryId(oldAt);
+    await new DeliveryLog(prismaRunner(h.prisma)).create([{ id: old, endpointId: endpoint.id, worldId: world.id, type: "visitor.registered", body: Buffer.from('{"old":true}') }]);
+    await h.wake([endpoint.id]);
+    expect((await h.settled(endpoint.id, old)).status).toBe("failed");
     // The receiver is back; a delivery sent now is delivered and not part of any recover.
     probe.answerWith(204);
     const delivered = await h.seedDelivery(endpoint);
-    expect(await h.completion(delivered)).toBe("delivered");
+    expect((await h.settled(endpoint.id, delivered)).status).toBe("delivered");
 
     const firstBodies = new Map(probe.received.map((r) => [String(r.headers["webhook-id"]), r.body]));
     const receivedBefore = probe.received.length;
@@ -109,7 +98,6 @@ describe("recover after a receiver outage", () => {
 
     expect(await adminCall("POST", `${path}/recover`, { since, dryRun: true })).toEqual({ status: 200, body: { count: 5 } });
 
-    const replaysDone = replayCompletions(failed);
     const started = await adminCall("POST", `${path}/recover`, { since });
     expect(started.status).toBe(202);
     expect(started.body).toMatchObject({ status: expect.stringMatching(/^(queued|running|done)$/), total: 5, since });
@@ -117,7 +105,7 @@ describe("recover after a receiver outage", () => {
     const received = (await probe.waitFor(receivedBefore + 5)).slice(receivedBefore);
     await finished;
     // The receiver has answered; the worker records each outcome just after it.
-    expect(await replaysDone).toEqual(failed.map(() => "delivered"));
+    expect(await Promise.all(failed.map(async (id) => (await h.settled(endpoint.id, id)).status))).toEqual(failed.map(() => "delivered"));
 
     expect(received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...failed].sort());
     for (const r of received) {
@@ -128,10 +116,9 @@ describe("recover after a receiver outage", () => {
       status: 200,
       body: { id: started.body.id, status: "done", total: 5, requeued: 5, error: null },
     });
-    const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id }, select: { id: true, status: true } });
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+    expect(await statuses(endpoint.id, [...failed, old, delivered])).toEqual({
       ...Object.fromEntries(failed.map((id) => [id, "delivered"])),
-      [old!]: "failed",
+      [old]: "failed",
       [delivered]: "delivered",
     });
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId: failed[0]! }, orderBy: { attemptNumber: "asc" } });
@@ -156,25 +143,29 @@ describe("runRecovery", () => {
     const failed = await failedDeliveries(endpoint, 5);
     const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 5 });
-    // A deliveries queue no worker reads, so the jobs added are all still there to look at.
+    // A deliveries queue no worker reads, so the drain jobs the wakes add are all still there to look at.
     const idleShards = openDeliveryQueues(h.redis, `${h.keyPrefix}-idle`, 1);
     const idle = idleShards.shards[0]!;
-    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idleShards, logger: silentLogger, batchSize: 2 }, recovery.id);
+    const idleSignals = new DrainSignals(idleShards);
+    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger, batchSize: 2 }, recovery.id);
     expect(outcome).toEqual({ status: "done", requeued: 5 });
     const row = await recoveries.get(recovery.id);
     expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
     const last = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: 1 });
     expect(row?.cursorId).toBe(last[0]?.id);
+    // Each batch woke the endpoint: one drain job for it (the later wakes found it there).
     const jobs = await idle.getJobs(["waiting"]);
-    expect(jobs.map((j) => [j.data.run, j.data.endpointId])).toEqual(failed.map(() => [1, endpoint.id]));
-    expect(jobs.map((j) => j.data.deliveryId).sort()).toEqual([...failed].sort());
-    const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
-    expect(statuses.map((s) => s.status)).toEqual(failed.map(() => "pending"));
-    // Run again (a duplicate or retried job): the recovery has ended, nothing more is queued.
-    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: idleShards, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
-    expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 5 });
-    await idle.obliterate({ force: true });
-    await idle.close();
+    expect(jobs.map((j) => [j.id, j.name, j.data.endpointId])).toEqual([[drainJobId(endpoint.id), JOB_NAMES.drain, endpoint.id]]);
+    // Every failed delivery is pending again, due now, in a new run.
+    const states = await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } }, select: { deliveryId: true, status: true, run: true, runAttempts: true } });
+    expect(states.map((s) => [s.deliveryId, s.status, s.run, s.runAttempts]).sort()).toEqual(failed.map((id) => [id, "pending", 1, 0]).sort());
+    // Run again (a duplicate or retried job): the recovery has ended, nothing more is put back.
+    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect((await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } } })).map((s) => s.run)).toEqual(failed.map(() => 1));
+    expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 1 });
+    await idleShards.close();
+    // Its jobs and the endpoint's flag: every key of that layout.
+    await deleteKeysUnder(h.redis, `${h.keyPrefix}-idle:`);
   });
 
   it("stops as failed, saying why, when the endpoint was disabled before the job ran; nothing is sent", async () => {
@@ -185,9 +176,11 @@ describe("runRecovery", () => {
     await h.prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false, disabledReason: "manual", disabledAt: new Date() } });
     const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 2 });
-    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, deliveries: h.deliveries, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
+    const receivedBefore = probe.received.length;
+    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: h.signals, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
     expect(await recoveries.get(recovery.id)).toMatchObject({ status: "failed", requeued: 0, error: expect.stringMatching(/disabled while recovering/) });
-    const statuses = await h.prisma.webhookDelivery.findMany({ where: { id: { in: failed } }, select: { status: true } });
-    expect(statuses.map((s) => s.status)).toEqual(["failed", "failed"]);
+    expect(await statuses(endpoint.id, failed)).toEqual(Object.fromEntries(failed.map((id) => [id, "failed"])));
+    expect((await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } } })).map((s) => s.run)).toEqual([0, 0]);
+    expect(probe.received).toHaveLength(receivedBefore);
   });
 });

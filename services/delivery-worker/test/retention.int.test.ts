@@ -1,11 +1,13 @@
 /**
  * Delivery-log maintenance against the real PostgreSQL: partitions ready ahead for the configured
- * horizon; expired days dropped as whole partitions (attempts, deliveries and dedupe records) while
- * deliveries are being written, without an error or a lost attempt; younger history kept.
+ * horizon; expired days dropped as whole partitions (attempts, deliveries and events) while
+ * deliveries are being written, without an error or a lost attempt, and with them the rows of
+ * those days in the tables that are not partitioned (the deliveries' states, the events' keys:
+ * an expired event's id is accepted again); younger history kept.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createPgPool, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LOG_TABLES, LogPartitions, newDeliveryId, pgRunner, utcDay, type AttemptResult, type PgPool } from "@vw/db";
+import { createPgPool, deliveryCreatedAt, DeliveryHistory, DeliveryLog, LOG_TABLES, LogPartitions, newDeliveryId, pgRunner, utcDay, newEventRowId, type AttemptApplication, type PgPool } from "@vw/db";
 import { eventually, GiveUp } from "@vw/testing";
 import { runRetention } from "../src/retention.js";
 import { startHarness, type Harness } from "./harness.js";
@@ -22,8 +24,8 @@ afterAll(async () => {
   await h.close();
 });
 
-/** A finished attempt of `deliveryId`, as the worker records it. */
-function attemptOf(deliveryId: string, endpointId: string, createdAt: Date, startedAt: Date): AttemptResult {
+/** An attempt of `deliveryId` as the worker's group commit records it: delivered, or refused (the delivery then failed). */
+function attemptOf(deliveryId: string, endpointId: string, createdAt: Date, startedAt: Date, outcome: "delivered" | "failed" = "delivered"): AttemptApplication {
   return {
     attempt: {
       id: randomUUID(),
@@ -32,21 +34,22 @@ function attemptOf(deliveryId: string, endpointId: string, createdAt: Date, star
       trigger: "initial",
       startedAt,
       requestHeaders: { "webhook-id": deliveryId },
-      responseStatus: 200,
+      responseStatus: outcome === "delivered" ? 200 : 400,
       responseHeaders: {},
       responseBody: "ok",
       responseBodyTruncated: false,
       durationMs: 7,
       errorKind: null,
       error: null,
-      verdict: "delivered",
+      verdict: outcome === "delivered" ? "delivered" : "rejected",
     },
     endpointId,
     deliveryCreatedAt: createdAt,
-    status: "delivered",
-    nextAttemptAt: null,
-    counts: false,
-    succeeded: true,
+    becomes: outcome,
+    dueAt: null,
+    waitReason: null,
+    run: 0,
+    failures: "none",
   };
 }
 
@@ -70,21 +73,28 @@ describe("retention", () => {
     const log = new DeliveryLog(pgRunner(pool));
     const history = new DeliveryHistory(pgRunner(pool));
     const now = new Date();
-    // Far older than any other test file's rows (the database is shared); 60 days is within retention.
+    // 400 days is past the 90 days of retention asked for below; 60 days is within it.
     const oldAt = new Date(now.getTime() - 400 * DAY);
     const youngAt = new Date(now.getTime() - 60 * DAY);
     for (const at of [oldAt, youngAt]) await pool.query("SELECT vw_create_log_partitions($1::date, $1::date)", [utcDay(at)]);
-    const seeded: Record<"old" | "young", string> = { old: newDeliveryId(oldAt), young: newDeliveryId(youngAt) };
-    for (const [age, id] of Object.entries(seeded)) {
-      const at = age === "old" ? oldAt : youngAt;
-      await log.create([{ id, endpointId: endpoint.id, worldId: world.id, type: "visitor.registered", body: Buffer.from(`{"age":"${age}"}`) }]);
-      await log.recordAttempts([attemptOf(id, endpoint.id, at, at)]);
-      await pool.query("INSERT INTO webhook_events (id, world_id, producer_id, type, occurred_at, created_at) VALUES ($1, $2, $3, 'visitor.registered', $4, $4)", [
-        randomUUID(),
-        world.id,
-        `retention-${age}-${randomUUID()}`,
-        at.toISOString(),
-      ]);
+    // Each day gets, as an intake stores them, two events with their keys and deliveries: one
+    // delivery delivered (no state left), one that failed (its final state stays).
+    const seeded = { old: { at: oldAt, deliveries: [] as string[], producerIds: [] as string[] }, young: { at: youngAt, deliveries: [] as string[], producerIds: [] as string[] } };
+    for (const [age, day] of Object.entries(seeded)) {
+      const events = ["delivered", "failed"].map((outcome) => ({ rowId: newEventRowId(), worldId: world.id, producerId: `retention-${age}-${outcome}-${randomUUID()}`, type: "visitor.registered", occurredAt: day.at.toISOString() }));
+      const deliveries = events.map((e) => ({ id: newDeliveryId(day.at), endpointId: endpoint.id, worldId: world.id, type: e.type, body: Buffer.from(`{"age":"${age}"}`), event: { rowId: e.rowId, producerId: e.producerId } }));
+      const stored = await log.transaction((tx) => log.storeIntake({ events, deliveries }, day.at, tx));
+      expect(stored.created).toHaveLength(2);
+      await log.record([attemptOf(deliveries[0]!.id, endpoint.id, day.at, day.at, "delivered"), attemptOf(deliveries[1]!.id, endpoint.id, day.at, day.at, "failed")]);
+      day.deliveries.push(...deliveries.map((d) => d.id));
+      day.producerIds.push(...events.map((e) => e.producerId));
+    }
+    const statesOf = async (ids: string[]) => (await pool.query<{ delivery_id: string; status: string }>("SELECT delivery_id, status FROM delivery_states WHERE delivery_id = ANY($1::uuid[])", [ids])).rows;
+    const keysOf = async (producerIds: string[]) =>
+      (await pool.query<{ producer_id: string }>("SELECT producer_id FROM webhook_event_keys WHERE world_id = $1 AND producer_id = ANY($2::text[]) ORDER BY producer_id", [world.id, producerIds])).rows.map((r) => r.producer_id);
+    for (const day of Object.values(seeded)) {
+      expect(await statesOf(day.deliveries)).toEqual([{ delivery_id: day.deliveries[1], status: "failed" }]);
+      expect(await keysOf(day.producerIds)).toEqual([...day.producerIds].sort());
     }
 
     // Writers keep going while the expired day is detached and dropped.
@@ -95,7 +105,7 @@ describe("retention", () => {
       while (!stop) {
         const ids = Array.from({ length: 10 }, () => newDeliveryId());
         await log.create(ids.map((id) => ({ id, endpointId: endpoint.id, worldId: world.id, type: "visitor.registered", body: Buffer.from("{}") })));
-        await log.recordAttempts(ids.map((id) => attemptOf(id, endpoint.id, deliveryCreatedAt(id), new Date())));
+        await log.record(ids.map((id) => attemptOf(id, endpoint.id, deliveryCreatedAt(id), new Date())));
         written.push(...ids);
       }
     })().catch((err: unknown) => {
@@ -112,9 +122,8 @@ describe("retention", () => {
       );
     await wrote(20);
     const oldDay = utcDay(oldAt).replace(/-/g, "");
-    // The database is shared: another test file's worker may be running its own retention (a
-    // century kept) at this very moment. It holds the lock and this run then does nothing, as a
-    // second replica's would; ask again until this one has run.
+    // A run that finds the retention lock held (another replica's run) does nothing: ask again
+    // until this one has run.
     const retention = { retentionDays: 90, partitionsAheadDays: 7, now };
     const result = await eventually(`this test's retention run dropped the partitions of ${oldDay}`, async () => {
       const run = await runRetention(pool, retention);
@@ -126,11 +135,24 @@ describe("retention", () => {
     expect(writerFailure).toBeUndefined();
 
     expect(result.dropped.map((d) => d.partition)).toEqual(expect.arrayContaining(LOG_TABLES.map((t) => `${t}_p${oldDay}`)));
-    expect(await history.find(endpoint.id, seeded.old)).toBeNull();
-    expect(await history.find(endpoint.id, seeded.young)).toMatchObject({ id: seeded.young, status: "delivered" });
-    expect((await history.get(endpoint.id, seeded.young))!.attempts).toHaveLength(1);
-    const events = await pool.query<{ producer_id: string }>("SELECT producer_id FROM webhook_events WHERE world_id = $1", [world.id]);
-    expect(events.rows.map((r) => r.producer_id.split("-")[1])).toEqual(["young"]);
+    // The expired day is gone from every table: its deliveries and their attempts, the final
+    // state of the one that failed, its events and their keys.
+    for (const id of seeded.old.deliveries) expect(await history.find(endpoint.id, id)).toBeNull();
+    expect(await statesOf(seeded.old.deliveries)).toEqual([]);
+    expect(await keysOf(seeded.old.producerIds)).toEqual([]);
+    // The younger day is all there.
+    const [youngDelivered, youngFailed] = seeded.young.deliveries as [string, string];
+    expect(await history.find(endpoint.id, youngDelivered)).toMatchObject({ id: youngDelivered, status: "delivered", attemptCount: 1 });
+    expect(await history.find(endpoint.id, youngFailed)).toMatchObject({ id: youngFailed, status: "failed", attemptCount: 1 });
+    expect((await history.get(endpoint.id, youngDelivered))!.attempts).toHaveLength(1);
+    expect(await statesOf(seeded.young.deliveries)).toEqual([{ delivery_id: youngFailed, status: "failed" }]);
+    expect(await keysOf(seeded.young.producerIds)).toEqual([...seeded.young.producerIds].sort());
+    const events = await pool.query<{ producer_id: string }>("SELECT producer_id FROM webhook_events WHERE world_id = $1 ORDER BY producer_id", [world.id]);
+    expect(events.rows.map((r) => r.producer_id)).toEqual([...seeded.young.producerIds].sort());
+    // An expired event's id is no longer known: offered again, it is a new event; a younger one's is still a duplicate.
+    const again = [seeded.old.producerIds[0]!, seeded.young.producerIds[0]!].sort().map((producerId) => ({ rowId: newEventRowId(), worldId: world.id, producerId, type: "visitor.registered", occurredAt: now.toISOString() }));
+    const offered = await log.transaction((tx) => log.storeIntake({ events: again, deliveries: [] }, new Date(), tx));
+    expect(offered.fresh.map((e) => e.producerId)).toEqual([seeded.old.producerIds[0]]);
     // Every delivery written meanwhile is there with its attempt.
     const counts = await pool.query<{ deliveries: number; attempts: number }>(
       `SELECT (SELECT count(*)::int FROM webhook_deliveries WHERE id = ANY($1::uuid[])) AS deliveries,

@@ -50,7 +50,7 @@ describe("with ENDPOINT_URL_POLICY=public-https the worker refuses", () => {
     const world = await h.createWorld();
     const endpoint = await h.createEndpoint(world.id, { url });
     const deliveryId = await h.seedDelivery(endpoint);
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId } });
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ errorKind: "refused-by-policy", verdict: "rejected", responseStatus: null });
@@ -67,7 +67,7 @@ describe("with ENDPOINT_URL_POLICY=public-https a host without an address at sen
     const endpoint = await h.createEndpoint(world.id, { url: `https://${MISSING_HOST}/hook` });
     const deliveryId = await h.seedDelivery(endpoint);
     // RETRY_DELAYS=100ms: the first attempt and its one retry, then failed for lack of retries.
-    expect(await h.completion(deliveryId)).toBe("failed");
+    expect((await h.settled(endpoint.id, deliveryId)).status).toBe("failed");
     const attempts = await h.prisma.deliveryAttempt.findMany({ where: { deliveryId }, orderBy: { attemptNumber: "asc" } });
     expect(attempts).toHaveLength(2);
     for (const attempt of attempts) {

