@@ -201,8 +201,10 @@ export const CLAIM_DUE: Statement = {
  * delivery's fate decided: logs the attempt, deletes the state of a delivered delivery, moves a
  * retried or failed one on. Only a state still `pending` in the attempt's run moves: one skipped
  * while its attempt was in flight stays skipped (no catch-up after a re-enable), and one that a
- * Replay or recover put in a new run meanwhile stays due in it; either still counts the attempt
- * (its attempt count and last status), so the history's count matches the attempts it lists.
+ * Replay or recover put in a new run meanwhile stays due in it. A skipped or failed one still counts
+ * the attempt (its attempt count and last status), so the history's count matches the attempts it
+ * lists; a pending one of a newer run is not touched at all, not even locked: its drain may be
+ * claiming it right now, and a claim skips locked rows (it counts the attempts of its own run).
  * Every endpoint of the batch is locked first (sorted: the lock order shared with every disable
  * and deletion, endpoints before deliveries); an attempt whose endpoint is gone is left out. Returns each touched endpoint's consecutive failures afterwards.
  */
@@ -227,7 +229,7 @@ export const RECORD_ATTEMPTS: Statement = {
     RETURNING s.endpoint_id, s.created_at, t.becomes
   ), counted AS (
     UPDATE delivery_states s SET attempt_count = s.attempt_count + 1, last_status = t.response_status, updated_at = now()
-    FROM t WHERE s.delivery_id = t.delivery_id AND NOT (s.status = 'pending' AND s.run = t.run)
+    FROM t WHERE s.delivery_id = t.delivery_id AND s.status <> 'pending'
     RETURNING 1
   ), stats AS (${upsertStats(
     `SELECT endpoint_id, created_at, -1 AS p, 1 AS d, 0 AS f, 0 AS k FROM del
