@@ -3,6 +3,7 @@
  * deliveries queue with one drain worker each, and what every drain shares (the process's attempt
  * slots, the log's group commits, the endpoints' windows, the retry timers, the HTTP agents).
  */
+import { setMaxListeners } from "node:events";
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
 import type { DeliveryLog, EndpointStore } from "@vw/db";
@@ -105,6 +106,8 @@ export async function startDeliveries(options: DeliveriesPartOptions): Promise<D
     onError: (err, what) => logger.warn({ err: err as Error }, `${what} failed; its claim's lease brings the delivery back`),
   };
   const stopping = new AbortController();
+  // Every running drain listens on it (up to DRAINS_PER_SHARD per shard): not a leak.
+  setMaxListeners(0, stopping.signal);
   const workers = queues.shards.map((queue) => {
     const worker = createDrainsWorker({
       connection: options.connection,
