@@ -13,9 +13,7 @@
  * - every endpoint with pending deliveries is woken again within 60 s of T0 (the reconciler's rebuild);
  * - all of them arrive, each once per deliveryId on this quiet path (copies are counted), and
  *   none is left pending in PostgreSQL.
- * Printed too: the delivery rate afterwards. The third goal of the issue
- * (`pnpm bench delivery` at 70% or more of the raw ceiling with the reconciler running) is the
- * delivery benchmark's own: the reconciler runs in every worker.
+ * Printed too: the delivery rate afterwards.
  */
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
