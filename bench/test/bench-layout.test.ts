@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SRC = join(ROOT, "bench", "src");
 /** The benchmarks the repository promises (`pnpm bench <name>`). */
-const NAMES = ["auth-hook", "backlog", "delivery", "history", "map-storage", "members", "recovery", "soak"];
+const NAMES = ["auth-hook", "backlog", "delivery", "history", "map-storage", "members", "receivers", "recovery", "soak"];
 
 /** Every source file of the package (.ts and .mjs), tests aside. */
 function sources(dir: string): string[] {

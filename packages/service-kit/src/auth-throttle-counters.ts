@@ -44,6 +44,13 @@ end
 redis.call('HINCRBY', KEYS[1], 'inflight', 1)
 return {1, ttl, redis.call('HGET', KEYS[1], 'window')}`;
 
+// KEYS: counter. ARGV: max failures. Returns {1, ms left} when the client is blocked, {0, 0} otherwise.
+// Reads only: a remembered credential's check asks whether another replica blocked the client.
+export const BLOCKED_SCRIPT = `
+local f = tonumber(redis.call('HGET', KEYS[1], 'failures') or '0')
+if f >= tonumber(ARGV[1]) then return {1, redis.call('PTTL', KEYS[1])} end
+return {0, 0}`;
+
 // KEYS: counter. ARGV: the slot's window id, window ms, a fresh window id. Returns {failures, ms left}.
 // The window runs from the first failure. A slot whose window ended meanwhile opens or joins the
 // current one with its failure.
@@ -100,6 +107,12 @@ export class MemoryCounters {
     const c = { failures: 0, inFlight: 0, window: `m${(this.windows += 1)}`, resetAt: this.now() + this.windowMs };
     this.counters.set(id, c);
     return c;
+  }
+
+  /** When `id` is blocked (its failures reached the limit), when that ends; null otherwise. */
+  blockedUntil(id: string): number | null {
+    const c = this.current(id);
+    return c !== undefined && c.failures >= this.max ? c.resetAt : null;
   }
 
   reserve(id: string): Reservation {

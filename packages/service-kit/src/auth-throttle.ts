@@ -21,8 +21,9 @@
  * - A credential this client presented and that checked out (in this process, within
  *   {@link VERIFIED_TTL_MS}) is checked again without a slot: comparing a request's credential
  *   with one the same client has already proved it holds tells a guesser nothing, so the limit on
- *   guesses holds, and a busy legitimate client pays no round trip per request. Only a digest of
- *   it is kept. A throttled client is still refused first, whatever it presents; a remembered
+ *   guesses holds, and a busy legitimate client pays one read of its counter per request instead
+ *   of a slot's two scripts. Only a digest of it is kept. A throttled client is still refused
+ *   first, whatever it presents, also when another replica blocked it (that read); a remembered
  *   credential that fails (revoked since) is forgotten, and its next try takes a slot again.
  * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to the same
  *   counters in memory (the same limits, per replica) and logs one warning per outage; nobody is
@@ -32,7 +33,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import type { Request } from "express";
 import { LRUCache } from "lru-cache";
-import { FAIL_SCRIPT, LocalGate, MemoryCounters, RELEASE_SCRIPT, RESERVE_SCRIPT, type FailureCount, type Reservation, type Slot } from "./auth-throttle-counters.js";
+import { BLOCKED_SCRIPT, FAIL_SCRIPT, LocalGate, MemoryCounters, RELEASE_SCRIPT, RESERVE_SCRIPT, type FailureCount, type Reservation, type Slot } from "./auth-throttle-counters.js";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -114,6 +115,8 @@ export class AuthThrottle {
     this.refuseIfBlocked(id);
     const known = credential === undefined ? undefined : createHash("sha256").update(id).update("\0").update(credential).digest("base64");
     if (known !== undefined && this.verified.get(known) === true) {
+      // No slot, but a block decided on another replica holds here too (one read, no script write).
+      await this.refuseIfBlockedElsewhere(id);
       try {
         return await check();
       } catch (err) {
@@ -163,6 +166,15 @@ export class AuthThrottle {
     if (blockedUntil === undefined) return;
     if (blockedUntil > this.now()) throw this.tooMany(blockedUntil);
     this.blocked.delete(id);
+  }
+
+  /** 429 when the client's shared counter (Redis, or this process's during an outage) says it is blocked. */
+  private async refuseIfBlockedElsewhere(id: string): Promise<void> {
+    const answer = await this.redisCall(BLOCKED_SCRIPT, id, String(this.options.maxFailures));
+    const resetAt = answer === null ? this.memory.blockedUntil(id) : Number(answer[0]) === 1 ? this.now() + Math.max(0, Number(answer[1])) : null;
+    if (resetAt === null) return;
+    this.blocked.set(id, resetAt);
+    throw this.tooMany(resetAt);
   }
 
   /** A slot for one check of `id`, waiting while every free slot is in flight; 429 once blocked. */
