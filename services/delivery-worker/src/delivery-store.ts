@@ -95,7 +95,17 @@ export class DeliveryStore {
 
   /** Gives claims back unattempted (the worker is closing): the next drain takes them at once. */
   async release(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    await this.log.releaseClaims(deliveries.map((d) => d.deliveryId));
+    await this.log.releaseClaims(deliveries);
+  }
+
+  /**
+   * Renews the claim of a delivery about to be sent whose lease runs short (it waited in its
+   * drain behind a throttle or a stalled process): resolves with the renewed delivery, or null when
+   * the claim expired and another drain took it (then it is theirs to send, not this drain's).
+   */
+  async renew(delivery: ClaimedDelivery): Promise<ClaimedDelivery | null> {
+    const renewed = (await this.log.renewClaims([delivery], this.options.leaseMs)).get(delivery.deliveryId);
+    return renewed === undefined ? null : { ...delivery, ...renewed };
   }
 
   /** One claim statement for several drains; two requests for one endpoint share its rows' first taker. */

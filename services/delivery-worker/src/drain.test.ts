@@ -46,13 +46,16 @@ class FakeStore {
   readonly recorded: AttemptApplication[] = [];
   readonly skipped: string[] = [];
   readonly released: string[] = [];
+  /** Claims renewed; those in `lost` had expired and were taken by another drain. */
+  readonly renewed: string[] = [];
+  readonly lost = new Set<string>();
   /** Consecutive failures the log answers after each write that changes them. */
   failures = 0;
   /** How long a write takes (a group commit is a round trip to PostgreSQL); 0: a microtask. */
   writeMs = 0;
   private next = 0;
 
-  add(n: number, options: { enabled?: boolean } = {}): string[] {
+  add(n: number, options: { enabled?: boolean; leaseLeftMs?: number } = {}): string[] {
     const ids: string[] = [];
     for (let i = 0; i < n; i += 1) {
       this.next += 1;
@@ -69,6 +72,8 @@ class FakeStore {
         body: Buffer.from(JSON.stringify({ deliveryId })),
         test: false,
         trace: null,
+        claimedUntil: new Date(Date.now() + (options.leaseLeftMs ?? 60_000)),
+        lease: "lease-1",
         endpoint: { url: receiver.url, enabled: options.enabled ?? true, secretSealed: null, rateLimitPerSecond: null, headersSealed: null },
       });
     }
@@ -91,6 +96,10 @@ class FakeStore {
       },
       skip: async (deliveries: readonly ClaimedDelivery[]) => void this.skipped.push(...deliveries.map((d) => d.deliveryId)),
       release: async (deliveries: readonly ClaimedDelivery[]) => void this.released.push(...deliveries.map((d) => d.deliveryId)),
+      renew: async (delivery: ClaimedDelivery) => {
+        this.renewed.push(delivery.deliveryId);
+        return this.lost.has(delivery.deliveryId) ? null : { ...delivery, claimedUntil: new Date(Date.now() + 60_000), lease: "lease-2" };
+      },
     } as unknown as DeliveryStore;
   }
 }
@@ -277,6 +286,18 @@ describe("a drain", () => {
     expect(await drainUntilIdle(f)).toBe("drained");
     expect(f.store.recorded[0]!.attempt).toMatchObject({ attemptNumber: 3, trigger: "retry", verdict: "delivered" });
     expect(receiver.received[0]!.headers["webhook-id"]).toBe(f.store.recorded[0]!.attempt.deliveryId);
+  });
+
+  it("renews a claim whose lease runs short before sending it, and sends nothing whose claim another drain took meanwhile", async () => {
+    const f = fixture({ window: 2 });
+    const fresh = f.store.add(1);
+    const short = f.store.add(3, { leaseLeftMs: 1_000 });
+    f.store.lost.add(short[1]!);
+    expect(await drainUntilIdle(f)).toBe("drained");
+    expect(f.store.renewed.sort()).toEqual([...short].sort());
+    const sent = receiver.received.map((r) => r.headers["webhook-id"]);
+    expect(sent.sort()).toEqual([fresh[0]!, short[0]!, short[2]!].sort());
+    expect(f.store.recorded.map((a) => a.attempt.deliveryId).sort()).toEqual([fresh[0]!, short[0]!, short[2]!].sort());
   });
 
   it("stops at a 410: the endpoint is disabled once, and nothing more is sent", async () => {

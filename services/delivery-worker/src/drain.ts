@@ -160,6 +160,20 @@ class Drain {
       if (startAt > t) await sleep(startAt - t);
     }
     const release = await this.deps.attempts.take();
+    // A claim whose lease runs short (it waited behind the throttle, or the process stalled) is
+    // renewed before it is sent; one that expired and was taken again is the other drain's.
+    if (delivery.claimedUntil.getTime() - Date.now() < this.deps.timeoutMs * 2) {
+      const renewed = await this.deps.store.renew(delivery).catch((err: unknown) => {
+        this.deps.onError(err, "renewing a claim");
+        return null;
+      });
+      if (renewed === null) {
+        release();
+        this.more = true;
+        return;
+      }
+      delivery = renewed;
+    }
     this.window.started();
     const attempt: Promise<void> = this.attempt(delivery, release)
       .catch((err: unknown) => {

@@ -501,8 +501,18 @@ describe("DeliveryLog.claim", () => {
     expect(await log.claim([{ endpointId, limit: 10 }], 60_000)).toEqual([]);
     // A retry due later is not claimed until then.
     await log.record([application(ds[0]!, 1, 5, "retry", "pending", 503)]);
-    await log.releaseClaims([ds[1]!.id]);
-    expect((await log.claim([{ endpointId, limit: 10 }], 60_000)).map((c) => c.deliveryId)).toEqual([ds[1]!.id]);
+    const held = first.filter((c) => c.deliveryId === ds[1]!.id);
+    await log.releaseClaims(held);
+    const again = await log.claim([{ endpointId, limit: 10 }], 60_000);
+    expect(again.map((c) => c.deliveryId)).toEqual([ds[1]!.id]);
+    // The old lease is no longer this claim's: releasing or renewing with it changes nothing.
+    await log.releaseClaims(held);
+    expect(await log.claim([{ endpointId, limit: 10 }], 60_000)).toEqual([]);
+    expect((await log.renewClaims(held, 60_000)).size).toBe(0);
+    // Its holder renews it, and its lease moves on.
+    const renewed = (await log.renewClaims(again, 120_000)).get(ds[1]!.id);
+    expect(renewed?.claimedUntil.getTime()).toBeGreaterThan(again[0]!.claimedUntil.getTime());
+    expect(renewed?.lease).not.toBe(again[0]!.lease);
     expect((await log.dueEndpoints()).find((e) => e.endpointId === endpointId)).toBeDefined();
   });
 

@@ -59,6 +59,8 @@ interface ClaimRow {
   body: Buffer | Uint8Array;
   test: boolean;
   trace: string | null;
+  claimed_until: Date;
+  lease: string;
   url: string;
   enabled: boolean;
   secret_sealed: string | null;
@@ -162,6 +164,8 @@ export class DeliveryLog {
       body: Buffer.from(row.body),
       test: row.test,
       trace: row.trace,
+      claimedUntil: new Date(row.claimed_until),
+      lease: row.lease,
       endpoint: { url: row.url, enabled: row.enabled, secretSealed: row.secret_sealed, rateLimitPerSecond: row.rate_limit_per_second, headersSealed: row.headers_sealed },
     }));
   }
@@ -231,9 +235,23 @@ export class DeliveryLog {
   }
 
   /** Gives back claims (a worker shutting down with claims it will not attempt). */
-  async releaseClaims(deliveryIds: readonly string[]): Promise<void> {
-    if (deliveryIds.length === 0) return;
-    await this.db.query(sql.RELEASE_CLAIMS, [[...deliveryIds]]);
+  async releaseClaims(claims: readonly Pick<ClaimedDelivery, "deliveryId" | "lease">[]): Promise<void> {
+    if (claims.length === 0) return;
+    await this.db.query(sql.RELEASE_CLAIMS, [claims.map((c) => c.deliveryId), claims.map((c) => c.lease)]);
+  }
+
+  /**
+   * Renews claims still held with their lease for `leaseMs` more; resolves with the new lease of
+   * each renewed one (a claim that expired and was taken again by another drain is left out).
+   */
+  async renewClaims(claims: readonly Pick<ClaimedDelivery, "deliveryId" | "lease">[], leaseMs: number): Promise<Map<string, { claimedUntil: Date; lease: string }>> {
+    if (claims.length === 0) return new Map();
+    const rows = await this.db.query<{ delivery_id: string; claimed_until: Date; lease: string }>(sql.RENEW_CLAIMS, [
+      claims.map((c) => c.deliveryId),
+      claims.map((c) => c.lease),
+      Math.ceil(leaseMs),
+    ]);
+    return new Map(rows.map((row) => [row.delivery_id, { claimedUntil: new Date(row.claimed_until), lease: row.lease }]));
   }
 
   /**

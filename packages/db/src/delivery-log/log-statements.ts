@@ -187,8 +187,9 @@ export const CLAIM_DUE: Statement = {
   ), u AS (
     UPDATE delivery_states s SET claimed_until = now() + make_interval(secs => $3::int / 1000.0)
     FROM c WHERE s.delivery_id = c.delivery_id
-    RETURNING s.delivery_id, s.created_at, s.endpoint_id, s.due_at, s.run, s.run_attempts, s.attempt_count, s.body, s.test, s.trace)
+    RETURNING s.delivery_id, s.created_at, s.endpoint_id, s.due_at, s.run, s.run_attempts, s.attempt_count, s.body, s.test, s.trace, s.claimed_until)
   SELECT u.delivery_id, u.created_at, u.endpoint_id, u.due_at, u.run, u.run_attempts, u.attempt_count, u.body, u.test, u.trace,
+         u.claimed_until, u.claimed_until::text AS lease,
          e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second, e.headers_sealed
   FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
 };
@@ -310,10 +311,28 @@ export const CREATION_TIMES: Statement = {
   text: `SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($2::uuid[]) AND endpoint_id = $1::uuid`,
 };
 
-/** $1 delivery ids: claims given back (a worker shutting down), so another drain takes them at once. */
+/**
+ * $1 delivery ids, $2 the leases they were claimed with (`claimed_until` as text, exact): claims
+ * given back (a worker shutting down), so another drain takes them at once. Only a claim still held
+ * with that lease: one that expired and was claimed again belongs to its new holder.
+ */
 export const RELEASE_CLAIMS: Statement = {
   name: "dl2-release-claims",
-  text: `UPDATE delivery_states SET claimed_until = NULL WHERE delivery_id = ANY($1::uuid[]) AND status = 'pending'`,
+  text: `UPDATE delivery_states s SET claimed_until = NULL FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)
+    WHERE s.delivery_id = k.id AND s.claimed_until = k.lease AND s.status = 'pending'`,
+};
+
+/**
+ * $1 delivery ids, $2 the leases they were claimed with, $3 a new lease in ms: renews the claims
+ * still held with those leases (a drain about to send a delivery whose lease runs short). Returns
+ * the ones renewed with their new lease; a claim that expired and was taken again is not.
+ */
+export const RENEW_CLAIMS: Statement = {
+  name: "dl2-renew-claims",
+  text: `UPDATE delivery_states s SET claimed_until = now() + make_interval(secs => $3::int / 1000.0)
+    FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)
+    WHERE s.delivery_id = k.id AND s.claimed_until = k.lease AND s.status = 'pending'
+    RETURNING s.delivery_id, s.claimed_until, s.claimed_until::text AS lease`,
 };
 
 /**

@@ -82,6 +82,10 @@ export interface ClaimedDelivery {
   test: boolean;
   /** The intake's trace context (W3C traceparent) when tracing was on. */
   trace: string | null;
+  /** Until when the claim holds it (no other drain takes it before). */
+  claimedUntil: Date;
+  /** That time exactly as PostgreSQL holds it: what a release or renewal of this claim names. */
+  lease: string;
   endpoint: {
     url: string;
     enabled: boolean;

@@ -115,7 +115,8 @@ function hotPath(): { statement: Statement; params: unknown[]; touches: string[]
       touches: ["webhook_deliveries", "delivery_states", "delivery_attempts"],
     },
     { statement: sql.SKIP_DELIVERIES, params: [ids], touches: ["delivery_states"] },
-    { statement: sql.RELEASE_CLAIMS, params: [ids], touches: ["delivery_states"] },
+    { statement: sql.RELEASE_CLAIMS, params: [ids, times], touches: ["delivery_states"] },
+    { statement: sql.RENEW_CLAIMS, params: [ids, times, 60_000], touches: ["delivery_states"] },
     { statement: sql.DUE_ENDPOINTS, params: [], touches: ["delivery_states"] },
   ];
 }
