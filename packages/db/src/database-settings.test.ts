@@ -1,3 +1,4 @@
+import { describe, expect, it } from "@jest/globals";
 import { readDatabaseSettings, type DatabaseEnvReader } from "./database-settings.js";
 
 /** The few EnvReader methods readDatabaseSettings uses, over a plain object (service-kit's reader behaves alike). */
