@@ -81,8 +81,20 @@ export interface PgPoolOptions {
 export function createPgPool(target: DatabaseTarget, opts: PgPoolOptions = {}): PgPool {
   const { config, Client } = poolBase(target, pg.Client);
   const pool = new pg.Pool({ ...config, Client, ...(opts.max !== undefined ? { max: opts.max } : {}) });
+  if (typeof target !== "string") poolSettings.set(pool, target);
   pool.on("error", (err: Error) => opts.onIdleError?.(err));
   return pool;
+}
+
+const poolSettings = new WeakMap<pg.Pool, DatabaseSettings>();
+
+/**
+ * The {@link DatabaseSettings} `pool` was built from by {@link createPgPool}, if any: how an owner
+ * handed only the pool (the delivery log's partitions) learns that a transaction pooler is in
+ * front, and where PostgreSQL itself is.
+ */
+export function databaseSettingsOf(pool: pg.Pool): DatabaseSettings | undefined {
+  return poolSettings.get(pool);
 }
 
 /**
