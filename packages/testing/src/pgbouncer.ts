@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { connect } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { eventually, GiveUp } from "./eventually.js";
 import { childExited, removeDir, tail, trackDir, trackPid, untrackPid } from "./owned-processes.js";
 import { freePort } from "./processes.js";
@@ -36,6 +37,11 @@ export interface PgBouncer {
   urlFor(url: string): string;
   /** Its log so far. */
   log(): string;
+  /**
+   * The client connections it holds now (its admin console's `SHOW CLIENTS`): which process
+   * (`application_name`) is connected to which database through it.
+   */
+  clients(): Promise<{ database: string; applicationName: string }[]>;
   /** Kills PgBouncer (SIGKILL): every client connection breaks, its port refuses new ones until {@link restart}. */
   kill9(): Promise<void>;
   /** Starts it again on the same port with the same configuration (killing it first if it runs). */
@@ -69,6 +75,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
     `listen_port = ${port}`,
     "unix_socket_dir =",
     "auth_type = trust",
+    `admin_users = ${user}`,
     `auth_file = ${join(dir, "userlist.txt")}`,
     "pool_mode = transaction",
     "max_client_conn = 1000",
@@ -110,6 +117,16 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
       return u.toString();
     },
     log: readLog,
+    clients: async () => {
+      const admin = new pg.Client({ host: "127.0.0.1", port, user, database: "pgbouncer" });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query<{ database: string; application_name: string }>("SHOW CLIENTS");
+        return rows.map((row) => ({ database: row.database, applicationName: row.application_name }));
+      } finally {
+        await admin.end();
+      }
+    },
     kill9: kill,
     restart: async () => {
       await kill();
