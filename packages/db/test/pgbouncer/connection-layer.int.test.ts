@@ -150,6 +150,31 @@ describe("through a transaction-pooling PgBouncer", () => {
   });
 });
 
+describe("without a pooler", () => {
+  it("a pool from settings keeps the hot paths' named prepared statements, and names its connections", async () => {
+    const problems: string[] = [];
+    const settings = readDatabaseSettings(
+      { url: () => db.url, optionalString: () => undefined, int: (_n, fallback) => fallback, problem: (m) => problems.push(m) },
+      { service: "direct-test", defaultPoolMax: 1 },
+    );
+    expect({ problems, pgbouncer: settings.pgbouncer }).toEqual({ problems: [], pgbouncer: false });
+    const pool = createPgPool(settings, { max: 1 });
+    try {
+      const runner = pgRunner(pool);
+      const name = `kept-${randomBytes(3).toString("hex")}`;
+      await runner.query({ name, text: "SELECT 1 AS one" }, []);
+      // One connection: the statement prepared above is in this session's catalogue.
+      const rows = await runner.query<{ name: string; app: string }>(
+        { name: "kept-check", text: "SELECT name, current_setting('application_name') AS app FROM pg_prepared_statements WHERE name = $1" },
+        [name],
+      );
+      expect(rows).toEqual([{ name, app: "direct-test" }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 describe("migrations", () => {
   let fresh: { name: string; url: string } | undefined;
   afterAll(async () => {
