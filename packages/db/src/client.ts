@@ -1,7 +1,25 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client.js";
-import { CatalogTolerantClient } from "./pg-compat.js";
+import type { DatabaseSettings } from "./database-settings.js";
+import { CatalogTolerantClient, withoutStatementNames } from "./pg-compat.js";
+
+/**
+ * Where a pool connects: a bare URL (as in tests and tools), or a service's
+ * {@link DatabaseSettings}, which add `application_name` and the PgBouncer mode.
+ */
+export type DatabaseTarget = string | DatabaseSettings;
+
+/** The pg options common to every pool of `target`, and the client class its connections use. */
+function poolBase(target: DatabaseTarget, base: typeof pg.Client): { config: pg.PoolConfig; Client: typeof pg.Client } {
+  if (typeof target === "string") return { config: { connectionString: target }, Client: base };
+  return {
+    config: { connectionString: target.url, application_name: target.applicationName },
+    // Behind a transaction-pooling PgBouncer, consecutive statements may run on different server
+    // connections: a statement prepared on one is unknown on the next.
+    Client: target.pgbouncer ? withoutStatementNames(base) : base,
+  };
+}
 
 /** Options of {@link createPrismaClient}. */
 export interface PrismaClientOptions {
@@ -12,14 +30,18 @@ export interface PrismaClientOptions {
 /**
  * Builds the Prisma client of one process. It reaches PostgreSQL through `pg` and the
  * @prisma/adapter-pg driver adapter (no native query engine is used or downloaded).
- * `databaseUrl` is a `postgresql://` URL; pg reads `sslmode` and the other libpq parameters in it.
+ * `target` is a `postgresql://` URL (pg reads `sslmode` and the other libpq parameters in it) or a
+ * service's {@link DatabaseSettings}: then every connection carries its `application_name`.
  * Create one per process in `main.ts` and `$disconnect()` it on shutdown.
  */
-export function createPrismaClient(databaseUrl: string, opts: PrismaClientOptions = {}): PrismaClient {
+export function createPrismaClient(target: DatabaseTarget, opts: PrismaClientOptions = {}): PrismaClient {
+  // CatalogTolerantClient lets raw queries read `name` columns of the catalogs (see pg-compat.ts).
+  // The adapter sends unnamed statements already; in PgBouncer mode its client is made to drop
+  // names all the same, so that no later adapter version can prepare one by surprise.
+  const { config, Client } = poolBase(target, CatalogTolerantClient);
   const adapter = new PrismaPg({
-    connectionString: databaseUrl,
-    // Lets raw queries read `name` columns of the catalogs (see pg-compat.ts).
-    Client: CatalogTolerantClient,
+    ...config,
+    Client,
     ...(opts.max !== undefined ? { max: opts.max } : {}),
   });
   return new PrismaClient({ adapter });
@@ -50,11 +72,29 @@ export interface PgPoolOptions {
  * throughput-critical path: a raw query through Prisma 6 is compiled by its query compiler on
  * every call, where pg sends a named prepared statement that PostgreSQL parses and plans once per
  * connection. Everything else goes through Prisma. `end()` it on shutdown.
+ *
+ * With {@link DatabaseSettings} whose `pgbouncer` is set, the pool's connections drop the `name`
+ * of every statement (pg then sends an unnamed one, parsed and planned each time): a transaction
+ * pooler does not keep a prepared statement from one transaction to the next. Without a pooler,
+ * statements stay named and the hot paths keep their plans.
  */
-export function createPgPool(databaseUrl: string, opts: PgPoolOptions = {}): PgPool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, ...(opts.max !== undefined ? { max: opts.max } : {}) });
+export function createPgPool(target: DatabaseTarget, opts: PgPoolOptions = {}): PgPool {
+  const { config, Client } = poolBase(target, pg.Client);
+  const pool = new pg.Pool({ ...config, Client, ...(opts.max !== undefined ? { max: opts.max } : {}) });
+  if (typeof target !== "string") poolSettings.set(pool, target);
   pool.on("error", (err: Error) => opts.onIdleError?.(err));
   return pool;
+}
+
+const poolSettings = new WeakMap<pg.Pool, DatabaseSettings>();
+
+/**
+ * The {@link DatabaseSettings} `pool` was built from by {@link createPgPool}, if any: how an owner
+ * handed only the pool (the delivery log's partitions) learns that a transaction pooler is in
+ * front, and where PostgreSQL itself is.
+ */
+export function databaseSettingsOf(pool: pg.Pool): DatabaseSettings | undefined {
+  return poolSettings.get(pool);
 }
 
 /**
@@ -88,9 +128,12 @@ export type PgClient = pg.Client;
 export type PgNotification = pg.Notification;
 
 /**
- * One dedicated, not yet connected `pg` connection on the same URL, with TCP keep-alive: for a
- * session that must stay open, such as LISTEN. Attach `error` and `end` listeners before `connect()`.
+ * One dedicated, not yet connected `pg` connection with TCP keep-alive: for a session that must
+ * stay open, such as LISTEN. With {@link DatabaseSettings} it goes to `directUrl` (PostgreSQL
+ * itself: a transaction pooler cannot hold a LISTEN) and carries `application_name`.
+ * Attach `error` and `end` listeners before `connect()`.
  */
-export function createPgClient(databaseUrl: string): PgClient {
-  return new pg.Client({ connectionString: databaseUrl, keepAlive: true });
+export function createPgClient(target: DatabaseTarget): PgClient {
+  if (typeof target === "string") return new pg.Client({ connectionString: target, keepAlive: true });
+  return new pg.Client({ connectionString: target.directUrl, application_name: target.applicationName, keepAlive: true });
 }

@@ -16,7 +16,9 @@ export {
   type PgPool,
   type PgPoolOptions,
   type PrismaClientOptions,
+  type DatabaseTarget,
 } from "./client.js";
+export { readDatabaseSettings, type DatabaseSettings, type DatabaseSettingsOptions, type DatabaseEnvReader } from "./database-settings.js";
 export { generateApiKey, hashApiKey, API_KEY_PREFIX, API_KEY_DISPLAY_PREFIX_LENGTH, type GeneratedApiKey } from "./api-keys.js";
 export { ApiKeyStore, type ApiKeyPrincipal } from "./api-key-store.js";
 export {

@@ -41,3 +41,38 @@ export function connectionFieldsFromUrl(databaseUrl: string): pg.ClientConfig {
   if (sslmode && sslmode !== "disable") config.ssl = { rejectUnauthorized: sslmode === "verify-full" };
   return config;
 }
+
+const unnamedClasses = new WeakMap<typeof pg.Client, typeof pg.Client>();
+
+/**
+ * A subclass of `base` whose `query` drops the `name` of a query config, so pg sends an unnamed
+ * statement (Parse, Bind and Execute in one round trip, the plan not kept). For connections through
+ * a transaction-pooling PgBouncer (1.18, Debian's, keeps no prepared statement across transactions):
+ * a named statement prepared on one server connection fails with "prepared statement does not
+ * exist" on the next. Query objects that submit themselves (cursors, streams) pass unchanged.
+ */
+export function withoutStatementNames(base: typeof pg.Client): typeof pg.Client {
+  const known = unnamedClasses.get(base);
+  if (known) return known;
+  const baseQuery = base.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
+  class UnnamedStatementClient extends base {}
+  (UnnamedStatementClient.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function query(
+    this: pg.Client,
+    config: unknown,
+    ...rest: unknown[]
+  ): unknown {
+    if (isNamedConfig(config)) {
+      const { name: _name, ...unnamed } = config;
+      return baseQuery.call(this, unnamed, ...rest);
+    }
+    return baseQuery.call(this, config, ...rest);
+  };
+  unnamedClasses.set(base, UnnamedStatementClient);
+  return UnnamedStatementClient;
+}
+
+function isNamedConfig(config: unknown): config is { name: string } & Record<string, unknown> {
+  if (config === null || typeof config !== "object") return false;
+  const c = config as { name?: unknown; submit?: unknown };
+  return typeof c.submit !== "function" && c.name !== undefined;
+}

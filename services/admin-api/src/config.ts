@@ -1,4 +1,5 @@
 import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
+import { readDatabaseSettings } from "@vw/db/settings";
 import { readQueueShards } from "@vw/queues";
 import {
   parseEnv,
@@ -41,7 +42,8 @@ export function loadConfig(env: Env) {
     if (deliveryProxy.problem !== null) r.problem(deliveryProxy.problem);
     return {
       ...common,
-      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
+      database: readDatabaseSettings(r, { service: "admin-api", defaultPoolMax: 10 }),
       /** Bearer token of every `/admin/v1` request. */
       adminToken,
       /** Public address of map-storage; a world's files live under `<this>/<org>/<world>`. */

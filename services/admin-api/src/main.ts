@@ -14,7 +14,7 @@ const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 // OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
 const tracing = await startTracing(config.tracing, "admin-api", logger);
-const prisma = createPrismaClient(config.databaseUrl);
+const prisma = createPrismaClient(config.database);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redis, "producer");
 const deliveryQueue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
@@ -25,7 +25,7 @@ const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPr
 recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy, { proxy: config.deliveryProxy });
 // The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
-const membersPool = createPgPool(config.databaseUrl, {
+const membersPool = createPgPool(config.database, {
   max: 4,
   onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
 });

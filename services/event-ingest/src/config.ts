@@ -1,5 +1,6 @@
 import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
 import { readQueueShards } from "@vw/queues";
+import { readDatabaseSettings } from "@vw/db/settings";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
@@ -42,7 +43,8 @@ export function loadConfig(env: Env) {
     }
     return {
       ...common,
-      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
+      database: readDatabaseSettings(r, { service: "event-ingest", defaultPoolMax: 10 }),
       /** REDIS_URL (`redis://host:6379/3` selects database 3), or Sentinel, or Cluster: see readRedisTopology. */
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`, trailing colons dropped); the worker's must match. */

@@ -32,7 +32,7 @@ const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 // OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
 const tracing = await startTracing(config.tracing, "event-ingest", logger);
-const prisma = createPrismaClient(config.databaseUrl);
+const prisma = createPrismaClient(config.database);
 const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
 // failure as a 503, and the log gets one line when Redis goes and one when it is back.
@@ -49,14 +49,14 @@ if (config.endpointUrlPolicy === "any") {
   );
 }
 // The auth hook's two statements (world and endpoints, history) run as prepared statements on their own small pool.
-const hookPool = createPgPool(config.databaseUrl, {
+const hookPool = createPgPool(config.database, {
   max: 4,
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "auth hook pool" }),
 });
 hookPool.on("connect", () => dependencyStatus(logger, "postgresql").up());
 // Worlds and their auth endpoints, cached while a LISTEN connection reports every change.
 const hookCache = new WorldSettingsCache<HookTarget>();
-const hookCacheListener = new WorldSettingsListener(config.databaseUrl, hookCache, logger);
+const hookCacheListener = new WorldSettingsListener(config.database, hookCache, logger);
 await hookCacheListener.start();
 const metrics = createServiceMetrics("event-ingest");
 const deferredDropped = new Counter({
@@ -76,7 +76,7 @@ const authHook = new AuthHookService(hookPool, {
 });
 
 // The event intake's statements (ingest.service.ts), as prepared statements on a pool of their own.
-const intakePool = createPgPool(config.databaseUrl, {
+const intakePool = createPgPool(config.database, {
   max: 10,
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "intake pool" }),
 });
