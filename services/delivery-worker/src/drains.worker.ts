@@ -51,7 +51,7 @@ export type DrainJobResult = DrainEnd | "woken";
 /** Processes one job of the deliveries queue; exported for tests that drive jobs directly. */
 export async function processDrainJob(job: Job, token: string | undefined, options: DrainsWorkerOptions): Promise<DrainJobResult> {
   // Only today's layout: a job of another name (one job per delivery, `deliver.v1`, of an earlier
-  // version) fails for good and is removed; the upgrade's `upgrade-queues` step removes them all
+  // version) fails for good, never retried; the upgrade's `upgrade-queues` step removes them all
   // beforehand, and PostgreSQL holds the deliveries they stood for (upgrade-queues.ts).
   if (job.name !== JOB_NAMES.drain) throw new UnrecoverableError(`job ${job.name} is not of this version's layout (run upgrade-queues once when upgrading)`);
   const { endpointId } = jobPayload(JOB_NAMES.drain, validateDrainJob, job.data);
