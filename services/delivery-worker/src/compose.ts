@@ -4,7 +4,8 @@
  *
  * 1. the shard layout of the deliveries queue and its drain signals (shards.part.ts);
  * 2. the other queues' parts: mail (notifications.part.ts), retention (maintenance.part.ts),
- *    recoveries (recoveries.part.ts), the analytics flush (analytics.part.ts);
+ *    recoveries (recoveries.part.ts), the analytics flush (analytics.part.ts), closed together
+ *    (none uses another);
  * 3. the deliveries: a drain worker per shard, the dependency gate (deliveries.part.ts);
  * 4. the reconciler's sweeps (reconciler.part.ts);
  * 5. the metrics read at each scrape and the gauge timer (metrics.part.ts).
@@ -180,6 +181,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
         jobBoundMs,
       }),
     );
+    parts.closeTogether("other queues", 4);
     const deliveries = parts.add(
       await startDeliveries({
         ...options,

@@ -28,6 +28,21 @@ export class Parts {
   }
 
   /**
+   * Makes the last `count` parts started close together, at their turn: parts that use none of one
+   * another, so the shutdown waits for the slowest of them, not for their sum (each close is bounded,
+   * and after a Redis outage BullMQ's close may take its whole bound: see bounded-close.ts).
+   */
+  closeTogether(name: string, count: number): void {
+    const group = this.started.splice(this.started.length - count, count);
+    this.started.push({
+      name,
+      close: async () => {
+        await Promise.all(group.map((part) => part.close().catch((err: unknown) => this.logger.error({ err: err as Error, part: part.name }, "closing a part of the worker failed"))));
+      },
+    });
+  }
+
+  /**
    * Closes every part, last started first. A part whose close fails is logged and the others are
    * still closed (each holds what only it can release).
    */
