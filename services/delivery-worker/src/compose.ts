@@ -1,27 +1,39 @@
 /**
  * The worker process, from plain options: the owners of the tables it writes (built once over its
- * `pg` pool), and its parts, each started and closed by its own module: the deliveries
- * (deliveries.part.ts: the drains of every shard), the reconciler, and the workers of the other
- * queues (mails, retention, the analytics flush, recoveries). `main.ts` passes the configuration;
- * integration tests call it in-process with their own prefix, schedule and mail transport.
+ * `pg` pool), then its parts (part.ts), each started and closed by its own module, in this order:
+ *
+ * 1. the shard layout of the deliveries queue and its drain signals (shards.part.ts);
+ * 2. the other queues' parts: mail (notifications.part.ts), retention (maintenance.part.ts),
+ *    recoveries (recoveries.part.ts), the analytics flush (analytics.part.ts), closed together
+ *    (none uses another);
+ * 3. the deliveries: a drain worker per shard, the dependency gate (deliveries.part.ts);
+ * 4. the reconciler's sweeps (reconciler.part.ts);
+ * 5. the metrics read at each scrape and the gauge timer (metrics.part.ts).
+ *
+ * Closing goes the other way: the sweeps stop, the drains end their attempts, the other queues'
+ * jobs in flight end, and the shard queues everyone woke through close last. `main.ts` passes the
+ * configuration; integration tests call it in-process with their own prefix, schedule and mail
+ * transport.
  */
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
-import { DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, LogPartitions, pgRunner, type PgPool, type SqlRunner } from "@vw/db";
-import { DEFAULT_QUEUE_SHARDS, QUEUE_NAMES, openQueue, type RedisClient } from "@vw/queues";
-import { createServiceMetrics, redisClientErrorListener, type Logger, type ServiceMetrics } from "@vw/service-kit";
+import { DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, pgRunner, type PgPool, type SqlRunner } from "@vw/db";
+import { DEFAULT_QUEUE_SHARDS, type QUEUE_NAMES, type RedisClient } from "@vw/queues";
+import { createServiceMetrics, type Logger, type ServiceMetrics } from "@vw/service-kit";
 import type { DeliveryProxy, EndpointUrlPolicy, SecretBox } from "@vw/webhook-core";
-import type { AnalyticsFlushDeps } from "./analytics-flush.js";
-import { createAnalyticsWorker, scheduleAnalyticsFlush } from "./analytics.worker.js";
-import { closeWithin } from "./bounded-close.js";
+import { startAnalytics } from "./analytics.part.js";
 import { startDeliveries, type DeliveriesPart } from "./deliveries.part.js";
-import { DependencyGate } from "./dependency-gate.js";
-import { EndpointDisabledMailer, type MailTransport } from "./mailer.js";
-import { createMaintenanceWorker, scheduleRetention } from "./maintenance.worker.js";
-import { WorkerMetrics, backlogOf } from "./metrics.js";
-import { createNotificationsWorker } from "./notifications.worker.js";
-import { Reconciler } from "./reconciler.js";
-import { createRecoveriesWorker } from "./recoveries.worker.js";
+import type { DependencyGate } from "./dependency-gate.js";
+import { startMaintenance } from "./maintenance.part.js";
+import type { MailTransport } from "./mailer.js";
+import { startMetricsWatch } from "./metrics.part.js";
+import { WorkerMetrics } from "./metrics.js";
+import { startNotifications } from "./notifications.part.js";
+import { Parts } from "./part.js";
+import type { Reconciler } from "./reconciler.js";
+import { startReconciler } from "./reconciler.part.js";
+import { startRecoveries } from "./recoveries.part.js";
+import { startShards } from "./shards.part.js";
 
 /** What the worker process is made of. */
 export interface DeliveryWorkerOptions {
@@ -107,116 +119,106 @@ export interface DeliveryWorker {
   reconciler: Reconciler | null;
   /** Closed while a dependency is down (this process takes no deliveries meanwhile). */
   gate: DependencyGate;
-  /** Stops taking jobs, lets in-flight ones finish, closes queues and agents (not Redis or the pool). */
+  /** Closes the parts in reverse order: in-flight jobs finish, queues and agents close (not Redis or the pool). */
   close(): Promise<void>;
 }
 
-/** Starts the delivery, notification, maintenance and recovery workers (and the analytics one when scheduled). */
+/** The owners of the tables the process writes, each built once over its pool. */
+export function openWorkerDatabase(pool: PgPool): WorkerDatabase {
+  const sql = pgRunner(pool);
+  return { pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
+}
+
+/** Starts the worker's parts (see the file comment); if one fails to start, those started are closed. */
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
-  const { logger } = options;
+  const { logger, connection, keyPrefix } = options;
   const serviceMetrics = options.serviceMetrics ?? createServiceMetrics("delivery-worker");
   const metrics = new WorkerMetrics(serviceMetrics.registry);
-  const sql = pgRunner(options.pool);
-  const db: WorkerDatabase = { pool: options.pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
-  const queues = {
-    notifications: openQueue(QUEUE_NAMES.notifications, options.connection, options.keyPrefix),
-    maintenance: openQueue(QUEUE_NAMES.maintenance, options.connection, options.keyPrefix),
-    analytics: openQueue(QUEUE_NAMES.analytics, options.connection, options.keyPrefix),
-    recoveries: openQueue(QUEUE_NAMES.recoveries, options.connection, options.keyPrefix),
-  };
-  // BullMQ prints an unlistened queue error to stderr, once per reconnect attempt during an outage.
-  for (const queue of Object.values(queues)) queue.on("error", redisClientErrorListener(logger, "queue error"));
-  const gate = new DependencyGate({
-    logger,
-    probes: [
-      { dependency: "postgresql", check: () => options.pool.query("SELECT 1") },
-      { dependency: "redis", check: () => options.connection.ping() },
-    ],
-  });
-  // Partitions ahead at start-up too, so a fresh replica never waits for the first scheduled run;
-  // a failure is logged and left to that run (there are days of margin, and deliveries go on).
-  await new LogPartitions(options.pool).ensureAhead(options.partitionsAheadDays).catch((err: unknown) => {
-    logger.error({ err }, "delivery log: partitions ahead not ensured at start-up (the retention job retries)");
-  });
-  await scheduleRetention(queues.maintenance, options.retentionIntervalMs);
-  const deliveries = await startDeliveries({
-    ...options,
-    queueShards: options.queueShards ?? DEFAULT_QUEUE_SHARDS,
-    retryAfterMaxMs: options.retryAfterMaxMs ?? DEFAULT_RETRY_AFTER_MAX_MS,
-    drainLingerMs: options.drainLingerMs ?? DEFAULT_DRAIN_LINGER_MS,
-    log: db.log,
-    endpoints: db.endpoints,
-    notifications: queues.notifications,
-    metrics,
-    gate,
-  });
-  metrics.watchQueues([...deliveries.queues.shards, ...Object.values(queues)], async () => backlogOf(await db.log.dueEndpoints(), Date.now()));
-  const mailer = new EndpointDisabledMailer(sql, options.mailTransport, options.mailFrom, logger);
-  const workers = [
-    ...deliveries.workers,
-    createNotificationsWorker({ connection: options.connection, keyPrefix: options.keyPrefix, mailer, metrics, logger }),
-    createMaintenanceWorker({
-      connection: options.connection,
-      keyPrefix: options.keyPrefix,
-      pool: options.pool,
-      retentionDays: options.retentionDays,
-      partitionsAheadDays: options.partitionsAheadDays,
-      metrics,
-      logger,
-    }),
-    createRecoveriesWorker({ connection: options.connection, keyPrefix: options.keyPrefix, deps: { sql, log: db.log, history: db.history, signals: deliveries.signals, logger } }),
-  ];
-  if (options.analytics) {
-    const flushDeps: AnalyticsFlushDeps = {
-      redis: options.connection,
-      sql,
-      log: db.log,
-      signals: deliveries.signals,
-      keyPrefix: options.keyPrefix,
-      playUrl: options.analytics.playUrl,
-      batchMax: options.analytics.batchMax,
-      logger,
-      metrics,
-    };
-    await scheduleAnalyticsFlush(queues.analytics, options.analytics.flushIntervalMs);
-    workers.push(createAnalyticsWorker({ keyPrefix: options.keyPrefix, deps: flushDeps }));
-  }
-  const reconciler = options.reconcile
-    ? new Reconciler({
-        log: db.log,
-        queues: deliveries.queues,
-        signals: deliveries.signals,
-        timers: deliveries.timers,
-        redis: options.connection,
-        leaseKey: `${options.keyPrefix.replace(/:+$/, "")}:reconciler:lease`,
-        sweepIntervalMs: options.reconcile.sweepIntervalMs,
-        checkIntervalMs: options.reconcile.checkIntervalMs,
-        logger,
+  const db = openWorkerDatabase(options.pool);
+  // A job of the other queues in flight at close: ended within an attempt's time, or left to its lock.
+  const jobBoundMs = options.deliveryTimeoutMs + 5000;
+  const parts = new Parts(logger);
+  return parts.startAll(async () => {
+    const shards = parts.add(startShards({ connection, keyPrefix, queueShards: options.queueShards ?? DEFAULT_QUEUE_SHARDS, logger }));
+    const mail = parts.add(startNotifications({ connection, keyPrefix, sql: db.sql, mailTransport: options.mailTransport, mailFrom: options.mailFrom, metrics, logger, jobBoundMs }));
+    const retention = parts.add(
+      await startMaintenance({
+        connection,
+        keyPrefix,
+        pool: options.pool,
+        retentionDays: options.retentionDays,
+        partitionsAheadDays: options.partitionsAheadDays,
+        retentionIntervalMs: options.retentionIntervalMs,
         metrics,
-      })
-    : null;
-  reconciler?.start();
-  // The slowed-endpoints gauge counts windows used within the last minute: kept current between drains.
-  const gaugeTimer = setInterval(() => deliveries.windows.refreshGauge(), 10_000);
-  gaugeTimer.unref();
-  return {
-    db,
-    serviceMetrics,
-    metrics,
-    deliveries,
-    queues,
-    workers,
-    reconciler,
-    gate,
-    async close() {
-      clearInterval(gaugeTimer);
-      gate.stop();
-      await reconciler?.stop();
-      await deliveries.close();
-      const boundMs = options.deliveryTimeoutMs + 5000;
-      const others = workers.filter((w) => !deliveries.workers.includes(w));
-      await Promise.all(others.map((w) => closeWithin(logger, w.close(), boundMs, `worker ${w.name}`)));
-      await Promise.all(Object.values(queues).map((q) => closeWithin(logger, q.close(), 5000, `queue ${q.name}`)));
-    },
-  };
+        logger,
+        jobBoundMs,
+      }),
+    );
+    const recoveries = parts.add(
+      startRecoveries({ connection, keyPrefix, deps: { sql: db.sql, log: db.log, history: db.history, signals: shards.signals, logger }, logger, jobBoundMs }),
+    );
+    const analytics = parts.add(
+      await startAnalytics({
+        connection,
+        keyPrefix,
+        flush: options.analytics
+          ? {
+              intervalMs: options.analytics.flushIntervalMs,
+              deps: {
+                redis: connection,
+                sql: db.sql,
+                log: db.log,
+                signals: shards.signals,
+                keyPrefix,
+                playUrl: options.analytics.playUrl,
+                batchMax: options.analytics.batchMax,
+                logger,
+                metrics,
+              },
+            }
+          : null,
+        logger,
+        jobBoundMs,
+      }),
+    );
+    parts.closeTogether("other queues", 4);
+    const deliveries = parts.add(
+      await startDeliveries({
+        ...options,
+        queues: shards.queues,
+        signals: shards.signals,
+        retryAfterMaxMs: options.retryAfterMaxMs ?? DEFAULT_RETRY_AFTER_MAX_MS,
+        drainLingerMs: options.drainLingerMs ?? DEFAULT_DRAIN_LINGER_MS,
+        log: db.log,
+        endpoints: db.endpoints,
+        notifications: mail.queue,
+        metrics,
+      }),
+    );
+    const reconciling = startReconciler({
+      reconcile: options.reconcile,
+      keyPrefix,
+      log: db.log,
+      queues: shards.queues,
+      signals: shards.signals,
+      timers: deliveries.timers,
+      redis: connection,
+      logger,
+      metrics,
+    });
+    if (reconciling) parts.add(reconciling);
+    const queues = { notifications: mail.queue, maintenance: retention.queue, analytics: analytics.queue, recoveries: recoveries.queue };
+    parts.add(startMetricsWatch({ metrics, queues: [...shards.queues.shards, ...Object.values(queues)], log: db.log, windows: deliveries.windows }));
+    return {
+      db,
+      serviceMetrics,
+      metrics,
+      deliveries,
+      queues,
+      workers: [...deliveries.workers, ...[mail, retention, recoveries, analytics].flatMap((p) => (p.worker ? [p.worker] : []))],
+      reconciler: reconciling?.reconciler ?? null,
+      gate: deliveries.gate,
+      close: () => parts.close(),
+    };
+  });
 }

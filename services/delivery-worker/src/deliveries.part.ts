@@ -1,13 +1,15 @@
 /**
- * The deliveries part of the worker process, started and closed here: the shards of the
- * deliveries queue with one drain worker each, and what every drain shares (the process's attempt
- * slots, the log's group commits, the endpoints' windows, the retry timers, the HTTP agents).
+ * The deliveries part of the worker process, started and closed here: one drain worker per shard
+ * of the deliveries queue (the shards themselves are shards.part.ts's), the dependency gate that
+ * pauses them while PostgreSQL or Redis is down, and what every drain shares (the process's
+ * attempt slots, the log's group commits, the endpoints' windows, the retry timers, the wakes of
+ * lingering drains, the HTTP agents).
  */
 import { setMaxListeners } from "node:events";
 import type { LookupFunction } from "node:net";
 import type { Queue, Worker } from "bullmq";
-import type { DeliveryLog, EndpointStore } from "@vw/db";
-import { DrainSignals, DrainWakes, openDeliveryQueues, type DeliveryQueues, type RedisClient } from "@vw/queues";
+import type { DeliveryLog, EndpointStore, PgPool } from "@vw/db";
+import { DrainWakes, type DeliveryQueues, type DrainSignals, type RedisClient } from "@vw/queues";
 import { redisClientErrorListener, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, destroyDeliveryAgents, SecretCache, type DeliveryProxy, type EndpointUrlPolicy, type SecretBox } from "@vw/webhook-core";
 import { AttemptSlots } from "./attempt-slots.js";
@@ -15,9 +17,10 @@ import { closeWithin } from "./bounded-close.js";
 import { DeliveryStore } from "./delivery-store.js";
 import { CLAIM_ROUNDS, type DrainDeps } from "./drain.js";
 import { createDrainsWorker } from "./drains.worker.js";
-import type { DependencyGate } from "./dependency-gate.js";
+import { DependencyGate } from "./dependency-gate.js";
 import { EndpointDisabler } from "./endpoint-disabler.js";
 import type { WorkerMetrics } from "./metrics.js";
+import type { Part } from "./part.js";
 import { WakeTimers } from "./wake-timers.js";
 import { EndpointWindows } from "./windows.js";
 
@@ -28,14 +31,16 @@ const LEASE_MARGIN_MS = 10_000;
 export interface DeliveriesPartOptions {
   connection: RedisClient;
   keyPrefix: string;
-  /** QUEUE_SHARDS. */
-  queueShards: number;
+  /** The pool the dependency gate probes (the delivery log's). */
+  pool: PgPool;
+  /** The shard layout (shards.part.ts): a drain worker per shard. */
+  queues: DeliveryQueues;
+  signals: DrainSignals;
   log: DeliveryLog;
   endpoints: EndpointStore;
   notifications: Queue;
   logger: Logger;
   metrics: WorkerMetrics;
-  gate: DependencyGate;
   secretBox: SecretBox;
   endpointUrlPolicy: EndpointUrlPolicy;
   deliveryLookup?: LookupFunction;
@@ -55,14 +60,16 @@ export interface DeliveriesPartOptions {
 }
 
 /** The running deliveries part. */
-export interface DeliveriesPart {
+export interface DeliveriesPart extends Part {
   queues: DeliveryQueues;
   signals: DrainSignals;
   timers: WakeTimers;
   windows: EndpointWindows;
   store: DeliveryStore;
   workers: Worker[];
-  /** Stops starting attempts, lets those in flight end and be logged, closes the shards' workers and queues. */
+  /** Closed while a dependency is down (the drain workers take no jobs meanwhile). */
+  gate: DependencyGate;
+  /** Stops starting attempts, lets those in flight end and be logged, closes the shards' workers (not their queues). */
   close(): Promise<void>;
 }
 
@@ -71,10 +78,14 @@ const DRAINS_PER_SHARD = 1000;
 
 /** Starts the deliveries part (see the file comment). */
 export async function startDeliveries(options: DeliveriesPartOptions): Promise<DeliveriesPart> {
-  const { logger, metrics } = options;
-  const queues = openDeliveryQueues(options.connection, options.keyPrefix, options.queueShards);
-  queues.on("error", redisClientErrorListener(logger, "queue error"));
-  const signals = new DrainSignals(queues);
+  const { logger, metrics, queues, signals } = options;
+  const gate = new DependencyGate({
+    logger,
+    probes: [
+      { dependency: "postgresql", check: () => options.pool.query("SELECT 1") },
+      { dependency: "redis", check: () => options.connection.ping() },
+    ],
+  });
   const wakes = new DrainWakes(options.connection, options.keyPrefix, redisClientErrorListener(logger, "drain wakes subscriber error"));
   await wakes.start();
   const timers = new WakeTimers(signals);
@@ -119,26 +130,28 @@ export async function startDeliveries(options: DeliveriesPartOptions): Promise<D
       signals,
       stop: stopping.signal,
       onPlatformFailure: () => metrics.platformFailures.inc(),
-      onDependencyDown: (err) => options.gate.close(err),
+      onDependencyDown: (err) => gate.close(err),
     });
-    options.gate.guard(worker);
+    gate.guard(worker);
     return worker;
   });
   return {
+    name: "deliveries",
     queues,
     signals,
     timers,
     windows,
     store,
     workers,
+    gate,
     async close() {
+      gate.stop();
       stopping.abort();
       // A log write waiting for PostgreSQL gives up now rather than hold the shutdown.
       store.stopRetrying();
       // An attempt in flight ends within its timeout and its log write, so by then every drain is done.
       const boundMs = options.deliveryTimeoutMs + LEASE_MARGIN_MS;
       await Promise.all(workers.map((w) => closeWithin(logger, w.close(), boundMs, `worker ${w.name}`)));
-      await Promise.all(queues.shards.map((q) => closeWithin(logger, q.close(), LEASE_MARGIN_MS, `queue ${q.name}`)));
       await wakes.close();
       destroyDeliveryAgents(agents);
     },

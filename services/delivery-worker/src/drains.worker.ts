@@ -7,7 +7,7 @@
  * answers (`DependencyGate`). A drain job never fails for good: while it sat in BullMQ's failed
  * set, its id would keep the endpoint from getting another.
  */
-import { DelayedError, Worker, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import {
   JOB_NAMES,
   QUEUE_NAMES,
@@ -50,14 +50,12 @@ export type DrainJobResult = DrainEnd | "woken";
 
 /** Processes one job of the deliveries queue; exported for tests that drive jobs directly. */
 export async function processDrainJob(job: Job, token: string | undefined, options: DrainsWorkerOptions): Promise<DrainJobResult> {
-  if (job.name !== JOB_NAMES.drain) {
-    // A job of an earlier version (one job per delivery) names its endpoint: it wakes the endpoint,
-    // whose deliveries PostgreSQL holds.
-    const endpointId = (job.data as { endpointId?: unknown } | null)?.endpointId;
-    if (typeof endpointId === "string" && endpointOfJobId(`d-${endpointId}`) === endpointId) await options.signals.wake([endpointId]);
-    return "woken";
-  }
+  // Only today's layout: a job of another name (one job per delivery, `deliver.v1`, of an earlier
+  // version) fails for good, never retried; the upgrade's `upgrade-queues` step removes them all
+  // beforehand, and PostgreSQL holds the deliveries they stood for (upgrade-queues.ts).
+  if (job.name !== JOB_NAMES.drain) throw new UnrecoverableError(`job ${job.name} is not of this version's layout (run upgrade-queues once when upgrading)`);
   const { endpointId } = jobPayload(JOB_NAMES.drain, validateDrainJob, job.data);
+  // A timer job (`t-<endpoint>-<tick>`): wakes the endpoint, whose drain job is another.
   if (job.id === undefined || !job.id.startsWith("d-")) {
     await options.signals.wake([endpointId]);
     return "woken";
