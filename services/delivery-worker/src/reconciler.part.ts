@@ -20,9 +20,9 @@ export interface ReconcilerPart extends Part {
 export function startReconciler(options: {
   reconcile: { sweepIntervalMs: number; checkIntervalMs?: number } | null | undefined;
   keyPrefix: string;
-  log: Pick<DeliveryLog, "dueEndpoints">;
+  log: Pick<DeliveryLog, "dueEndpoints" | "pendingLater">;
   queues: DeliveryQueues;
-  signals: Pick<DrainSignals, "wake">;
+  signals: Pick<DrainSignals, "wake" | "wakeAt">;
   timers: Pick<WakeTimers, "wakeAt">;
   redis: RedisClient;
   logger: Logger;
