@@ -7,6 +7,7 @@
  */
 export {
   createPrismaClient,
+  createPrismaClientOnPool,
   createPgClient,
   withPooledClient,
   createPgPool,
