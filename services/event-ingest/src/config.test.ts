@@ -27,7 +27,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       logFormat: "json",
       tracing: { endpoint: null, protocol: "http/protobuf", serviceName: null, sampler: "parentbased_always_on", samplerRatio: 1 },
-      databaseUrl: valid.DATABASE_URL,
+      database: { url: valid.DATABASE_URL, directUrl: valid.DATABASE_URL, pgbouncer: false, poolMax: 10, applicationName: "event-ingest" },
       redis: { kind: "standalone", url: "redis://127.0.0.1:6379", password: null, tls: false },
       redisKeyPrefix: "vw",
       ingestToken: valid.INGEST_TOKEN,

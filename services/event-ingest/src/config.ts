@@ -1,7 +1,11 @@
+import { readDatabaseSettings } from "@vw/db";
 import { DEFAULT_ANALYTICS_BUFFER_MAX, DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD } from "@vw/queues";
 import { readQueueShards } from "@vw/queues";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
+
+/** Default of DATABASE_POOL_MAX: the event intake runs one transaction at a time (group commit), so most of these serve the auth hook's and the member intake's reads while it runs (README, Operations). */
+export const DEFAULT_DATABASE_POOL_MAX = 10;
 
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
 export const DEFAULT_MAX_EVENTS_PER_REQUEST = 500;
@@ -42,7 +46,12 @@ export function loadConfig(env: Env) {
     }
     return {
       ...common,
-      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      /**
+       * DATABASE_URL (possibly a transaction-pooling PgBouncer, `?pgbouncer=true`), DIRECT_URL
+       * (PostgreSQL itself: migrations, and the auth hook's LISTEN), DATABASE_POOL_MAX: every connection of
+       * this process to DATABASE_URL, all together; application_name "event-ingest".
+       */
+      database: readDatabaseSettings(r, { service: "event-ingest", defaultPoolMax: DEFAULT_DATABASE_POOL_MAX }),
       /** REDIS_URL (`redis://host:6379/3` selects database 3), or Sentinel, or Cluster: see readRedisTopology. */
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`, trailing colons dropped); the worker's must match. */

@@ -13,10 +13,11 @@
  *   committed while a read was in flight cannot be cached over;
  * - entries expire after {@link WorldSettingsCacheOptions.maxAgeMs} anyway (a connection that died
  *   without the client noticing), unknown worlds are never cached, and the size is bounded.
- * Behind a pooler that cannot LISTEN (PgBouncer in transaction mode), the listener never comes up
- * and the hook simply reads the database each time.
+ * The LISTEN connection goes to DIRECT_URL (PostgreSQL itself: a transaction-pooling PgBouncer
+ * cannot hold one), outside the pool's DATABASE_POOL_MAX. Should it never come up, the hook simply
+ * reads the database each time.
  */
-import { createPgClient, type PgClient, type PgNotification } from "@vw/db";
+import { createPgClient, type DatabaseTarget, type PgClient, type PgNotification } from "@vw/db";
 import { dependencyStatus, type Logger } from "@vw/service-kit";
 
 /** The notification channel the migration's triggers send on. */
@@ -124,7 +125,8 @@ export class WorldSettingsListener {
   backendPid: number | null = null;
 
   constructor(
-    private readonly databaseUrl: string,
+    /** DATABASE_URL's settings (the LISTEN goes to their DIRECT_URL), or a URL. */
+    private readonly database: DatabaseTarget,
     private readonly cache: WorldSettingsCache<WorldScoped>,
     private readonly logger: Logger,
     options: { retryBaseMs?: number } = {},
@@ -149,7 +151,7 @@ export class WorldSettingsListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = createPgClient(this.databaseUrl);
+    const client = createPgClient(this.database);
     let failed = false;
     const fail = (err: Error | null): void => {
       if (failed || this.stopped) return;
