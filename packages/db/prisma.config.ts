@@ -48,13 +48,31 @@ globalThis.setInterval = Object.assign(
 ) as typeof setInterval;
 
 /**
+ * Migrations go to DIRECT_URL (PostgreSQL itself) when it is set: DATABASE_URL may point at a
+ * transaction-pooling PgBouncer (`?pgbouncer=true`), through which migrate's session (its advisory
+ * lock, its prepared statements) would not hold. Without DIRECT_URL, DATABASE_URL serves, minus
+ * that flag, which is Prisma's convention and not a libpq parameter.
+ */
+function migrationUrl(): string | undefined {
+  const raw = process.env.DIRECT_URL?.trim() || process.env.DATABASE_URL?.trim() || undefined;
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    url.searchParams.delete("pgbouncer");
+    return url.toString();
+  } catch {
+    return raw; // malformed: pg names the problem when migrate connects
+  }
+}
+
+/**
  * Defect 4: `prisma generate` never connects, yet with DATABASE_URL unset it goes looking for a
  * native query engine to download (and fails offline). The URL given to the CLI is read here,
  * before a placeholder is put in its place for the schema's `env("DATABASE_URL")`; migrate
  * commands use the real one and refuse to run without it.
  */
-const databaseUrl = process.env.DATABASE_URL?.trim() || undefined;
-if (!databaseUrl) process.env.DATABASE_URL = "postgresql://unset@invalid.localhost:5432/unset";
+const databaseUrl = migrationUrl();
+if (!process.env.DATABASE_URL?.trim()) process.env.DATABASE_URL = databaseUrl ?? "postgresql://unset@invalid.localhost:5432/unset";
 
 export default defineConfig({
   schema: path.join("prisma", "schema.prisma"),
@@ -62,7 +80,7 @@ export default defineConfig({
   experimental: { adapter: true },
   engine: "js",
   async adapter() {
-    if (!databaseUrl) throw new Error("DATABASE_URL is required (postgresql://user:password@host:5432/database)");
+    if (!databaseUrl) throw new Error("DATABASE_URL (or DIRECT_URL) is required (postgresql://user:password@host:5432/database)");
     return new PrismaPg(poolConfig(databaseUrl));
   },
 });

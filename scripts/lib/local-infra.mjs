@@ -171,7 +171,9 @@ export async function dropDatabase(adminUrl, name) {
 export async function migrate(databaseUrl) {
   const { code, output } = await run("pnpm", ["--filter", "@vw/db", "exec", "prisma", "migrate", "deploy"], {
     capture: true,
-    env: childEnv(process.env, { DATABASE_URL: databaseUrl }),
+    // DIRECT_URL too: prisma.config.ts migrates through it when set, and one left in the caller's
+    // environment would send these migrations to another database.
+    env: childEnv(process.env, { DATABASE_URL: databaseUrl, DIRECT_URL: databaseUrl }),
   });
   if (code !== 0) throw new Error(`prisma migrate deploy on ${redact(databaseUrl)} failed (exit ${code}):\n${output}`);
   return output;

@@ -3,7 +3,10 @@
  * README's test command must work on a fresh machine (.ci/run goes through `npm test`):
  * - Chromium for the dashboard's browser tests (/usr/bin/chromium, driven by playwright-core,
  *   which cannot download a browser on these machines);
- * - tinyproxy, the forward proxy that DELIVERY_PROXY_URL's tests send deliveries through.
+ * - tinyproxy, the forward proxy that DELIVERY_PROXY_URL's tests send deliveries through;
+ * - PgBouncer, the transaction-pooling proxy the `pgbouncer` tests run the services behind
+ *   (packages/testing's startPgBouncer; Debian's 1.18 keeps no prepared statement across
+ *   transactions, as most deployed poolers).
  * Missing ones are installed with one `apt-get install` (root and apt-get needed).
  * Dependency-free (node built-ins only).
  */
@@ -12,11 +15,13 @@ import { run } from "./toolchain.mjs";
 
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 export const TINYPROXY_PATH = "/usr/bin/tinyproxy";
+export const PGBOUNCER_PATH = "/usr/sbin/pgbouncer";
 
 /** What the suite needs: the binary, its Debian package, and which tests use it. */
 export const TEST_TOOLS = [
   { path: CHROMIUM_PATH, pkg: "chromium", usedBy: "the dashboard's browser tests" },
   { path: TINYPROXY_PATH, pkg: "tinyproxy", usedBy: "the delivery proxy tests" },
+  { path: PGBOUNCER_PATH, pkg: "pgbouncer", usedBy: "the PgBouncer (transaction pooling) tests" },
 ];
 
 const log = (msg) => console.log(`[test] ${msg}`);

@@ -91,8 +91,20 @@ export function createPgPool(target: DatabaseTarget, opts: PgPoolOptions = {}): 
   // CatalogTolerantClient: Prisma may run over this pool too (createPrismaClientOnPool).
   const { config, Client } = poolBase(target, CatalogTolerantClient);
   const pool = new pg.Pool({ ...config, Client, ...(opts.max !== undefined ? { max: opts.max } : {}) });
+  if (typeof target !== "string") poolSettings.set(pool, target);
   pool.on("error", (err: Error) => opts.onIdleError?.(err));
   return pool;
+}
+
+const poolSettings = new WeakMap<pg.Pool, DatabaseSettings>();
+
+/**
+ * The {@link DatabaseSettings} `pool` was built from by {@link createPgPool}, if any: how an owner
+ * handed only the pool (the delivery log's partitions) learns that a transaction pooler is in
+ * front, and where PostgreSQL itself is.
+ */
+export function databaseSettingsOf(pool: pg.Pool): DatabaseSettings | undefined {
+  return poolSettings.get(pool);
 }
 
 /**

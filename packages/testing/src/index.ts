@@ -33,3 +33,4 @@ export * from "./otlp-receiver.js";
 export * from "./forward-proxy.js";
 export * from "./tls-certificate.js";
 export * from "./test-topologies.js";
+export * from "./pgbouncer.js";

@@ -1,6 +1,6 @@
-import { readDatabaseSettings } from "@vw/db";
 import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
 import { readQueueShards } from "@vw/queues";
+import { readDatabaseSettings } from "@vw/db/settings";
 import {
   parseEnv,
   readAuthThrottle,

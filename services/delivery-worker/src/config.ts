@@ -1,4 +1,5 @@
 import { readQueueShards } from "@vw/queues";
+import { readDatabaseSettings } from "@vw/db/settings";
 import { parseEnv, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, type Env } from "@vw/service-kit";
 import { DEFAULT_ANALYTICS_BATCH_MAX, DEFAULT_ANALYTICS_FLUSH_INTERVAL_MS } from "./analytics-flush.js";
 import {
@@ -47,7 +48,8 @@ export function loadConfig(env: Env) {
     if (smtpUrl !== undefined) r.url("SMTP_URL", undefined, ["smtp:", "smtps:"]);
     return {
       ...common,
-      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
+      database: readDatabaseSettings(r, { service: "delivery-worker", defaultPoolMax: 8 }),
       /** REDIS_URL, or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (see readRedisTopology). */
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`). */

@@ -22,8 +22,8 @@ if (config.smtpUrl === null) {
 
 // The process's one way to PostgreSQL: the drains' claims and group commits (delivery-store.ts: one
 // of each at a time), disables, recoveries, the flush, the reconciler, /readyz.
-const pool = createPgPool(config.databaseUrl, {
-  max: 8,
+const pool = createPgPool(config.database, {
+  max: config.database.poolMax,
   onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "delivery pool" }),
 });
 pool.on("connect", () => dependencyStatus(logger, "postgresql").up());

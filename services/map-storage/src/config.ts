@@ -1,5 +1,6 @@
 import { tmpdir } from "node:os";
 import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
+import { readDatabaseSettings } from "@vw/db/settings";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { ACTIVE_FILE_SANDBOXES, DEFAULT_ACTIVE_FILE_SANDBOX } from "./files/active-content.js";
 
@@ -14,7 +15,8 @@ export function loadConfig(env: Env) {
     if (tokenProblem !== null) r.problem(tokenProblem);
     return {
       ...common,
-      databaseUrl: r.url("DATABASE_URL", undefined, ["postgres:", "postgresql:"]),
+      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
+      database: readDatabaseSettings(r, { service: "map-storage", defaultPoolMax: 10 }),
       /** REDIS_URL, or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (see readRedisTopology). */
       redis: readRedisTopology(r),
       /** Prefix of every Redis key this service writes (locks, version markers). */

@@ -12,7 +12,7 @@ const logger = createLogger("map-storage", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 // OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
 const tracing = await startTracing(config.tracing, "map-storage", logger);
-const prisma = createPrismaClient(config.databaseUrl);
+const prisma = createPrismaClient(config.database, { max: config.database.poolMax });
 // A producer connection: requests fail fast when Redis is down (answered 503) instead of queueing behind a reconnect.
 const redis = createRedisConnection(config.redis, "producer");
 watchRedisConnection(redis, logger);

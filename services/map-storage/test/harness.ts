@@ -80,7 +80,7 @@ export async function startMapStorage(
   const redisPrefix = env.REDIS_KEY_PREFIX ?? `${testKeyPrefix("ms-")}:`;
   // Tests send bad keys on purpose: throttling has its own test with its own AUTH_FAILURES_MAX.
   const config = loadConfig({ ...process.env, LOG_LEVEL: "silent", PLAY_URL: "https://play.example.com", AUTH_FAILURES_MAX: "10000", ...env, REDIS_KEY_PREFIX: redisPrefix });
-  const prisma = createPrismaClient(config.databaseUrl);
+  const prisma = createPrismaClient(config.database);
   // The service's own connection for the topology of `env` (REDIS_URL of the run by default):
   // a producer's, which refuses commands until it is ready, so the harness waits for that.
   const redis = createRedisConnection(config.redis, "producer");

@@ -10,7 +10,7 @@
  * states of their deliveries, and their events' keys (in batches).
  */
 import type pg from "pg";
-import { withPooledClient } from "../client.js";
+import { createPgClient, databaseSettingsOf, withPooledClient } from "../client.js";
 import { DELETE_EVENT_KEYS_BEFORE, DELETE_STATES_BEFORE } from "./log-statements.js";
 
 /** Event keys deleted per statement by retention (each a short transaction, so intakes never wait long). */
@@ -67,43 +67,62 @@ export class LogPartitions {
    * Detaches and drops every partition whose whole day is older than `retentionDays` before `now`
    * (a delivery is kept at least `retentionDays`, at most one day more). Resolves with what went;
    * does nothing when another replica is running it (session advisory lock).
+   *
+   * The lock and the detaches span many transactions (`DETACH ... CONCURRENTLY` cannot run inside
+   * one), so the run needs a session of its own. A pool's connection is one, except behind a
+   * transaction-pooling PgBouncer (the pool's settings say `pgbouncer`): there the lock would be
+   * taken on one server connection and released on another, or never. Then the run opens one
+   * connection to DIRECT_URL (PostgreSQL itself) for its duration, and closes it.
    */
   async dropExpired(retentionDays: number, now: Date = new Date()): Promise<DroppedPartition[]> {
+    const settings = databaseSettingsOf(this.pool);
+    if (!settings?.pgbouncer) return withPooledClient(this.pool, (client) => this.dropExpiredOn(client, retentionDays, now));
+    const session = createPgClient(settings);
+    // A connection lost mid-run fails the statement in progress, which fails the run; without a
+    // listener the error would also end the process.
+    session.on("error", () => undefined);
+    await session.connect();
+    try {
+      return await this.dropExpiredOn(session, retentionDays, now);
+    } finally {
+      await session.end().catch(() => undefined);
+    }
+  }
+
+  private async dropExpiredOn(client: pg.ClientBase, retentionDays: number, now: Date): Promise<DroppedPartition[]> {
     const cutoffDay = utcDay(new Date(now.getTime() - retentionDays * DAY_MS));
-    return withPooledClient(this.pool, async (client) => {
-      const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [RETENTION_LOCK]);
-      if (!rows[0]?.ok) return [];
-      try {
-        const dropped: DroppedPartition[] = [];
-        // The states of the deliveries about to go (final ones: failed or skipped) go first, so no
-        // state row outlives its delivery.
-        const cutoff = `${cutoffDay}T00:00:00Z`;
-        await client.query({ name: DELETE_STATES_BEFORE.name, text: DELETE_STATES_BEFORE.text, values: [cutoff] });
-        // The ids of the events about to go can be accepted again: row by row, in batches, since
-        // the keys' table is not partitioned (what makes an intake's deduplication one probe).
-        for (;;) {
-          const { rows: deleted } = await client.query<{ n: number }>({ name: DELETE_EVENT_KEYS_BEFORE.name, text: DELETE_EVENT_KEYS_BEFORE.text, values: [cutoff, EVENT_KEYS_BATCH] });
-          if ((deleted[0]?.n ?? 0) < EVENT_KEYS_BATCH) break;
-        }
-        for (const table of LOG_TABLES) {
-          for (const p of await this.list(table)) {
-            // A partition for day D holds [D, D+1): expired when D+1 <= the cutoff's day.
-            if (p.day >= cutoffDay) continue;
-            const t0 = Date.now();
-            // A detach interrupted earlier (crash, cancel) is completed with FINALIZE instead.
-            await client.query(`ALTER TABLE ${quoteIdent(table)} DETACH PARTITION ${quoteIdent(p.partition)} ${p.detachPending ? "FINALIZE" : "CONCURRENTLY"}`);
-            const t1 = Date.now();
-            await client.query(`DROP TABLE ${quoteIdent(p.partition)}`);
-            dropped.push({ table, partition: p.partition, day: p.day, detachMs: t1 - t0, dropMs: Date.now() - t1 });
-          }
-        }
-        // The stats rollup only ever serves the last 24 h: two days is plenty (a small table).
-        await client.query("DELETE FROM endpoint_stats WHERE bucket < $1::timestamptz", [new Date(now.getTime() - 2 * DAY_MS).toISOString()]);
-        return dropped;
-      } finally {
-        await client.query("SELECT pg_advisory_unlock(hashtext($1))", [RETENTION_LOCK]);
+    const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [RETENTION_LOCK]);
+    if (!rows[0]?.ok) return [];
+    try {
+      const dropped: DroppedPartition[] = [];
+      // The states of the deliveries about to go (final ones: failed or skipped) go first, so no
+      // state row outlives its delivery.
+      const cutoff = `${cutoffDay}T00:00:00Z`;
+      await client.query({ name: DELETE_STATES_BEFORE.name, text: DELETE_STATES_BEFORE.text, values: [cutoff] });
+      // The ids of the events about to go can be accepted again: row by row, in batches, since
+      // the keys' table is not partitioned (what makes an intake's deduplication one probe).
+      for (;;) {
+        const { rows: deleted } = await client.query<{ n: number }>({ name: DELETE_EVENT_KEYS_BEFORE.name, text: DELETE_EVENT_KEYS_BEFORE.text, values: [cutoff, EVENT_KEYS_BATCH] });
+        if ((deleted[0]?.n ?? 0) < EVENT_KEYS_BATCH) break;
       }
-    });
+      for (const table of LOG_TABLES) {
+        for (const p of await this.list(table)) {
+          // A partition for day D holds [D, D+1): expired when D+1 <= the cutoff's day.
+          if (p.day >= cutoffDay) continue;
+          const t0 = Date.now();
+          // A detach interrupted earlier (crash, cancel) is completed with FINALIZE instead.
+          await client.query(`ALTER TABLE ${quoteIdent(table)} DETACH PARTITION ${quoteIdent(p.partition)} ${p.detachPending ? "FINALIZE" : "CONCURRENTLY"}`);
+          const t1 = Date.now();
+          await client.query(`DROP TABLE ${quoteIdent(p.partition)}`);
+          dropped.push({ table, partition: p.partition, day: p.day, detachMs: t1 - t0, dropMs: Date.now() - t1 });
+        }
+      }
+      // The stats rollup only ever serves the last 24 h: two days is plenty (a small table).
+      await client.query("DELETE FROM endpoint_stats WHERE bucket < $1::timestamptz", [new Date(now.getTime() - 2 * DAY_MS).toISOString()]);
+      return dropped;
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [RETENTION_LOCK]);
+    }
   }
 }
 
