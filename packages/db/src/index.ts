@@ -33,7 +33,7 @@ export {
   type SealedHeaders,
   type WorldEndpointCounts,
 } from "./endpoints/endpoint-store.js";
-export { WorldDirectory, worldsBySlugs, type WorldEntry, type WorldSummary } from "./world-directory.js";
+export { WorldDirectory, worldsBySlugs, worldBySlugsSql, type WorldEntry, type WorldSummary } from "./world-directory.js";
 export { WorldStorageLedger, type StorageReservation, type WorldSlugs } from "./world-storage.js";
 export {
   MemberDirectory,

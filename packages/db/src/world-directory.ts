@@ -6,6 +6,7 @@
  * Worlds are created and changed only by admin-api's worlds service; this only reads them.
  */
 import type { SqlRunner, Statement } from "./delivery-log/sql-runner.js";
+import { Prisma } from "./generated/prisma/client.js";
 
 /** A world as the services read it by its slugs. */
 export interface WorldEntry {
@@ -35,16 +36,25 @@ const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /**
  * The worlds named by two parallel text arrays of slugs (`orgs`, `worlds`: SQL expressions such as
  * `$1::text[]`), as a FROM item with the columns `id`, `organization_id`, `org_slug`, `world_slug`,
- * `custom_domain`, `identity_providers`, `analytics`, `analytics_buffer_max`. Each world once,
+ * `custom_domain`, `identity_providers`, `analytics`, `analytics_buffer_max`, `max_storage_bytes`. Each world once,
  * however often it is named. The one place the join of `organizations` and `worlds` on slugs is
  * written.
  */
 export function worldsBySlugs(orgs: string, worlds: string): string {
   return `(SELECT w.id, o.id AS organization_id, o.slug AS org_slug, w.slug AS world_slug, w.custom_domain, w.identity_providers,
-            w.analytics, w.analytics_buffer_max
+            w.analytics, w.analytics_buffer_max, w.max_storage_bytes
      FROM (SELECT DISTINCT org, world FROM unnest(${orgs}, ${worlds}) AS r(org, world)) r
      JOIN organizations o ON o.slug = r.org
      JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world)`;
+}
+
+/**
+ * {@link worldsBySlugs} for one world, as a Prisma SQL fragment with the two slugs bound: for the
+ * statements written with Prisma's tagged templates (the world storage ledger's).
+ */
+export function worldBySlugsSql(organization: string, world: string): Prisma.Sql {
+  const [before, between, after] = worldsBySlugs("\u0000", "\u0000").split("\u0000") as [string, string, string];
+  return new Prisma.Sql([`${before}ARRAY[`, `::text]${between}ARRAY[`, `::text]${after}`], [organization, world]);
 }
 
 const FIND_WORLD: Statement = {
