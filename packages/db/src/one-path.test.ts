@@ -5,7 +5,7 @@
  * (`createPrismaClientOnPool`); the only other connection is event-ingest's LISTEN (`createPgClient`,
  * to DIRECT_URL). Nothing outside packages/db (and the test infrastructure of packages/testing)
  * builds a `pg` pool or client of its own. The runtime side of the same rule (connections per
- * application_name under load) is services/*/test/connection-budget.int.test.ts.
+ * application_name under load) is each service's test/connection-budget.int.test.ts.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
