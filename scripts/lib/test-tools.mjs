@@ -6,7 +6,8 @@
  * - tinyproxy, the forward proxy that DELIVERY_PROXY_URL's tests send deliveries through;
  * - PgBouncer, the transaction-pooling proxy the `pgbouncer` tests run the services behind
  *   (packages/testing's startPgBouncer; Debian's 1.18 keeps no prepared statement across
- *   transactions, as most deployed poolers).
+ *   transactions, as most deployed poolers). The tests start their own on free ports; a daemon
+ *   the package may start on 6432 is not used.
  * Missing ones are installed with one `apt-get install` (root and apt-get needed).
  * Dependency-free (node built-ins only).
  */

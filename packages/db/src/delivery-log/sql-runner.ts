@@ -3,6 +3,8 @@
  * and planned once per connection: the worker's and the auth hook's hot paths) or through Prisma
  * (`$queryRawUnsafe`, for services that hold only a Prisma client, and to join a Prisma
  * transaction such as an endpoint disable). The SQL is the same either way.
+ * Behind a transaction-pooling PgBouncer (a pool built from settings with `pgbouncer`), the pool's
+ * connections drop each statement's name (client.ts), so the same runner sends unnamed ones.
  */
 import type pg from "pg";
 import { withPooledClient } from "../client.js";

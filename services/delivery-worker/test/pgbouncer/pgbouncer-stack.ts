@@ -122,7 +122,7 @@ export async function startPgBouncerStack(extraEnv: Partial<Record<ServiceName, 
           world: `${org}/${world}`,
           type: "visitor.registered",
           timestamp: new Date().toISOString(),
-          data: { ...(EVENT_SAMPLES["visitor.registered"] as Record<string, unknown>), uuid },
+          data: { ...EVENT_SAMPLES["visitor.registered"], uuid },
         };
       },
       async postEvents(events) {

@@ -143,6 +143,24 @@ describe("behind PgBouncer in transaction mode", () => {
     expect(endpoints.body.items.map((e: { id: string }) => e.id)).toEqual([endpointId]);
   }, 60_000);
 
+  it("calls the world's auth hook from event-ingest, its targets read through PgBouncer", async () => {
+    const receiver = await startWebhookReceiver({ answer: 200 });
+    receivers.push(receiver);
+    const { org, world } = await s.createWorld();
+    const created = await s.call(adminUrl(), "POST", `/admin/v1/worlds/${org}/${world}/endpoints`, { body: { url: receiver.url, subscriptions: ["auth"] } });
+    expect(created.status).toBe(201);
+    receiver.setSecret(created.body.secret as string);
+    for (let call = 1; call <= 3; call += 1) {
+      const res = await s.call(s.services["event-ingest"].url, "POST", "/v1/auth-hook", {
+        token: s.ingestToken,
+        body: { world: `${org}/${world}`, roomUrl: `https://play.example.test/@/${org}/${world}/lobby.wam`, uuid: randomUUID(), accessTokens: [] },
+      });
+      expect({ status: res.status, results: res.body.results }).toEqual({ status: 200, results: [expect.objectContaining({ status: 200 })] });
+      const got = await receiver.waitFor(call);
+      expect(got[call - 1]!.verifyError).toBeNull();
+    }
+  }, 60_000);
+
   it("every service reached PostgreSQL through PgBouncer, under its own application_name", async () => {
     const clients = await s.bouncer.clients();
     const names = new Set(clients.filter((c) => c.database === s.database.name).map((c) => c.applicationName));
