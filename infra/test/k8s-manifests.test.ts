@@ -101,7 +101,8 @@ describe.each(["dev", "production"])("overlay %s", (overlay) => {
 
   it("has one Deployment per service, named after it, each with a Service", () => {
     const names = (kind: string) => rendered[overlay]!.filter((o) => o.kind === kind).map((o) => o.metadata.name);
-    expect(names("Deployment").sort()).toEqual([...SERVICES].sort());
+    // dev runs its own PgBouncer in front of PostgreSQL (a Deployment: it keeps no state).
+    expect(names("Deployment").filter((n) => n !== "pgbouncer").sort()).toEqual([...SERVICES].sort());
     expect(names("Service")).toEqual(expect.arrayContaining([...SERVICES]));
   });
 });
@@ -115,6 +116,22 @@ describe("overlay dev", () => {
       expect([ref(o), hpa ? hpa.spec.maxReplicas : o.spec.replicas]).toEqual([ref(o), 1]);
     }
     expect(objects.filter((o) => o.kind === "Secret")).toHaveLength(1);
+  });
+
+  it("puts a transaction-pooling PgBouncer in front of PostgreSQL: DATABASE_URL through it, DIRECT_URL to PostgreSQL, both from the Secret", () => {
+    const objects = rendered.dev!;
+    const secret = objects.find((o) => o.kind === "Secret")!;
+    const value = (key: string) => new URL(Buffer.from(String(secret.data[key]).replace(/\s+/g, ""), "base64").toString("utf8"));
+    expect([value("DATABASE_URL").host, value("DATABASE_URL").searchParams.get("pgbouncer")]).toEqual(["pgbouncer:6432", "true"]);
+    expect(value("DIRECT_URL").host).toBe("postgres:5432");
+    const pgbouncer = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "pgbouncer")!;
+    const env = Object.fromEntries(pgbouncer.spec.template.spec.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    expect([env.POOL_MODE, env.DB_HOST, env.LISTEN_PORT]).toEqual(["transaction", "postgres", "6432"]);
+    // The services that need PostgreSQL itself (LISTEN, the retention run's lock) read DIRECT_URL from the Secret.
+    for (const name of ["event-ingest", "delivery-worker"]) {
+      const app = objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!.spec.template.spec.containers.find((c: { name: string }) => c.name === "app");
+      expect(app.env.find((e: { name: string }) => e.name === "DIRECT_URL")?.valueFrom?.secretKeyRef).toMatchObject({ name: secret.metadata.name, key: "DIRECT_URL" });
+    }
   });
 });
 

@@ -72,8 +72,10 @@ export async function schemaError(o: K8sObject): Promise<string | null> {
   } catch {
     return `no schema known for ${o.apiVersion} ${o.kind}`;
   }
+  // The API server decodes a Secret's base64 ignoring line breaks; kubectl kustomize wraps long values at 76 characters.
+  const data = o.kind === "Secret" && o.data ? Object.fromEntries(Object.entries(o.data as Record<string, string>).map(([k, v]) => [k, v.replace(/\s+/g, "")])) : undefined;
   try {
-    new Model(o).validate();
+    new Model(data === undefined ? o : { ...o, data }).validate();
     return null;
   } catch (err) {
     return (err as Error).message;

@@ -47,6 +47,15 @@ export function createPrismaClient(target: DatabaseTarget, opts: PrismaClientOpt
   return new PrismaClient({ adapter });
 }
 
+/**
+ * A Prisma client over the process's own pool ({@link createPgPool}): its connections are the
+ * pool's, so DATABASE_POOL_MAX bounds Prisma and the SQL runner together. `$disconnect()` leaves
+ * the pool open; end the pool on shutdown.
+ */
+export function createPrismaClientOnPool(pool: PgPool): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaPg(pool) });
+}
+
 /** Resolves when the database answers a trivial query; for `/readyz`. */
 export async function pingDatabase(prisma: PrismaClient): Promise<void> {
   await prisma.$queryRaw`SELECT 1`;
@@ -79,7 +88,8 @@ export interface PgPoolOptions {
  * statements stay named and the hot paths keep their plans.
  */
 export function createPgPool(target: DatabaseTarget, opts: PgPoolOptions = {}): PgPool {
-  const { config, Client } = poolBase(target, pg.Client);
+  // CatalogTolerantClient: Prisma may run over this pool too (createPrismaClientOnPool).
+  const { config, Client } = poolBase(target, CatalogTolerantClient);
   const pool = new pg.Pool({ ...config, Client, ...(opts.max !== undefined ? { max: opts.max } : {}) });
   if (typeof target !== "string") poolSettings.set(pool, target);
   pool.on("error", (err: Error) => opts.onIdleError?.(err));

@@ -2,11 +2,12 @@
  * Database access of the platform: the Prisma client factory, the generated client and model
  * types, Prisma error helpers, and the one owner of each table the services share: the delivery
  * log (delivery-log/), the endpoint store (endpoints/), the API key store, the member directory
- * and the delivery recoveries, the world storage ledger; the world lookup of map-storage. The schema and migrations live in
+ * and the delivery recoveries, the world storage ledger; the world directory (worlds by their slugs, for every service). The schema and migrations live in
  * ../prisma/.
  */
 export {
   createPrismaClient,
+  createPrismaClientOnPool,
   createPgClient,
   withPooledClient,
   createPgPool,
@@ -32,7 +33,7 @@ export {
   type SealedHeaders,
   type WorldEndpointCounts,
 } from "./endpoints/endpoint-store.js";
-export { PrismaWorldLookup, type WorldSummary } from "./world-lookup.js";
+export { WorldDirectory, worldsBySlugs, worldBySlugsSql, type WorldEntry, type WorldSummary } from "./world-directory.js";
 export { WorldStorageLedger, type StorageReservation, type WorldSlugs } from "./world-storage.js";
 export {
   MemberDirectory,

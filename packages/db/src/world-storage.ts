@@ -1,4 +1,5 @@
 import type { PrismaClient } from "./generated/prisma/client.js";
+import { worldBySlugsSql } from "./world-directory.js";
 
 /** A world by its slugs, as map-storage addresses it (`<organization>/<world>/<path>`). */
 export interface WorldSlugs {
@@ -32,15 +33,14 @@ export class WorldStorageLedger {
   async reserve(slugs: WorldSlugs, bytes: number, defaultLimit: number): Promise<StorageReservation> {
     const updated = await this.prisma.$queryRaw<{ bytes_used: bigint }[]>`
       UPDATE world_storage_usage u SET bytes_used = u.bytes_used + ${bytes}::bigint, updated_at = now()
-      FROM worlds w JOIN organizations o ON o.id = w.organization_id
-      WHERE u.world_id = w.id AND o.slug = ${slugs.organization} AND w.slug = ${slugs.world}
+      FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w
+      WHERE u.world_id = w.id
         AND u.bytes_used + ${bytes}::bigint <= COALESCE(w.max_storage_bytes, ${defaultLimit}::bigint)
       RETURNING u.bytes_used`;
     if (updated.length > 0) return { kind: "reserved" };
     const [state] = await this.prisma.$queryRaw<{ bytes_used: bigint | null; max_bytes: bigint }[]>`
       SELECT u.bytes_used, COALESCE(w.max_storage_bytes, ${defaultLimit}::bigint) AS max_bytes
-      FROM worlds w JOIN organizations o ON o.id = w.organization_id LEFT JOIN world_storage_usage u ON u.world_id = w.id
-      WHERE o.slug = ${slugs.organization} AND w.slug = ${slugs.world}`;
+      FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w LEFT JOIN world_storage_usage u ON u.world_id = w.id`;
     if (!state) return { kind: "unknown-world" };
     if (state.bytes_used === null) return { kind: "uncounted" };
     return { kind: "over", bytesInUse: Number(state.bytes_used), limit: Number(state.max_bytes) };
@@ -53,8 +53,8 @@ export class WorldStorageLedger {
   async adjust(slugs: WorldSlugs, bytes: number): Promise<boolean> {
     const updated = await this.prisma.$executeRaw`
       UPDATE world_storage_usage u SET bytes_used = GREATEST(0, u.bytes_used + ${bytes}::bigint), updated_at = now()
-      FROM worlds w JOIN organizations o ON o.id = w.organization_id
-      WHERE u.world_id = w.id AND o.slug = ${slugs.organization} AND w.slug = ${slugs.world}`;
+      FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w
+      WHERE u.world_id = w.id`;
     return updated > 0;
   }
 
@@ -62,8 +62,7 @@ export class WorldStorageLedger {
   async initialize(slugs: WorldSlugs, bytes: number): Promise<void> {
     await this.prisma.$executeRaw`
       INSERT INTO world_storage_usage (world_id, bytes_used, counted_at, updated_at)
-      SELECT w.id, ${bytes}::bigint, now(), now() FROM worlds w JOIN organizations o ON o.id = w.organization_id
-      WHERE o.slug = ${slugs.organization} AND w.slug = ${slugs.world}
+      SELECT w.id, ${bytes}::bigint, now(), now() FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w
       ON CONFLICT (world_id) DO NOTHING`;
   }
 

@@ -25,6 +25,7 @@ export * from "./process-memory.js";
 export * from "./resp-command.js";
 export * from "./redis-server.js";
 export * from "./postgres-server.js";
+export * from "./pg-connections.js";
 export * from "./redis-cluster.js";
 export * from "./redis-sentinel.js";
 export { isAlive } from "./owned-processes.js";

@@ -1,5 +1,5 @@
 import { Router, type Express } from "express";
-import { ApiKeyStore, DeliveryHistory, DeliveryLog, EndpointStore, MemberDirectory, hashApiKey, pingDatabase, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
+import { ApiKeyStore, DeliveryHistory, DeliveryLog, DeliveryRecoveries, EndpointStore, MemberDirectory, WorldDirectory, hashApiKey, prismaRunner, type PrismaClient, type SqlRunner } from "@vw/db";
 import {
   ApiKeyAuthenticator,
   AuthThrottle,
@@ -46,7 +46,14 @@ import { roomsRouter } from "./rooms.routes.js";
 
 /** What the admin API is built from; `main.ts` passes the live ones, tests their own. */
 export interface AdminAppDeps {
+  /** Admin CRUD (organizations, worlds, sessions, API keys); main.ts builds it over the process's one pool. */
   prisma: PrismaClient;
+  /**
+   * The runner of the shared tables' owners (delivery log, history, endpoints, members,
+   * recoveries, worlds by slugs): main.ts gives `pgRunner` over the same pool as `prisma`, so the
+   * process holds one pool bounded by DATABASE_POOL_MAX; Prisma's own (`prismaRunner`) by default.
+   */
+  sql?: SqlRunner;
   logger: Logger;
   /** The bearer token every `/admin/v1` request must present. */
   adminToken: string;
@@ -87,11 +94,6 @@ export interface AdminAppDeps {
   enqueueTimeoutMs?: number;
   /** API_KEY_CACHE_TTL_MS: how long the Inbound API trusts a key lookup; 5 s by default. */
   apiKeyCacheTtlMs?: number;
-  /**
-   * Where the Inbound API's member lookups run: main.ts gives a pg pool (`pgRunner`, prepared
-   * statements); Prisma by default.
-   */
-  membersSql?: SqlRunner;
   /** The process's metrics registry, served at `/metrics`; a fresh one when absent. */
   metrics?: ServiceMetrics;
   /** MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD; 50 and 10 by default. */
@@ -123,21 +125,26 @@ export const ADMIN_API_PREFIX = "/admin/v1";
  * `/dashboard/` with its session API; every error is an RFC 9457 problem document.
  */
 export function createAdminApp(deps: AdminAppDeps): Express {
+  // One runner for the owners of the shared tables, each built once here and handed down
+  // (docs/decisions/0012-one-database-path-per-process.md).
+  const sql = deps.sql ?? prismaRunner(deps.prisma);
+  const log = new DeliveryLog(sql);
+  const history = new DeliveryHistory(sql);
+  const endpointStore = new EndpointStore(sql, log);
+  const members = new MemberDirectory(sql);
+  const deliveryRecoveries = new DeliveryRecoveries(sql);
+  const worldDirectory = new WorldDirectory(sql);
+  const apiKeyStore = new ApiKeyStore(deps.prisma);
+
   const organizations = new OrganizationsService(deps.prisma);
-  const worlds = new WorldsService(deps.prisma, organizations, {
+  const worlds = new WorldsService(deps.prisma, worldDirectory, organizations, {
     mapStorageUrl: deps.publicMapStorageUrl.replace(/\/+$/, ""),
     playUrl: deps.playUrl.replace(/\/+$/, ""),
     maxStorageBytesPerWorld: deps.maxStorageBytesPerWorld ?? DEFAULT_MAX_STORAGE_BYTES_PER_WORLD,
   });
-  // One runner for the owners of the shared tables: this process reaches PostgreSQL through Prisma
-  // (docs/decisions/0012-one-database-path-per-process.md).
-  const sql = prismaRunner(deps.prisma);
-  const log = new DeliveryLog(sql);
-  const history = new DeliveryHistory(sql);
-  const apiKeyStore = new ApiKeyStore(deps.prisma);
   const apiKeys = new ApiKeysService(deps.prisma, apiKeyStore, worlds);
   const endpointUrls = createEndpointUrlChecker(deps.endpointUrlPolicy, deps.resolveHost, deps.logger);
-  const endpoints = new EndpointsService(deps.prisma, new EndpointStore(sql), worlds, {
+  const endpoints = new EndpointsService(endpointStore, worlds, {
     secretBox: deps.secretBox,
     currentApiVersion: deps.currentApiVersion ?? CURRENT_API_VERSION,
     quotas: deps.endpointQuotas ?? DEFAULT_ENDPOINT_QUOTAS,
@@ -155,7 +162,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const frameAncestors = deps.dashboardFrameAncestors ?? [];
   const dashboardOrigin = new URL(publicAdminUrl).origin;
   const cookie = sessionCookiePolicy(publicAdminUrl, frameAncestors);
-  const recoveries = new RecoveriesService(sql, history, endpoints, deps.recoveryQueue, {
+  const recoveries = new RecoveriesService(deliveryRecoveries, history, endpoints, deps.recoveryQueue, {
     now,
     ...(deps.enqueueTimeoutMs === undefined ? {} : { enqueueTimeoutMs: deps.enqueueTimeoutMs }),
   });
@@ -178,7 +185,6 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       logger: deps.logger,
     });
 
-  const members = new MemberDirectory(deps.membersSql ?? sql);
   const apiKeyAuth = new ApiKeyAuthenticator(
     apiKeyStore,
     {
@@ -218,7 +224,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   app.use(httpMetrics(metrics));
   app.use(
     healthRouter([
-      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: async () => void (await sql.query({ name: "vw_ping", text: "SELECT 1" }, [])) },
       // One cheap read through the queue's own connection: Replay needs exactly that to work.
       { name: "redis", check: () => (deps.deliveryQueue.shards[0] as Queue).getJobCounts("wait") },
     ], deps.logger, metrics),

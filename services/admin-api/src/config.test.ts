@@ -45,7 +45,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       logFormat: "json",
       tracing: { endpoint: null, protocol: "http/protobuf", serviceName: null, sampler: "parentbased_always_on", samplerRatio: 1 },
-      database: { url: valid.DATABASE_URL, directUrl: valid.DATABASE_URL, pgbouncer: false, poolMax: 10, applicationName: "admin-api" },
+      database: { url: valid.DATABASE_URL, directUrl: valid.DATABASE_URL, pgbouncer: false, poolMax: 5, applicationName: "admin-api" },
       adminToken: valid.ADMIN_TOKEN,
       publicMapStorageUrl: "http://localhost:3001",
       queueShards: 16,

@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_STORAGE_BYTES_PER_WORLD, MAX_STORAGE_BYTES_CEILING } from "@vw/contracts";
-import { readDatabaseSettings } from "@vw/db/settings";
 import { readQueueShards } from "@vw/queues";
+import { readDatabaseSettings } from "@vw/db/settings";
 import {
   parseEnv,
   readAuthThrottle,
@@ -15,6 +15,9 @@ import {
   type EnvReader,
 } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
+
+/** Default of DATABASE_POOL_MAX: operator and dashboard requests, and the Inbound API's member lookups (README, Operations). */
+export const DEFAULT_DATABASE_POOL_MAX = 5;
 
 /** Defaults of MAX_ENDPOINTS_PER_WORLD and MAX_AUTH_ENDPOINTS_PER_WORLD (the operator raises them per world). */
 export const DEFAULT_ENDPOINT_QUOTAS = Object.freeze({ maxEndpoints: 50, maxAuthEndpoints: 10 });
@@ -42,8 +45,12 @@ export function loadConfig(env: Env) {
     if (deliveryProxy.problem !== null) r.problem(deliveryProxy.problem);
     return {
       ...common,
-      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
-      database: readDatabaseSettings(r, { service: "admin-api", defaultPoolMax: 10 }),
+      /**
+       * DATABASE_URL (possibly a transaction-pooling PgBouncer, `?pgbouncer=true`), DIRECT_URL
+       * (PostgreSQL itself: migrations), DATABASE_POOL_MAX: every connection of
+       * this process to DATABASE_URL, all together; application_name "admin-api".
+       */
+      database: readDatabaseSettings(r, { service: "admin-api", defaultPoolMax: DEFAULT_DATABASE_POOL_MAX }),
       /** Bearer token of every `/admin/v1` request. */
       adminToken,
       /** Public address of map-storage; a world's files live under `<this>/<org>/<world>`. */

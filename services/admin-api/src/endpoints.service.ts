@@ -1,4 +1,4 @@
-import type { EndpointPatch, EndpointRecord, EndpointStore, PrismaClient, QuotaCheck, SealedHeaders } from "@vw/db";
+import type { EndpointPatch, EndpointRecord, EndpointStore, QuotaCheck, SealedHeaders } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import {
   canonicalSubscriptions,
@@ -18,7 +18,7 @@ import { generateSecret, sealEndpointHeaders, type SecretBox } from "@vw/webhook
 import { isUuid, newestPage, newestCursor, toPage, type PageRequest } from "./http-support.js";
 import type { WorldsService, WorldWithOrganization } from "./worlds.service.js";
 
-/** A stored endpoint row. */
+/** A stored endpoint: the EndpointStore's record, read and written alike. */
 export type EndpointRow = EndpointRecord;
 
 /** Platform defaults of the endpoint quotas; a world's own values win. */
@@ -53,7 +53,8 @@ interface QuotaUse {
  *
  * Every write goes through the EndpointStore of @vw/db (the one owner of `webhook_endpoints`, which
  * the delivery worker disables through too); state changes there are single conditional UPDATEs,
- * so they compose with the worker's own writes without read-modify-write races. Reads are here.
+ * so they compose with the worker's own writes without read-modify-write races. Reads go through
+ * it too, and answer the same record type as its writes.
  *
  * Quotas (MAX_ENDPOINTS_PER_WORLD, MAX_AUTH_ENDPOINTS_PER_WORLD, or the world's own): a write that
  * adds an endpoint, or an `auth` subscription, is checked by {@link quotaCheck} in the store's
@@ -62,7 +63,6 @@ interface QuotaUse {
  */
 export class EndpointsService {
   constructor(
-    private readonly prisma: PrismaClient,
     private readonly store: EndpointStore,
     private readonly worlds: WorldsService,
     private readonly options: EndpointsServiceOptions,
@@ -106,15 +106,15 @@ export class EndpointsService {
   async list(organizationSlug: string, worldSlug: string, page: PageRequest): Promise<ListResource<EndpointResource>> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     const { take, where } = newestPage(page);
-    const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id, ...where }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take });
+    const after = where.OR ? { createdAt: where.OR[0].createdAt.lt, id: where.OR[1].id.lt } : undefined;
+    const rows = await this.store.list(world.id, take, after);
     return toPage(rows, page, newestCursor, toEndpointResource);
   }
 
   /** The ids of every endpoint of the world (for its figures); 404 for an unknown world. */
   async idsOf(organizationSlug: string, worldSlug: string): Promise<string[]> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
-    const rows = await this.prisma.webhookEndpoint.findMany({ where: { worldId: world.id }, select: { id: true } });
-    return rows.map((r) => r.id);
+    return this.store.idsOf(world.id);
   }
 
   /** One endpoint of the world; 404 for an unknown id or an endpoint of another world. */
@@ -219,7 +219,7 @@ export class EndpointsService {
   async findWithWorld(organizationSlug: string, worldSlug: string, id: string): Promise<{ world: WorldWithOrganization; endpoint: EndpointRow }> {
     const world = await this.worlds.find(organizationSlug, worldSlug);
     if (!isUuid(id)) throw this.notFound(organizationSlug, worldSlug, id);
-    const endpoint = await this.prisma.webhookEndpoint.findFirst({ where: { id, worldId: world.id } });
+    const endpoint = await this.store.find({ id, worldId: world.id });
     if (!endpoint) throw this.notFound(organizationSlug, worldSlug, id);
     return { world, endpoint };
   }

@@ -1,4 +1,4 @@
-import { createPgPool, createPrismaClient, pgRunner } from "@vw/db";
+import { createPgPool, createPrismaClientOnPool, pgRunner } from "@vw/db";
 import { QUEUE_NAMES, closeRedisConnection, createRedisConnection, openDeliveryQueues, openQueue } from "@vw/queues";
 import { closeServer, createLogger, describeRedisTopology, listen, loadConfigOrExit, logProcessWarnings, redisClientErrorListener, registerShutdown, watchRedisConnection, startTracing } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents } from "@vw/webhook-core";
@@ -14,7 +14,14 @@ const logger = createLogger("admin-api", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 // OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
 const tracing = await startTracing(config.tracing, "admin-api", logger);
-const prisma = createPrismaClient(config.database);
+// The process's one pool (DATABASE_POOL_MAX connections to DATABASE_URL at most, application_name
+// "admin-api"): Prisma (admin CRUD) runs over it, and so does the one runner of the shared tables'
+// owners (the app builds each once).
+const pool = createPgPool(config.database, {
+  max: config.database.poolMax,
+  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
+});
+const prisma = createPrismaClientOnPool(pool);
 // A producer connection: a request fails fast (503) while Redis is away instead of hanging.
 const redis = createRedisConnection(config.redis, "producer");
 const deliveryQueue = openDeliveryQueues(redis, config.redisKeyPrefix, config.queueShards);
@@ -24,14 +31,11 @@ for (const shard of deliveryQueue.shards) shard.on("error", redisClientErrorList
 const recoveryQueue = openQueue(QUEUE_NAMES.recoveries, redis, config.redisKeyPrefix);
 recoveryQueue.on("error", redisClientErrorListener(logger, "recovery queue error"));
 const deliveryAgents = createDeliveryAgents(config.endpointUrlPolicy, { proxy: config.deliveryProxy });
-// The Inbound API's member lookup runs as a prepared statement on its own small pool (Prisma would compile it on every call).
-const membersPool = createPgPool(config.database, {
-  max: 4,
-  onIdleError: (err) => logger.warn({ err: err.message }, "idle database connection failed; it is replaced on the next query"),
-});
 
 const app = createAdminApp({
   prisma,
+  // Named prepared statements (plain ones behind PgBouncer): the Inbound API's member lookup is not compiled by Prisma on every call.
+  sql: pgRunner(pool),
   logger,
   adminToken: config.adminToken,
   publicMapStorageUrl: config.publicMapStorageUrl,
@@ -45,7 +49,6 @@ const app = createAdminApp({
   deliveryAgents,
   deliveryTimeoutMs: config.deliveryTimeoutMs,
   apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
-  membersSql: pgRunner(membersPool),
   publicAdminUrl: config.publicAdminUrl,
   dashboardFrameAncestors: config.dashboardFrameAncestors,
   dashboardAssetsDir: DASHBOARD_ASSETS_DIR,
@@ -68,6 +71,8 @@ logger.info(
     deliveryProxy: config.deliveryProxy?.address ?? null,
     redis: describeRedisTopology(config.redis),
     redisKeyPrefix: config.redisKeyPrefix,
+    databasePoolMax: config.database.poolMax,
+    pgbouncer: config.database.pgbouncer,
     publicAdminUrl: config.publicAdminUrl,
     dashboardFrameAncestors: config.dashboardFrameAncestors,
   },
@@ -82,5 +87,6 @@ registerShutdown(logger, [
   { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   { name: "tracing", run: () => tracing.shutdown() },
-  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), membersPool.end()])) },
+  // Prisma first (it leaves the pool open), then the pool.
+  { name: "database", run: async () => { await prisma.$disconnect(); await pool.end(); } },
 ]);

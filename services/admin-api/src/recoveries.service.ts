@@ -1,4 +1,4 @@
-import { DeliveryRecoveries, type DeliveryHistory, type DeliveryRecovery, type SqlRunner } from "@vw/db";
+import type { DeliveryHistory, DeliveryRecoveries, DeliveryRecovery } from "@vw/db";
 import { AppError, notFound, withSpan, withTimeout } from "@vw/service-kit";
 import type { RecoverPreviewResource, RecoverRequest, RecoveryResource, RecoveryStatus } from "@vw/contracts";
 import { enqueueRecovery } from "@vw/queues";
@@ -18,17 +18,13 @@ const FAILED = "failed" as const;
  * its progress, read back here.
  */
 export class RecoveriesService {
-  private readonly recoveries: DeliveryRecoveries;
-
   constructor(
-    sql: SqlRunner,
+    private readonly recoveries: DeliveryRecoveries,
     private readonly history: DeliveryHistory,
     private readonly endpoints: EndpointsService,
     private readonly recoveryQueue: Queue,
     private readonly options: { now: () => Date; enqueueTimeoutMs?: number },
-  ) {
-    this.recoveries = new DeliveryRecoveries(sql);
-  }
+  ) {}
 
   /**
    * Counts (dry run) or starts a recover. The window ends at `until`, or now: fixed when asked,

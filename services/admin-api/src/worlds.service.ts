@@ -1,4 +1,4 @@
-import { Prisma, WorldStorageLedger, uniqueViolationFields, type Organization, type PrismaClient, type World, type WorldStorageUsage } from "@vw/db";
+import { Prisma, WorldStorageLedger, prismaRunner, uniqueViolationFields, type Organization, type PrismaClient, type World, type WorldDirectory, type WorldStorageUsage } from "@vw/db";
 import { AppError, notFound } from "@vw/service-kit";
 import { worldReference } from "@vw/webhook-core";
 import {
@@ -35,6 +35,8 @@ export class WorldsService {
 
   constructor(
     private readonly prisma: PrismaClient,
+    /** The process's world directory: every lookup by slugs goes through it. */
+    private readonly directory: WorldDirectory,
     private readonly organizations: OrganizationsService,
     private readonly urls: PublicUrls,
   ) {
@@ -79,10 +81,9 @@ export class WorldsService {
 
   /** The stored world with its organization; 404 when either does not exist. */
   async find(organizationSlug: string, worldSlug: string): Promise<WorldWithOrganization> {
-    const world = await this.prisma.world.findFirst({
-      where: { slug: worldSlug, organization: { slug: organizationSlug } },
-      include: WITH_ORGANIZATION_AND_STORAGE,
-    });
+    const id = await this.directory.idOf(organizationSlug, worldSlug);
+    // Deleted since (with its organization): the same 404.
+    const world = id === null ? null : await this.prisma.world.findUnique({ where: { id }, include: WITH_ORGANIZATION_AND_STORAGE });
     if (!world) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
     return world;
   }
@@ -95,12 +96,8 @@ export class WorldsService {
   async update(organizationSlug: string, worldSlug: string, patch: UpdateWorldRequest): Promise<WorldResource> {
     const world = await this.writing(patch, () =>
       this.prisma.$transaction(async (tx) => {
-        const locked = await tx.$queryRaw<{ id: string }[]>`
-          SELECT w.id FROM worlds w JOIN organizations o ON o.id = w.organization_id
-          WHERE o.slug = ${organizationSlug} AND w.slug = ${worldSlug}
-          FOR UPDATE OF w`;
-        const id = locked[0]?.id;
-        if (id === undefined) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
+        const id = await this.directory.lock(organizationSlug, worldSlug, prismaRunner(tx));
+        if (id === null) throw notFound(`There is no world "${organizationSlug}/${worldSlug}".`);
         const current = await tx.world.findUniqueOrThrow({ where: { id } });
         const data: Prisma.WorldUpdateInput = {};
         if (patch.name !== undefined) data.name = patch.name;

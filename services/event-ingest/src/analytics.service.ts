@@ -14,7 +14,8 @@
  * logged, and the request is still answered 202: analytics are best effort.
  */
 import type { RedisClient } from "@vw/queues";
-import type { PrismaClient } from "@vw/db";
+import type { Statement } from "@vw/db";
+import type { IngestDatabase } from "./database.js";
 import { DEFAULT_ANALYTICS_BUFFER_MAX_BYTES_PER_WORLD, DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD, pushWorldAnalyticsEvents } from "@vw/queues";
 import { AppError, Counter, METRICS_PREFIX, type Logger, type Registry } from "@vw/service-kit";
 import { applyPrivacy, readWorldAnalytics } from "./analytics-privacy.js";
@@ -49,18 +50,18 @@ export interface AnalyticsIntakeOptions {
   registry?: Registry;
 }
 
-interface WorldRow {
-  id: string;
-  analytics: unknown;
-  analytics_buffer_max: number | null;
-}
+// Disabled endpoints are left out: they get no analytics while disabled (no catch-up).
+const ANALYTICS_ENDPOINTS: Statement = {
+  name: "ai-endpoints",
+  text: "SELECT id FROM webhook_endpoints WHERE world_id = $1::uuid AND enabled = true AND 'analytics' = ANY(subscriptions)",
+};
 
 /** Takes validated analytics requests. */
 export class AnalyticsIntake {
   private readonly dropped: Counter<"reason">;
 
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly db: Pick<IngestDatabase, "sql" | "worlds">,
     private readonly redis: RedisClient,
     private readonly logger: Logger,
     private readonly options: AnalyticsIntakeOptions,
@@ -76,9 +77,7 @@ export class AnalyticsIntake {
 
   /** Applies the privacy rules and buffers the events; 404 for an unknown world. */
   async ingest(request: AnalyticsIntakeRequest): Promise<AnalyticsIntakeResult> {
-    const [world] = await this.prisma.$queryRaw<WorldRow[]>`
-      SELECT w.id, w.analytics, w.analytics_buffer_max FROM worlds w JOIN organizations o ON o.id = w.organization_id
-      WHERE o.slug = ${request.organizationSlug} AND w.slug = ${request.worldSlug}`;
+    const world = await this.db.worlds.find(request.organizationSlug, request.worldSlug);
     if (!world) {
       throw new AppError(404, "unknown-world", `No such world: ${request.world}. Nothing was accepted.`, {
         worlds: [request.world],
@@ -94,10 +93,8 @@ export class AnalyticsIntake {
     const result = { accepted: kept.length, dropped: request.events.length - kept.length, endpoints: 0 };
     if (kept.length === 0) return result;
 
-    // Disabled endpoints are left out: they get no analytics while disabled (no catch-up).
-    const endpoints = await this.prisma.$queryRaw<{ id: string }[]>`
-      SELECT id FROM webhook_endpoints WHERE world_id = ${world.id}::uuid AND enabled = true AND 'analytics' = ANY(subscriptions)`;
-    const worldMax = world.analytics_buffer_max ?? this.options.worldBufferMax ?? DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD;
+    const endpoints = await this.db.sql.query<{ id: string }>(ANALYTICS_ENDPOINTS, [world.id]);
+    const worldMax = world.analyticsBufferMax ?? this.options.worldBufferMax ?? DEFAULT_ANALYTICS_BUFFER_MAX_PER_WORLD;
     const pushed = await pushWorldAnalyticsEvents(
       this.redis,
       this.options.keyPrefix,

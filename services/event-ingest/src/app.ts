@@ -1,6 +1,5 @@
 import { Router, type Express } from "express";
 import { DrainSignals, type DeliveryQueues, type RedisClient } from "@vw/queues";
-import { DeliveryLog, MemberDirectory, pgRunner, pingDatabase, prismaRunner, type PgPool, type PrismaClient } from "@vw/db";
 import { buildEventIngestDocument } from "@vw/contracts";
 import {
   AuthThrottle,
@@ -20,6 +19,8 @@ import {
   type ServiceMetrics,
 } from "@vw/service-kit";
 import { authHookRouter } from "./auth-hook.routes.js";
+import { ingestDatabase, pingDatabase, type IngestDatabase } from "./database.js";
+import type { PgPool } from "@vw/db";
 import type { AuthHookService } from "./auth-hook.service.js";
 import { analyticsRouter } from "./analytics.routes.js";
 import type { AnalyticsIntake } from "./analytics.service.js";
@@ -33,9 +34,13 @@ import { membersRouter } from "./members.routes.js";
 
 /** What event-ingest is built from; `main.ts` passes the live ones, tests their own. */
 export interface IngestAppDeps {
-  prisma: PrismaClient;
-  /** The event intake's pool (`POST /v1/events`: its statements run as named prepared statements). */
-  pool: PgPool;
+  /**
+   * The process's one way to PostgreSQL (database.ts): main.ts builds it once and gives the same
+   * to the auth hook and analytics; given only `pool`, the app builds its own over it.
+   */
+  db?: IngestDatabase;
+  /** The process's pool, when `db` is not given. */
+  pool?: PgPool;
   /** The producer connection (fails fast); `/readyz` pings it. */
   redis: RedisClient;
   /** The deliveries queue's shards (`openDeliveryQueues`) opened on `redis`. */
@@ -85,8 +90,9 @@ export function createIngestApp(deps: IngestAppDeps): Express {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128],
     registers: [metrics.registry],
   });
-  const members = new MemberDirectory(prismaRunner(deps.prisma));
-  const ingest = new IngestService(new DeliveryLog(pgRunner(deps.pool)), new DrainSignals(deps.queue), members, {
+  const db = deps.db ?? (deps.pool ? ingestDatabase(deps.pool) : null);
+  if (db === null) throw new Error("createIngestApp: give db or pool");
+  const ingest = new IngestService(db.log, new DrainSignals(deps.queue), db.members, {
     playUrl: deps.playUrl,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 5_000,
     onBatch: (requests) => batchRequests.observe(requests),
@@ -104,7 +110,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   api.use(ingestAuth(deps.ingestToken, throttle));
   api.use(jsonBody(deps.bodyLimit ?? DEFAULT_BODY_LIMIT));
   api.use(eventsRouter(ingest, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST));
-  api.use(membersRouter(new MemberIntakeService(deps.prisma, members)));
+  api.use(membersRouter(new MemberIntakeService(db.worlds, db.members)));
   if (deps.analytics) {
     api.use(analyticsRouter(deps.analytics, deps.maxEventsPerRequest ?? DEFAULT_MAX_EVENTS_PER_REQUEST, deps.analyticsEventMaxBytes ?? DEFAULT_ANALYTICS_EVENT_MAX_BYTES));
   }
@@ -114,7 +120,7 @@ export function createIngestApp(deps: IngestAppDeps): Express {
   app.use(httpMetrics(metrics));
   app.use(
     healthRouter([
-      { name: "database", dependency: "postgresql", check: () => pingDatabase(deps.prisma) },
+      { name: "database", dependency: "postgresql", check: () => pingDatabase(db) },
       { name: "redis", check: () => deps.redis.ping() },
     ], deps.logger, metrics),
   );

@@ -26,7 +26,8 @@
  * writes in flight (shutdown does).
  */
 import { performance } from "node:perf_hooks";
-import { DeliveryLog, newDeliveryId, pgRunner, type PgPool } from "@vw/db";
+import { newDeliveryId, worldsBySlugs, type Statement } from "@vw/db";
+import type { IngestDatabase } from "./database.js";
 import type { Logger } from "@vw/service-kit";
 import { AppError, traceAttempt, withSpan } from "@vw/service-kit";
 import {
@@ -140,21 +141,19 @@ export class AuthHookService {
   private readonly writes = new Set<Promise<void>>();
   private pending: HistoryRow[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
-  private readonly log: DeliveryLog;
   private readonly deferred: DeferredHookCalls;
 
   /**
-   * @param pool a plain pg pool (`createPgPool`): the hook's two statements are prepared once per
-   *   connection instead of compiled by Prisma on every call, which kept the event loop busy for
-   *   a millisecond or more in the middle of other members' hooks.
+   * @param db the process's one way to PostgreSQL (database.ts): its runner (the hook's two
+   *   statements are prepared once per connection, not compiled by Prisma on every call) and its
+   *   delivery log, the one the event intake writes through too.
    */
   constructor(
-    private readonly pool: PgPool,
+    private readonly db: Pick<IngestDatabase, "sql" | "log">,
     private readonly options: AuthHookOptions,
   ) {
     this.playUrl = options.playUrl.replace(/\/+$/, "");
     this.secrets = new SecretCache(options.secretBox);
-    this.log = new DeliveryLog(pgRunner(pool));
     this.deferred = options.deferred ?? new DeferredHookCalls({ logger: options.logger });
   }
 
@@ -270,8 +269,7 @@ export class AuthHookService {
     const cached = cache?.get(key);
     if (cached !== undefined) return cached;
     const snapshot = cache?.snapshot() ?? 0;
-    const { rows } = await this.pool.query<HookTarget>({ name: "ah-target", text: TARGET_SQL, values: [request.organizationSlug, request.worldSlug] });
-    const target = rows[0];
+    const [target] = await this.db.sql.query<HookTarget>(TARGET, [request.organizationSlug, request.worldSlug]);
     if (target === undefined) {
       throw new AppError(404, "unknown-world", `No such world: ${request.world}.`, { errors: [{ pointer: "/world", detail: "names no known world" }] });
     }
@@ -295,7 +293,7 @@ export class AuthHookService {
     const rows = this.pending;
     if (rows.length === 0) return;
     this.pending = [];
-    const write = this.log
+    const write = this.db.log
       .recordFinished(
         rows.map((r) => ({
           delivery: { id: r.attempt.deliveryId, endpointId: r.endpointId, worldId: r.worldId, type: MEMBER_CONNECTING, body: r.body },
@@ -312,9 +310,11 @@ export class AuthHookService {
   }
 }
 
-/** The world and its enabled `auth` endpoints in creation order, in one round trip. */
-const TARGET_SQL = `
-  SELECT w.id AS world_id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain, w.identity_providers,
+/** The world (by its slugs: the world directory's join) and its enabled `auth` endpoints in creation order, in one round trip. */
+const TARGET: Statement = {
+  name: "ah-target",
+  text: `
+  SELECT w.id AS world_id, w.world_slug, w.org_slug, w.custom_domain, w.identity_providers,
     COALESCE((
       SELECT json_agg(json_build_object('id', e.id, 'url', e.url, 'format', e.format, 'apiVersion', e.api_version, 'secretSealed', e.secret_sealed,
                                         'headersSealed', e.headers_sealed)
@@ -322,5 +322,5 @@ const TARGET_SQL = `
       FROM webhook_endpoints e
       WHERE e.world_id = w.id AND e.enabled = true AND 'auth' = ANY(e.subscriptions)
     ), '[]'::json) AS endpoints
-  FROM organizations o JOIN worlds w ON w.organization_id = o.id
-  WHERE o.slug = $1 AND w.slug = $2`;
+  FROM ${worldsBySlugs("ARRAY[$1::text]", "ARRAY[$2::text]")} w`,
+};

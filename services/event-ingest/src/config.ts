@@ -4,6 +4,9 @@ import { readDatabaseSettings } from "@vw/db/settings";
 import { parseEnv, readAuthThrottle, readCommon, readPlayUrl, readRedisKeyPrefix, readRedisTopology, readTrustProxy, weakTokenProblem, type Env } from "@vw/service-kit";
 import { DEFAULT_ENDPOINT_URL_POLICY, readDeliveryProxyUrl, secretBoxKeyProblem, type EndpointUrlPolicy } from "@vw/webhook-core";
 
+/** Default of DATABASE_POOL_MAX: the event intake runs one transaction at a time (group commit), so most of these serve the auth hook's and the member intake's reads while it runs (README, Operations). */
+export const DEFAULT_DATABASE_POOL_MAX = 10;
+
 /** Default and ceiling of MAX_EVENTS_PER_REQUEST. */
 export const DEFAULT_MAX_EVENTS_PER_REQUEST = 500;
 export const MAX_EVENTS_PER_REQUEST_CEILING = 10_000;
@@ -43,8 +46,12 @@ export function loadConfig(env: Env) {
     }
     return {
       ...common,
-      // DATABASE_URL (a PgBouncer in transaction mode with ?pgbouncer=true), DIRECT_URL, DATABASE_POOL_MAX.
-      database: readDatabaseSettings(r, { service: "event-ingest", defaultPoolMax: 10 }),
+      /**
+       * DATABASE_URL (possibly a transaction-pooling PgBouncer, `?pgbouncer=true`), DIRECT_URL
+       * (PostgreSQL itself: migrations, and the auth hook's LISTEN), DATABASE_POOL_MAX: every connection of
+       * this process to DATABASE_URL, all together; application_name "event-ingest".
+       */
+      database: readDatabaseSettings(r, { service: "event-ingest", defaultPoolMax: DEFAULT_DATABASE_POOL_MAX }),
       /** REDIS_URL (`redis://host:6379/3` selects database 3), or Sentinel, or Cluster: see readRedisTopology. */
       redis: readRedisTopology(r),
       /** Prefix of every Redis key (BullMQ keys are `<prefix>:bull:<queue>:...`, trailing colons dropped); the worker's must match. */

@@ -1,4 +1,4 @@
-import { createPgPool, createPrismaClient } from "@vw/db";
+import { createPgPool } from "@vw/db";
 import { closeRedisConnection, createRedisConnection, openDeliveryQueues } from "@vw/queues";
 import {
   Counter,
@@ -23,6 +23,7 @@ import { createIngestApp } from "./app.js";
 import { DeferredHookCalls } from "./auth-hook-deferred.js";
 import { AuthHookService, type HookTarget } from "./auth-hook.service.js";
 import { loadConfig } from "./config.js";
+import { ingestDatabase } from "./database.js";
 import { WorldSettingsCache, WorldSettingsListener } from "./world-settings-cache.js";
 
 const config = loadConfigOrExit("event-ingest", () => loadConfig(process.env));
@@ -32,7 +33,15 @@ const logger = createLogger("event-ingest", config.logLevel, config.logFormat);
 logProcessWarnings(logger);
 // OTEL_* variables: spans over OTLP, or nothing at all (no SDK loaded) when no endpoint is set.
 const tracing = await startTracing(config.tracing, "event-ingest", logger);
-const prisma = createPrismaClient(config.database);
+// The process's one pool (DATABASE_POOL_MAX connections to DATABASE_URL at most, application_name
+// "event-ingest"), one runner over it and each owner built once (database.ts): the event intake,
+// the member intake, analytics and the auth hook all go through it.
+const pool = createPgPool(config.database, {
+  max: config.database.poolMax,
+  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "pool" }),
+});
+pool.on("connect", () => dependencyStatus(logger, "postgresql").up());
+const db = ingestDatabase(pool);
 const redis = createRedisConnection(config.redis, "producer");
 // Without a listener, an `error` event (Redis restarting) would crash the process; requests see the
 // failure as a 503, and the log gets one line when Redis goes and one when it is back.
@@ -48,13 +57,8 @@ if (config.endpointUrlPolicy === "any") {
     "ENDPOINT_URL_POLICY=any: the auth hook connects to ANY address (plain http, loopback, private). For development and tests only.",
   );
 }
-// The auth hook's two statements (world and endpoints, history) run as prepared statements on their own small pool.
-const hookPool = createPgPool(config.database, {
-  max: 4,
-  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "auth hook pool" }),
-});
-hookPool.on("connect", () => dependencyStatus(logger, "postgresql").up());
-// Worlds and their auth endpoints, cached while a LISTEN connection reports every change.
+// Worlds and their auth endpoints, cached while a LISTEN connection (to DIRECT_URL, on top of the
+// pool's budget) reports every change.
 const hookCache = new WorldSettingsCache<HookTarget>();
 const hookCacheListener = new WorldSettingsListener(config.database, hookCache, logger);
 await hookCacheListener.start();
@@ -64,7 +68,7 @@ const deferredDropped = new Counter({
   help: "Auth hook calls past the answer's budget that were never made: too many were waiting in this process.",
   registers: [metrics.registry],
 });
-const authHook = new AuthHookService(hookPool, {
+const authHook = new AuthHookService(db, {
   cache: hookCache,
   playUrl: config.playUrl,
   // loadConfig has already built a box from these keys, so this cannot throw.
@@ -75,16 +79,8 @@ const authHook = new AuthHookService(hookPool, {
   deferred: new DeferredHookCalls({ logger, onDropped: (calls) => deferredDropped.inc(calls) }),
 });
 
-// The event intake's statements (ingest.service.ts), as prepared statements on a pool of their own.
-const intakePool = createPgPool(config.database, {
-  max: 10,
-  onIdleError: (err) => dependencyStatus(logger, "postgresql").down(err, { client: "intake pool" }),
-});
-intakePool.on("connect", () => dependencyStatus(logger, "postgresql").up());
-
 const app = createIngestApp({
-  prisma,
-  pool: intakePool,
+  db,
   redis,
   queue,
   logger,
@@ -93,7 +89,7 @@ const app = createIngestApp({
   maxEventsPerRequest: config.maxEventsPerRequest,
   analyticsEventMaxBytes: config.analyticsEventMaxBytes,
   authHook,
-  analytics: new AnalyticsIntake(prisma, redis, logger, {
+  analytics: new AnalyticsIntake(db, redis, logger, {
     keyPrefix: config.redisKeyPrefix,
     pseudonymKey: pseudonymKey(config.analyticsPseudonymKey, config.secretsEncryptionKey),
     bufferMax: config.analyticsBufferMax,
@@ -114,6 +110,8 @@ logger.info(
     redis: describeRedisTopology(config.redis),
     redisKeyPrefix: config.redisKeyPrefix,
     maxEventsPerRequest: config.maxEventsPerRequest,
+    databasePoolMax: config.database.poolMax,
+    pgbouncer: config.database.pgbouncer,
     // Its address only: the credentials are never logged.
     deliveryProxy: config.deliveryProxy?.address ?? null,
   },
@@ -122,7 +120,7 @@ logger.info(
 
 registerShutdown(logger, [
   { name: "http", run: () => closeServer(server) },
-  // Hook calls past the budget and history rows happen after the answer: let them land before Prisma goes.
+  // Hook calls past the budget and history rows happen after the answer: let them land before the pool goes.
   { name: "auth hook history", run: () => authHook.drain() },
   { name: "delivery agents", run: async () => destroyDeliveryAgents(deliveryAgents) },
   {
@@ -131,5 +129,5 @@ registerShutdown(logger, [
   },
   { name: "redis", run: () => closeRedisConnection(redis) },
   { name: "tracing", run: () => tracing.shutdown() },
-  { name: "database", run: async () => void (await Promise.all([prisma.$disconnect(), intakePool.end(), hookPool.end(), hookCacheListener.stop()])) },
+  { name: "database", run: async () => void (await Promise.all([pool.end(), hookCacheListener.stop()])) },
 ]);

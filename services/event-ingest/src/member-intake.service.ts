@@ -1,8 +1,6 @@
-import { memberUuidProblem, type MemberDirectory, type MemberRecord, type PrismaClient } from "@vw/db";
-import { SLUG_PATTERN, type MemberProfileRequest } from "@vw/contracts";
+import { memberUuidProblem, type MemberDirectory, type MemberRecord, type WorldDirectory } from "@vw/db";
+import type { MemberProfileRequest } from "@vw/contracts";
 import { AppError, notFound } from "@vw/service-kit";
-
-const SLUG = new RegExp(SLUG_PATTERN);
 
 /**
  * The platform's member intake: upserts and deletes directory records directly, for the people
@@ -11,7 +9,7 @@ const SLUG = new RegExp(SLUG_PATTERN);
  */
 export class MemberIntakeService {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly worlds: WorldDirectory,
     private readonly members: MemberDirectory,
   ) {}
 
@@ -31,12 +29,9 @@ export class MemberIntakeService {
   }
 
   private async worldId(organization: string, world: string): Promise<string> {
-    // A name that is not a slug names no world; it is never sent to the database (U+0000 would fail there).
-    const row =
-      SLUG.test(organization) && SLUG.test(world)
-        ? await this.prisma.world.findFirst({ where: { slug: world, organization: { slug: organization } }, select: { id: true } })
-        : null;
-    if (!row) throw new AppError(404, "unknown-world", `No such world: ${organization}/${world}.`);
-    return row.id;
+    // A name that is not a slug names no world; the directory never sends it to the database.
+    const id = await this.worlds.idOf(organization, world);
+    if (id === null) throw new AppError(404, "unknown-world", `No such world: ${organization}/${world}.`);
+    return id;
   }
 }

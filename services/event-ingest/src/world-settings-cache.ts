@@ -13,9 +13,9 @@
  *   committed while a read was in flight cannot be cached over;
  * - entries expire after {@link WorldSettingsCacheOptions.maxAgeMs} anyway (a connection that died
  *   without the client noticing), unknown worlds are never cached, and the size is bounded.
- * Behind a pooler that cannot LISTEN (PgBouncer in transaction mode), the listener connects to
- * DIRECT_URL (PostgreSQL itself) when given the service's database settings; one connection on
- * top of DATABASE_POOL_MAX.
+ * The LISTEN connection goes to DIRECT_URL (PostgreSQL itself: a transaction-pooling PgBouncer
+ * cannot hold one), outside the pool's DATABASE_POOL_MAX. Should it never come up, the hook simply
+ * reads the database each time.
  */
 import { createPgClient, type DatabaseTarget, type PgClient, type PgNotification } from "@vw/db";
 import { dependencyStatus, type Logger } from "@vw/service-kit";
@@ -125,6 +125,7 @@ export class WorldSettingsListener {
   backendPid: number | null = null;
 
   constructor(
+    /** DATABASE_URL's settings (the LISTEN goes to their DIRECT_URL), or a URL. */
     private readonly database: DatabaseTarget,
     private readonly cache: WorldSettingsCache<WorldScoped>,
     private readonly logger: Logger,

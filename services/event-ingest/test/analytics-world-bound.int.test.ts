@@ -33,14 +33,14 @@ const logger = (() => {
 beforeAll(async () => {
   h = await startIngest();
   const metrics = createServiceMetrics("event-ingest");
-  const analytics = new AnalyticsIntake(h.prisma, h.redis, logger, {
+  const analytics = new AnalyticsIntake(h.db, h.redis, logger, {
     keyPrefix: h.keyPrefix,
     pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
     bufferMax: PER_ENDPOINT,
     worldBufferMax: PER_WORLD,
     registry: metrics.registry,
   });
-  const app = createIngestApp({ prisma: h.prisma, pool: h.pool, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics, metrics, redisKeyPrefix: h.keyPrefix });
+  const app = createIngestApp({ db: h.db, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics, metrics, redisKeyPrefix: h.keyPrefix });
   server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -31,12 +31,12 @@ const logger = (() => {
 
 beforeAll(async () => {
   h = await startIngest();
-  const analytics = new AnalyticsIntake(h.prisma, h.redis, logger, {
+  const analytics = new AnalyticsIntake(h.db, h.redis, logger, {
     keyPrefix: h.keyPrefix,
     pseudonymKey: pseudonymKey(null, "dGVzdC1vbmx5LWtleS1kby1ub3QtdXNlLWFueXdoZXJlIQ=="),
     bufferMax: BUFFER_MAX,
   });
-  const app = createIngestApp({ prisma: h.prisma, pool: h.pool, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics, redisKeyPrefix: h.keyPrefix });
+  const app = createIngestApp({ db: h.db, redis: h.redis, queue: h.queue, logger, ingestToken: h.token, playUrl: PLAY_URL, analytics, redisKeyPrefix: h.keyPrefix });
   server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -13,6 +13,7 @@ import { createPgPool, createPrismaClient, type PrismaClient } from "@vw/db";
 import { createRedisConnection, openDeliveryQueues, type RedisClient } from "@vw/queues";
 import { closeServer, listen, parseEnv, readRedisTopology, type Logger } from "@vw/service-kit";
 import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateSecretBoxKey, type SecretBox } from "@vw/webhook-core";
+import { ingestDatabase } from "../src/database.js";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
 import { AuthHookService, type HookTarget } from "../src/auth-hook.service.js";
@@ -89,13 +90,15 @@ export async function startHookHarness(options: HookHarnessOptions): Promise<Hoo
   // A slow first reconnect: the test that cuts the LISTEN connection works while it is down.
   const listener = cache === null ? null : new WorldSettingsListener(databaseUrl, cache, logger, { retryBaseMs: 3000 });
   await listener?.start();
-  const hook = new AuthHookService(pool, {
+  // One way to PostgreSQL for the hook and the app, as in main.ts.
+  const db = ingestDatabase(pool);
+  const hook = new AuthHookService(db, {
     ...(cache === null ? {} : { cache }), playUrl: `${PLAY_URL}/`, secretBox, agents, timeoutMs: options.timeoutMs, logger,
     ...(options.historyFlushMs === undefined ? {} : { historyFlushMs: options.historyFlushMs }),
     ...(options.monotonic === undefined ? {} : { monotonic: options.monotonic }),
   });
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
-  const app = createIngestApp({ prisma, pool, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook, redisKeyPrefix: keyPrefix });
+  const app = createIngestApp({ db, redis, queue, logger, ingestToken: token, playUrl: PLAY_URL, authHook: hook, redisKeyPrefix: keyPrefix });
   const server = await listen(app, 0, "127.0.0.1");
   conformance.attach(server);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -17,6 +17,7 @@ import { generateSecretBoxKey } from "@vw/webhook-core";
 import type { Express } from "express";
 import { pseudonymKey } from "../src/analytics-privacy.js";
 import { AnalyticsIntake } from "../src/analytics.service.js";
+import { ingestDatabase, type IngestDatabase } from "../src/database.js";
 import { createIngestApp } from "../src/app.js";
 import { conformance } from "./conformance.js";
 
@@ -88,8 +89,10 @@ export interface IngestHarness {
   baseUrl: string;
   token: string;
   prisma: PrismaClient;
-  /** The intake's pg pool (ended by `close`). */
+  /** The app's pg pool (ended by `close`). */
   pool: PgPool;
+  /** The app's one way to PostgreSQL over `pool` (database.ts), for parts a test builds itself. */
+  db: IngestDatabase;
   redis: RedisClient;
   queue: DeliveryQueues;
   keyPrefix: string;
@@ -140,6 +143,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
   if (options.topology !== undefined && options.redisUrl !== undefined) throw new Error("give the harness a topology or a redisUrl, not both");
   const prisma = createPrismaClient(databaseUrl, { max: 4 });
   const pool = createPgPool(databaseUrl, { max: 4 });
+  const db = ingestDatabase(pool);
   const target = options.topology === undefined ? redisUrl : parseEnv(testRedisEnv(options.topology), readRedisTopology);
   const redis: RedisClient = createRedisConnection(target, "producer");
   // A producer connection refuses commands until it is ready (a Cluster's until it knows its slots).
@@ -158,8 +162,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
 
   const token = `test-ingest-${randomBytes(16).toString("hex")}`;
   const app = createIngestApp({
-    prisma,
-    pool,
+    db,
     redis,
     queue,
     logger: recordingLogger(logs),
@@ -176,7 +179,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     ...(options.analytics === undefined
       ? {}
       : {
-          analytics: new AnalyticsIntake(prisma, redis, recordingLogger(logs), {
+          analytics: new AnalyticsIntake(db, redis, recordingLogger(logs), {
             keyPrefix,
             pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
             ...options.analytics,
@@ -217,6 +220,7 @@ export async function startIngest(options: IngestHarnessOptions = {}): Promise<I
     token,
     prisma,
     pool,
+    db,
     redis,
     queue,
     keyPrefix,

@@ -26,6 +26,7 @@ import {
 import { pseudonymKey } from "../src/analytics-privacy.js";
 import { AnalyticsIntake } from "../src/analytics.service.js";
 import { createIngestApp } from "../src/app.js";
+import { ingestDatabase } from "../src/database.js";
 import { AuthHookService } from "../src/auth-hook.service.js";
 import { startIngest, type IngestHarness, type TestWorld } from "./harness.js";
 
@@ -48,8 +49,7 @@ beforeAll(async () => {
   pool = createPgPool(process.env.DATABASE_URL!, { max: 2 });
   agents = createDeliveryAgents("public-https");
   const app = createIngestApp({
-    prisma: h.prisma,
-    pool: h.pool,
+    db: h.db,
     redis: h.redis,
     queue: h.queue,
     logger,
@@ -58,12 +58,12 @@ beforeAll(async () => {
     redisKeyPrefix: h.keyPrefix,
     // The fuzz sends bad tokens on purpose; it must not be throttled into answering 429 to the good ones.
     authThrottle: { maxFailures: 100_000, windowMs: 60_000 },
-    analytics: new AnalyticsIntake(h.prisma, h.redis, logger, {
+    analytics: new AnalyticsIntake(h.db, h.redis, logger, {
       keyPrefix: h.keyPrefix,
       pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
       bufferMax: 1000,
     }),
-    authHook: new AuthHookService(pool, { playUrl: "https://play.example.test", secretBox: createSecretBox(generateSecretBoxKey()), agents, timeoutMs: 1000, logger }),
+    authHook: new AuthHookService(ingestDatabase(pool), { playUrl: "https://play.example.test", secretBox: createSecretBox(generateSecretBoxKey()), agents, timeoutMs: 1000, logger }),
   });
   server = await listen(app, 0, "127.0.0.1");
   world = await h.createWorld();

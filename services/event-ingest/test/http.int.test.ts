@@ -110,7 +110,7 @@ describe("intake without its database", () => {
       const l = { trace: noop, debug: noop, info: noop, warn: (f: unknown) => void logs.push(f), error: (f: unknown) => void logs.push(f), fatal: noop, child: () => l };
       return l as unknown as Logger;
     })();
-    const app = createIngestApp({ prisma: api.prisma, pool, redis: api.redis, queue: api.queue, logger: silent, ingestToken: api.token, playUrl: "https://play.example.test", redisKeyPrefix: api.keyPrefix });
+    const app = createIngestApp({ pool, redis: api.redis, queue: api.queue, logger: silent, ingestToken: api.token, playUrl: "https://play.example.test", redisKeyPrefix: api.keyPrefix });
     const server = await listen(app, 0, "127.0.0.1");
     try {
       const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/events`, {

@@ -6,6 +6,7 @@ import { createDeliveryAgents, createSecretBox, destroyDeliveryAgents, generateS
 import { compareRoutes, registeredRoutes } from "@vw/testing";
 import { createIngestApp } from "../src/app.js";
 import { AnalyticsIntake } from "../src/analytics.service.js";
+import { ingestDatabase } from "../src/database.js";
 import { AuthHookService } from "../src/auth-hook.service.js";
 import { pseudonymKey } from "../src/analytics-privacy.js";
 import { startIngest, type IngestHarness } from "./harness.js";
@@ -40,20 +41,19 @@ describe("GET /openapi.json", () => {
     const agents = createDeliveryAgents("any");
     try {
       const app = createIngestApp({
-        prisma: h.prisma,
-        pool: h.pool,
+        db: h.db,
         redis: h.redis,
         queue: h.queue,
         logger: silent,
         ingestToken: h.token,
         playUrl: "https://play.example.test",
         redisKeyPrefix: h.keyPrefix,
-        analytics: new AnalyticsIntake(h.prisma, h.redis, silent, {
+        analytics: new AnalyticsIntake(h.db, h.redis, silent, {
           keyPrefix: h.keyPrefix,
           pseudonymKey: pseudonymKey(null, generateSecretBoxKey()),
           bufferMax: 10,
         }),
-        authHook: new AuthHookService(pool, {
+        authHook: new AuthHookService(ingestDatabase(pool), {
           playUrl: "https://play.example.test",
           secretBox: createSecretBox(generateSecretBoxKey()),
           agents,

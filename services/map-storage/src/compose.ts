@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { ApiKeyStore, PrismaWorldLookup, WorldStorageLedger, hashApiKey, type PrismaClient } from "@vw/db";
+import { ApiKeyStore, WorldDirectory, WorldStorageLedger, hashApiKey, prismaRunner, type PrismaClient } from "@vw/db";
 import { ApiKeyAuthenticator, AuthThrottle, type Logger } from "@vw/service-kit";
 import type { RedisClient } from "@vw/queues/redis-connection";
 import type { MapStorageConfig } from "./config.js";
@@ -13,7 +13,7 @@ import type { ObjectStore } from "./storage/object-store.js";
 import { RoomsService } from "./uploads/rooms.service.js";
 import { UploadService } from "./uploads/upload.service.js";
 import { UploadSlots } from "./uploads/upload-slots.js";
-import { WorldDirectory } from "./uploads/world-directory.js";
+import { WorldCache } from "./uploads/world-directory.js";
 
 /** Most files one upload may publish: each is an S3 write, so a zip of a million empty entries is refused. */
 const MAX_UPLOAD_FILES = 20_000;
@@ -80,7 +80,7 @@ export function composeMapStorage(config: MapStorageConfig, clients: MapStorageC
       uploads,
       rooms: new RoomsService(store, files, files.maxJsonBytes),
       store,
-      worlds: new WorldDirectory(new PrismaWorldLookup(clients.prisma), config.apiKeyCacheTtlMs),
+      worlds: new WorldCache(new WorldDirectory(prismaRunner(clients.prisma)), config.apiKeyCacheTtlMs),
       maxZipBytes: config.maxZipBytes,
       uploadTmpDir: config.uploadTmpDir,
       adminToken: config.adminToken,

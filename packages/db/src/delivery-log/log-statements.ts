@@ -18,6 +18,7 @@
  * verdict.
  */
 import { failureCounterUpdate, lockedEndpoints } from "../endpoints/endpoint-statements.js";
+import { worldsBySlugs } from "../world-directory.js";
 import type { Statement } from "./sql-runner.js";
 import { attemptStatsRows, upsertStats } from "./stats.js";
 
@@ -95,13 +96,8 @@ export const INSERT_DELIVERIES_IGNORING_EXISTING: Statement = { name: "dl2-inser
  */
 export const RESOLVE_WORLDS: Statement = {
   name: "dl2-intake-resolve",
-  text: `WITH w AS (
-      SELECT w.id, w.slug AS world_slug, o.slug AS org_slug, w.custom_domain
-      FROM (SELECT DISTINCT org, world FROM unnest($1::text[], $2::text[]) AS r(org, world)) r
-      JOIN organizations o ON o.slug = r.org
-      JOIN worlds w ON w.organization_id = o.id AND w.slug = r.world)
-    SELECT w.id, w.world_slug, w.org_slug, w.custom_domain, e.id AS endpoint_id, e.api_version, e.subscriptions
-    FROM w LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true`,
+  text: `SELECT w.id, w.world_slug, w.org_slug, w.custom_domain, e.id AS endpoint_id, e.api_version, e.subscriptions
+    FROM ${worldsBySlugs("$1::text[]", "$2::text[]")} w LEFT JOIN webhook_endpoints e ON e.world_id = w.id AND e.enabled = true`,
 };
 
 /**

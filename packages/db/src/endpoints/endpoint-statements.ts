@@ -113,3 +113,26 @@ export const COUNT_ENDPOINTS: Statement = {
            coalesce(bool_or(id = $2::uuid AND 'auth' = ANY(subscriptions)), false) AS "replacingHasAuth"
     FROM webhook_endpoints WHERE world_id = $1::uuid`,
 };
+
+/** $1 id, $2 world: the endpoint as {@link INSERT_ENDPOINT} returns it (the one record type of reads and writes). */
+export const FIND_ENDPOINT: Statement = {
+  name: "ep-find",
+  text: `SELECT ${RECORD_COLUMNS} FROM webhook_endpoints WHERE id = $1::uuid AND world_id = $2::uuid`,
+};
+
+/**
+ * $1 world, $2/$3 the cursor (created_at and id of the last endpoint of the previous page, or
+ * nulls), $4 how many: the world's endpoints newest first.
+ */
+export const LIST_ENDPOINTS: Statement = {
+  name: "ep-list",
+  text: `SELECT ${RECORD_COLUMNS} FROM webhook_endpoints
+    WHERE world_id = $1::uuid AND ($2::timestamptz IS NULL OR created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid))
+    ORDER BY created_at DESC, id DESC LIMIT $4::int`,
+};
+
+/** $1 world: the ids of its endpoints. */
+export const ENDPOINT_IDS: Statement = {
+  name: "ep-ids",
+  text: `SELECT id FROM webhook_endpoints WHERE world_id = $1::uuid`,
+};

@@ -5,8 +5,9 @@
  * group commit with `failureCounterUpdate` of endpoint-statements.ts, so that they commit
  * with the attempts that move them, in one statement.
  *
- * Runs over any {@link SqlRunner}: a `pg` pool in the worker, the Prisma client (and its
- * transactions) in admin-api. Reads of endpoints stay with their callers.
+ * Runs over any {@link SqlRunner}: the process's `pg` pool in the worker and in admin-api. Reads of
+ * one world's endpoints ({@link EndpointStore.find}, {@link EndpointStore.list}) answer the same
+ * {@link EndpointRecord} that writes return, so admin-api shows what it wrote.
  */
 import { randomUUID } from "node:crypto";
 import { DeliveryLog } from "../delivery-log/delivery-log.js";
@@ -94,10 +95,29 @@ export type QuotaCheck = (counts: WorldEndpointCounts | null) => void;
 
 /** See the file comment. */
 export class EndpointStore {
-  private readonly log: DeliveryLog;
+  /**
+   * @param log the process's delivery log (a disable skips pending deliveries through it); one
+   *   over `db` when not given.
+   */
+  constructor(
+    private readonly db: SqlRunner,
+    private readonly log: DeliveryLog = new DeliveryLog(db),
+  ) {}
 
-  constructor(private readonly db: SqlRunner) {
-    this.log = new DeliveryLog(db);
+  /** The endpoint of the world, or null. */
+  async find(key: EndpointKey): Promise<EndpointRecord | null> {
+    return one(this.db.query<EndpointRecord>(sql.FIND_ENDPOINT, [key.id, key.worldId]));
+  }
+
+  /** Up to `limit` endpoints of the world, newest first, after `after` (the last one of the previous page). */
+  async list(worldId: string, limit: number, after?: { createdAt: Date; id: string }): Promise<EndpointRecord[]> {
+    const rows = await this.db.query<EndpointRecord>(sql.LIST_ENDPOINTS, [worldId, after?.createdAt ?? null, after?.id ?? null, limit]);
+    return rows.map(asRecord);
+  }
+
+  /** The ids of the world's endpoints. */
+  async idsOf(worldId: string): Promise<string[]> {
+    return (await this.db.query<{ id: string }>(sql.ENDPOINT_IDS, [worldId])).map((r) => r.id);
   }
 
   /** Creates an endpoint; with `quota`, under the world's lock, after the check let it. */
@@ -187,7 +207,11 @@ export class EndpointStore {
 /** The only row of a statement's answer as a record (timestamps as Dates whichever runner read them), or null. */
 async function one(rows: Promise<EndpointRecord[]>): Promise<EndpointRecord | null> {
   const row = (await rows)[0];
-  if (row === undefined) return null;
+  return row === undefined ? null : asRecord(row);
+}
+
+/** A row as a record: timestamps as Dates whichever runner read them. */
+function asRecord(row: EndpointRecord): EndpointRecord {
   const date = (d: Date | string | null) => (d === null ? null : new Date(d));
   return { ...row, disabledAt: date(row.disabledAt), secretRotatedAt: date(row.secretRotatedAt), createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
 }

@@ -12,13 +12,13 @@ import { ROOMS_PAGE, decodeCursor, type RoomsService } from "./rooms.service.js"
 import type { UploadService } from "./upload.service.js";
 import type { UploadSlots } from "./upload-slots.js";
 import { directoryPrefix, parseDirectory } from "./upload-paths.js";
-import type { WorldDirectory } from "./world-directory.js";
+import type { WorldCache } from "./world-directory.js";
 
 export interface ToolsRoutesDeps {
   uploads: UploadService;
   rooms: RoomsService;
   store: ObjectStore;
-  worlds: WorldDirectory;
+  worlds: WorldCache;
   auth: ApiKeyAuthenticator<ApiKeyPrincipal>;
   logger: Logger;
   publicBaseUrl: string;

@@ -1,7 +1,7 @@
 import type { WorldSummary } from "@vw/db";
 import { LRUCache } from "lru-cache";
 
-/** Reads a world by slugs (`PrismaWorldLookup` of @vw/db). */
+/** Reads a world by slugs (the `WorldDirectory` of @vw/db). */
 export interface WorldLookup {
   findWorld(organization: string, world: string): Promise<WorldSummary | null>;
 }
@@ -10,7 +10,7 @@ export interface WorldLookup {
  * Worlds by slugs with a short cache, found or not (`GET {base}/ping` needs no key, so a flood of
  * pings for made-up worlds costs one query per name and TTL, not one per request).
  */
-export class WorldDirectory {
+export class WorldCache {
   private readonly cache: LRUCache<string, { world: WorldSummary | null }>;
   private readonly inflight = new Map<string, Promise<WorldSummary | null>>();
 
