@@ -126,7 +126,8 @@ export interface DeliveryWorker {
 /** The owners of the tables the process writes, each built once over its pool. */
 export function openWorkerDatabase(pool: PgPool): WorkerDatabase {
   const sql = pgRunner(pool);
-  return { pool, sql, log: new DeliveryLog(sql), history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql), recoveries: new DeliveryRecoveries(sql) };
+  const log = new DeliveryLog(sql);
+  return { pool, sql, log, history: new DeliveryHistory(sql), endpoints: new EndpointStore(sql, log), recoveries: new DeliveryRecoveries(sql) };
 }
 
 /** Starts the worker's parts (see the file comment); if one fails to start, those started are closed. */
@@ -155,7 +156,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       }),
     );
     const recoveries = parts.add(
-      startRecoveries({ connection, keyPrefix, deps: { sql: db.sql, log: db.log, history: db.history, signals: shards.signals, logger }, logger, jobBoundMs }),
+      startRecoveries({ connection, keyPrefix, deps: { sql: db.sql, recoveries: db.recoveries, log: db.log, history: db.history, signals: shards.signals, logger }, logger, jobBoundMs }),
     );
     const analytics = parts.add(
       await startAnalytics({

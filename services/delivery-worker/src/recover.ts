@@ -8,7 +8,7 @@
  * pending and due in PostgreSQL, and the reconciler's next sweep wakes the endpoint.
  */
 import type { DrainSignals } from "@vw/queues";
-import { DeliveryRecoveries, recoveryCursor, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
+import { recoveryCursor, type DeliveryRecoveries, type DeliveryHistory, type DeliveryLog, type SqlRunner } from "@vw/db";
 import type { Logger } from "@vw/service-kit";
 
 /** Deliveries put back per statement. */
@@ -16,8 +16,9 @@ export const RECOVER_BATCH_SIZE = 200;
 
 /** What a recovery run needs. */
 export interface RecoverDeps {
-  /** The process's runner (the recoveries' rows), delivery log and history. */
+  /** The process's runner, its recoveries' owner, delivery log and history. */
   sql: SqlRunner;
+  recoveries: DeliveryRecoveries;
   log: DeliveryLog;
   history: DeliveryHistory;
   /** Wakes the endpoint once a batch is back to pending. */
@@ -34,7 +35,7 @@ export type RecoverOutcome = { status: "done" | "failed"; requeued: number } | {
 
 /** Runs the recovery `recoveryId` to its end; throws on an infrastructure failure (the job retries). */
 export async function runRecovery(deps: RecoverDeps, recoveryId: string): Promise<RecoverOutcome> {
-  const recoveries = new DeliveryRecoveries(deps.sql);
+  const { recoveries } = deps;
   if (!(await recoveries.start(recoveryId))) return { status: "gone" };
   const recovery = await recoveries.get(recoveryId);
   if (!recovery) return { status: "gone" };

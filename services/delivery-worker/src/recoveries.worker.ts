@@ -5,7 +5,6 @@
  */
 import { UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "@vw/queues";
-import { DeliveryRecoveries } from "@vw/db";
 import {
   JOB_NAMES,
   QUEUE_NAMES,
@@ -47,7 +46,7 @@ export function createRecoveriesWorker(options: {
     deps.logger.error({ jobId: job?.id, attemptsMade: job?.attemptsMade, err }, "recover job failed");
     const finalAttempt = job !== undefined && job.attemptsMade >= (job.opts.attempts ?? 1);
     if (finalAttempt && typeof job.data?.recoveryId === "string") {
-      new DeliveryRecoveries(deps.sql)
+      deps.recoveries
         .finish(job.data.recoveryId, "failed", `The recover job failed: ${err.message}`)
         .catch((e: unknown) => deps.logger.error({ err: e, jobId: job.id }, "could not mark the recovery failed"));
     }

@@ -147,7 +147,7 @@ describe("runRecovery", () => {
     const idleShards = openDeliveryQueues(h.redis, `${h.keyPrefix}-idle`, 1);
     const idle = idleShards.shards[0]!;
     const idleSignals = new DrainSignals(idleShards);
-    const outcome = await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger, batchSize: 2 }, recovery.id);
+    const outcome = await runRecovery({ sql: h.worker.db.sql, recoveries: h.worker.db.recoveries, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger, batchSize: 2 }, recovery.id);
     expect(outcome).toEqual({ status: "done", requeued: 5 });
     const row = await recoveries.get(recovery.id);
     expect(row).toMatchObject({ status: "done", requeued: 5, error: null });
@@ -160,7 +160,7 @@ describe("runRecovery", () => {
     const states = await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } }, select: { deliveryId: true, status: true, run: true, runAttempts: true } });
     expect(states.map((s) => [s.deliveryId, s.status, s.run, s.runAttempts]).sort()).toEqual(failed.map((id) => [id, "pending", 1, 0]).sort());
     // Run again (a duplicate or retried job): the recovery has ended, nothing more is put back.
-    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
+    expect(await runRecovery({ sql: h.worker.db.sql, recoveries: h.worker.db.recoveries, log: h.worker.db.log, history: h.worker.db.history, signals: idleSignals, logger: silentLogger }, recovery.id)).toEqual({ status: "gone" });
     expect((await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } } })).map((s) => s.run)).toEqual(failed.map(() => 1));
     expect(await idle.getJobCounts("waiting")).toEqual({ waiting: 1 });
     await idleShards.close();
@@ -177,7 +177,7 @@ describe("runRecovery", () => {
     const recoveries = h.worker.db.recoveries;
     const recovery = await recoveries.create({ endpointId: endpoint.id, since: new Date(Date.now() - HOUR), until: new Date(), total: 2 });
     const receivedBefore = probe.received.length;
-    expect(await runRecovery({ sql: h.worker.db.sql, log: h.worker.db.log, history: h.worker.db.history, signals: h.signals, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
+    expect(await runRecovery({ sql: h.worker.db.sql, recoveries: h.worker.db.recoveries, log: h.worker.db.log, history: h.worker.db.history, signals: h.signals, logger: silentLogger }, recovery.id)).toEqual({ status: "failed", requeued: 0 });
     expect(await recoveries.get(recovery.id)).toMatchObject({ status: "failed", requeued: 0, error: expect.stringMatching(/disabled while recovering/) });
     expect(await statuses(endpoint.id, failed)).toEqual(Object.fromEntries(failed.map((id) => [id, "failed"])));
     expect((await h.prisma.deliveryState.findMany({ where: { deliveryId: { in: failed } } })).map((s) => s.run)).toEqual([0, 0]);
