@@ -10,10 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
-import { createPgPool, DeliveryLog, newDeliveryId, prismaRunner, type PgPool } from "@vw/db";
+import { createPgPool, type PgPool } from "@vw/db";
 import { DrainSignals, drainJobId, openDeliveryQueues, type DeliveryQueues } from "@vw/queues";
 import { eventually, metricValue, type WebhookReceiver } from "@vw/testing";
-import { buildEnvelope } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { InFlight, countingReceiver, silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
@@ -67,21 +66,7 @@ async function startReplica(queueShards: number): Promise<{ worker: DeliveryWork
 
 /** Stores `n` deliveries of the endpoint in one statement, without waking it; returns their ids. */
 async function store(endpoint: TestEndpoint, n: number): Promise<string[]> {
-  const rows = Array.from({ length: n }, () => {
-    const id = newDeliveryId();
-    const body = buildEnvelope({
-      deliveryId: id,
-      apiVersion: "2026-11-01",
-      type: "visitor.registered",
-      timestamp: new Date().toISOString(),
-      world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
-      data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
-      test: false,
-    });
-    return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
-  });
-  await new DeliveryLog(prismaRunner(h.prisma)).create(rows);
-  return rows.map((r) => r.id);
+  return h.storeDeliveries(endpoint, n);
 }
 
 /** How many times each delivery id reached `receiver`. */

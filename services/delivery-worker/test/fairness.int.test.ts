@@ -6,9 +6,7 @@
  * arrived), never by counts within a time.
  */
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { DeliveryLog, newDeliveryId, prismaRunner } from "@vw/db";
 import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { buildEnvelope } from "@vw/webhook-core";
 import { startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
 const WINDOW = 4;
@@ -37,22 +35,7 @@ async function receiver(answer: Parameters<typeof startWebhookReceiver>[0] exten
 
 /** Stores `n` deliveries of the endpoint in one statement and wakes it; returns their ids. */
 async function backlog(endpoint: TestEndpoint, n: number): Promise<string[]> {
-  const rows = Array.from({ length: n }, () => {
-    const id = newDeliveryId();
-    const body = buildEnvelope({
-      deliveryId: id,
-      apiVersion: "2026-11-01",
-      type: "visitor.registered",
-      timestamp: new Date().toISOString(),
-      world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
-      data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
-      test: false,
-    });
-    return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
-  });
-  await new DeliveryLog(prismaRunner(h.prisma)).create(rows);
-  await h.wake([endpoint.id]);
-  return rows.map((r) => r.id);
+  return h.storeDeliveries(endpoint, n, { wake: true });
 }
 
 it("keeps a healthy endpoint flowing while another one, with a backlog larger than the worker's attempts, hangs on every request", async () => {

@@ -109,6 +109,8 @@ export interface Harness {
   ): Promise<TestEndpoint>;
   /** Stores a delivery the way event-ingest does and wakes its endpoint (unless `wake: false`); returns the deliveryId. */
   seedDelivery(endpoint: TestEndpoint, options?: { type?: string; data?: unknown; test?: boolean; wake?: boolean }): Promise<string>;
+  /** Stores `n` visitor.registered deliveries of the endpoint in one statement (woken with `wake`); their ids. */
+  storeDeliveries(endpoint: TestEndpoint, n: number, options?: { wake?: boolean }): Promise<string[]>;
   /** Wakes endpoints, as a producer does after its commit. */
   wake(endpointIds: readonly string[]): Promise<void>;
   /**
@@ -235,6 +237,24 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await new DeliveryLog(prismaRunner(prisma)).create([{ id: deliveryId, endpointId: endpoint.id, worldId: endpoint.worldId, type, body, test }]);
       if (wake) await signals.wake([endpoint.id]);
       return deliveryId;
+    },
+    async storeDeliveries(endpoint, n, { wake = false } = {}) {
+      const rows = Array.from({ length: n }, () => {
+        const id = newDeliveryId();
+        const body = buildEnvelope({
+          deliveryId: id,
+          apiVersion: "2026-11-01",
+          type: "visitor.registered",
+          timestamp: new Date().toISOString(),
+          world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
+          data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
+          test: false,
+        });
+        return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
+      });
+      await new DeliveryLog(prismaRunner(prisma)).create(rows);
+      if (wake) await signals.wake([endpoint.id]);
+      return rows.map((r) => r.id);
     },
     wake: async (endpointIds) => void (await signals.wake(endpointIds)),
     processEnv(extra = {}) {

@@ -15,10 +15,8 @@ import type { ServerResponse } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { DeliveryLog, newDeliveryId, prismaRunner } from "@vw/db";
 import { TIMER_TICK_MS, drainJobId, timerJobId } from "@vw/queues";
 import { eventually, spawnService, startWebhookReceiver, type ReceivedDelivery, type ServiceProcess, type WebhookReceiver } from "@vw/testing";
-import { buildEnvelope } from "@vw/webhook-core";
 import { countingReceiver, startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
 const serviceDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -38,21 +36,7 @@ async function receiver(answer: (req: ReceivedDelivery, res: ServerResponse) => 
 
 /** Stores `n` deliveries of the endpoint in one statement, without waking it; returns their ids. */
 async function store(h: Harness, endpoint: TestEndpoint, n: number): Promise<string[]> {
-  const rows = Array.from({ length: n }, () => {
-    const id = newDeliveryId();
-    const body = buildEnvelope({
-      deliveryId: id,
-      apiVersion: "2026-11-01",
-      type: "visitor.registered",
-      timestamp: new Date().toISOString(),
-      world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
-      data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
-      test: false,
-    });
-    return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
-  });
-  await new DeliveryLog(prismaRunner(h.prisma)).create(rows);
-  return rows.map((r) => r.id);
+  return h.storeDeliveries(endpoint, n);
 }
 
 /** Waits until none of `ids` has a state left (each one delivered). */

@@ -18,10 +18,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Job } from "bullmq";
-import { createPgPool, DeliveryLog, newDeliveryId, prismaRunner } from "@vw/db";
+import { createPgPool } from "@vw/db";
 import { indexMarkerKey } from "@vw/queues";
 import { eventually, startWebhookReceiver, type WebhookReceiver } from "@vw/testing";
-import { buildEnvelope } from "@vw/webhook-core";
 import { startDeliveryWorker, type DeliveryWorker } from "../src/compose.js";
 import { silentLogger, startHarness, type Harness, type TestEndpoint } from "./harness.js";
 
@@ -41,21 +40,7 @@ async function receiver(): Promise<WebhookReceiver> {
 
 /** Stores `n` pending deliveries of the endpoint, as the migration left them: no wake, no drain. */
 async function migrated(h: Harness, endpoint: TestEndpoint, n: number): Promise<string[]> {
-  const rows = Array.from({ length: n }, () => {
-    const id = newDeliveryId();
-    const body = buildEnvelope({
-      deliveryId: id,
-      apiVersion: "2026-11-01",
-      type: "visitor.registered",
-      timestamp: new Date().toISOString(),
-      world: { slug: "lobby", url: "https://play.example.test/@/acme/lobby" },
-      data: { uuid: id, name: "Ada", email: "ada@example.com", via: "sso" },
-      test: false,
-    });
-    return { id, endpointId: endpoint.id, worldId: endpoint.worldId, type: "visitor.registered", body };
-  });
-  await new DeliveryLog(prismaRunner(h.prisma)).create(rows);
-  return rows.map((r) => r.id);
+  return h.storeDeliveries(endpoint, n);
 }
 
 /** Each delivery id and how many times it reached `r`. */
