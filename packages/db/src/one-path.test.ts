@@ -1,5 +1,5 @@
 /**
- * One way to PostgreSQL per process (issue 48, docs/decisions/0012-one-database-path-per-process.md):
+ * One way to PostgreSQL per process (docs/decisions/0012-one-database-path-per-process.md):
  * each service's sources open ONE pool (a `createPgPool`, or map-storage's one Prisma client, whose
  * pool it is), so DATABASE_POOL_MAX bounds the process; Prisma, where it stays, runs over that pool
  * (`createPrismaClientOnPool`); the only other connection is event-ingest's LISTEN (`createPgClient`,
