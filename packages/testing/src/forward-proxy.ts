@@ -7,11 +7,9 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually, GiveUp } from "./eventually.js";
-import { childExited, removeDir, tail, trackDir, trackPid, untrackPid } from "./owned-processes.js";
+import { childExited, exited, ownListeningChild, removeDir, trackDir } from "./owned-processes.js";
 import { freePort } from "./processes.js";
 
 /** Where Debian installs tinyproxy. */
@@ -97,37 +95,5 @@ export async function startForwardProxy(options: ForwardProxyOptions = {}): Prom
 async function spawnTinyproxy(configFile: string, dir: string, port: number, readLog: () => string): Promise<ChildProcess> {
   // Started as root, it stays the current user (tinyproxy warns and goes on).
   const child = spawn(TINYPROXY_PATH, ["-d", "-c", configFile], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-  const output = tail(child.stdout);
-  const errors = tail(child.stderr);
-  const pid = child.pid;
-  if (pid === undefined) throw new Error("tinyproxy could not be started");
-  trackPid(pid);
-  void childExited(child).then(() => untrackPid(pid));
-  try {
-    await eventually(`tinyproxy on port ${port} accepts connections`, async () => {
-      if (exited(child)) throw new GiveUp(`tinyproxy exited with ${child.exitCode ?? child.signalCode}: ${errors()}${output()}${readLog()}`);
-      return accepts(port);
-    });
-  } catch (err) {
-    child.kill("SIGKILL");
-    await childExited(child);
-    throw err;
-  }
-  return child;
-}
-
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-/** True when something accepts a TCP connection on 127.0.0.1:`port`. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
+  return ownListeningChild(child, "tinyproxy", port, readLog);
 }

@@ -9,7 +9,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { eventually } from "./eventually.js";
+import { connect } from "node:net";
+import { eventually, GiveUp } from "./eventually.js";
 
 interface Owned {
   /** The signal that ends the process at once (SIGKILL; SIGQUIT for a postmaster, whose children follow it). */
@@ -134,5 +135,47 @@ export function run(command: string, args: readonly string[], options: { cwd?: s
       if (code === 0) resolve(output);
       else reject(new Error(`${command} ${args.join(" ")} exited with ${code ?? signal}: ${output.slice(-2000)}`));
     });
+  });
+}
+
+/** Whether `child` has ended (exited or killed). */
+export function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/**
+ * Owns a just-spawned server `child` (its pid killed when the test process ends) and resolves with
+ * it once something accepts connections on 127.0.0.1:`port`; a child that exits first rejects with
+ * its output and `readLog()`, and one that never listens is killed before the rejection.
+ */
+export async function ownListeningChild(child: ChildProcess, name: string, port: number, readLog: () => string = () => ""): Promise<ChildProcess> {
+  const output = tail(child.stdout);
+  const errors = tail(child.stderr);
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`${name} could not be started`);
+  trackPid(pid);
+  void childExited(child).then(() => untrackPid(pid));
+  try {
+    await eventually(`${name} on port ${port} accepts connections`, async () => {
+      if (exited(child)) throw new GiveUp(`${name} exited with ${child.exitCode ?? child.signalCode}: ${errors()}${output()}${readLog()}`);
+      return accepts(port);
+    });
+  } catch (err) {
+    child.kill("SIGKILL");
+    await childExited(child);
+    throw err;
+  }
+  return child;
+}
+
+/** True when something accepts a TCP connection on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
   });
 }
