@@ -80,7 +80,7 @@ const SMALL_WORLDS = Number(process.env.BENCH_SMALL_WORLDS ?? 500);
 /**
  * BENCH_ONLY=small: after the warm-up, only the raw POSTs and the many-small-worlds scenario, at
  * BENCH_SMALL_RATE deliveries/s (to profile it with BENCH_PROFILE_DIR, say); BENCH_ONLY=burst: only
- * the raw POSTs and one burst. Goals are not judged then.
+ * the raw POSTs and BENCH_ROUNDS bursts in a row. Goals are not judged then.
  */
 const ONLY_SMALL = process.env.BENCH_ONLY === "small";
 const ONLY_BURST = process.env.BENCH_ONLY === "burst";
@@ -332,10 +332,13 @@ async function main(): Promise<void> {
       const receiverBefore = (await receiverStats(receiver.origin)).cpuMs;
       const raw = await rawCeiling(receiver.origin, DELIVERIES);
       const rawPost = raw.cpuMs + ((await receiverStats(receiver.origin)).cpuMs - receiverBefore) / DELIVERIES;
-      const run = await burst(main, ENDPOINTS, 0, DELIVERIES);
-      log(`burst, ${ENDPOINTS} endpoints, events in batches of ${BATCH}: ${run.rate.toFixed(0)} deliveries/s`);
-      log(`  ${yardstick(run.cpu, rawPost, 2.5)}`);
-      log(`  ${run.redis.commands.toFixed(2)} Redis commands per delivery: ${run.redis.top}`);
+      // BENCH_ROUNDS bursts one after another: how the cost moves as the tables fill.
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const run = await burst(main, ENDPOINTS, 0, DELIVERIES);
+        log(`burst ${round + 1} of ${ROUNDS}, ${ENDPOINTS} endpoints, events in batches of ${BATCH}: ${run.rate.toFixed(0)} deliveries/s`);
+        log(`  ${yardstick(run.cpu, rawPost, 2.5)}`);
+        log(`  ${run.redis.commands.toFixed(2)} Redis commands per delivery: ${run.redis.top}`);
+      }
       return;
     }
 

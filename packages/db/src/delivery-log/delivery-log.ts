@@ -131,6 +131,7 @@ export class DeliveryLog {
    */
   async recordFinished(rows: readonly FinishedDelivery[]): Promise<void> {
     if (rows.length === 0) return;
+    const createdAt = rows.map((r) => deliveryCreatedAt(r.delivery.id, r.attempt.startedAt).toISOString());
     await this.db.query(sql.RECORD_FINISHED, [
       rows.map((r) => r.delivery.id),
       rows.map((r) => r.delivery.endpointId),
@@ -140,8 +141,10 @@ export class DeliveryLog {
       rows.map((r) => r.test),
       rows.map((r) => (r.attempt.verdict === "delivered" ? "delivered" : "failed")),
       rows.map((r) => r.finishedAt.toISOString()),
-      rows.map((r) => deliveryCreatedAt(r.delivery.id, r.attempt.startedAt).toISOString()),
+      createdAt,
       ...attemptColumns(rows.map((r) => r.attempt)),
+      createdAt,
+      rows.map((r) => r.delivery.endpointId),
     ]);
   }
 

@@ -19,6 +19,7 @@
  */
 import { failureCounterUpdate, lockedEndpoints } from "../endpoints/endpoint-statements.js";
 import { worldsBySlugs } from "../world-directory.js";
+import { amongIds } from "../sql-sets.js";
 import type { Statement } from "./sql-runner.js";
 import { attemptStatsRows, upsertStats } from "./stats.js";
 
@@ -55,7 +56,13 @@ const deliveryValues = (first: number): string => {
          AS v(id, endpoint_id, world_id, event_id, event_producer_id, type, body, created_at, test, trace)`;
 };
 
-/** Inserts relation `nv` (see {@link deliveryValues}) as deliveries, pending and due at their creation. */
+/**
+ * Inserts relation `nv` (see {@link deliveryValues}) as deliveries, pending and due at their
+ * creation. Without a conflict clause every row of `nv` is inserted (or the statement fails), so
+ * the states are written from `nv` itself: joining two row sets of the statement would be planned,
+ * in a generic plan that guesses ten rows each, as a nested loop over both, quadratic in the batch.
+ * With one, only the rows inserted get a state ({@link amongIds}).
+ */
 const insertNewDeliveries = (nv: string, conflict: string): string => `ins AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, event_id, event_producer_id, type, body, test, created_at)
     SELECT id, endpoint_id, world_id, event_id, event_producer_id, type, bytes, test, created_at FROM ${nv}
@@ -63,7 +70,7 @@ const insertNewDeliveries = (nv: string, conflict: string): string => `ins AS (
   st AS (
     INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, due_at, body, test, trace, updated_at)
     SELECT n.id, n.created_at, n.endpoint_id, 'pending', n.created_at, n.bytes, n.test, n.trace, n.created_at
-    FROM ${nv} n JOIN ins ON ins.id = n.id
+    FROM ${nv} n${conflict === "" ? "" : ` WHERE ${amongIds("n.id", "ins")}`}
     RETURNING endpoint_id, created_at),
   stats AS (${upsertStats("SELECT endpoint_id, created_at, 1 AS p, 0 AS d, 0 AS f, 0 AS k FROM st")})`;
 
@@ -72,7 +79,7 @@ const goneEndpoints = (param: string): string => `ARRAY(SELECT DISTINCT g FROM u
 
 /** {@link INSERT_DELIVERIES}'s text; `ignoreExisting` leaves an id already stored as it is. */
 const insertDeliveriesText = (ignoreExisting: boolean): string => `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}),
-  nv AS (${deliveryValues(1)} WHERE v.endpoint_id IN (SELECT id FROM ep)),
+  nv AS (${deliveryValues(1)} WHERE ${amongIds("v.endpoint_id", "ep")}),
   ${insertNewDeliveries("nv", ignoreExisting ? "ON CONFLICT (id, created_at) DO NOTHING" : "")}
   SELECT (SELECT count(*) FROM ins)::int AS n, ${goneEndpoints("$2")} AS gone`;
 
@@ -128,7 +135,7 @@ export const STORE_INTAKE: Statement = {
     FROM v JOIN k ON k.world_id = v.world_id AND k.producer_id = v.producer_id
     RETURNING id
   ), ep AS (${lockedEndpoints("$8", "KEY SHARE")}),
-  nv AS (${deliveryValues(7)} WHERE v.event_id IN (SELECT id FROM ev) AND v.endpoint_id IN (SELECT id FROM ep)),
+  nv AS (${deliveryValues(7)} WHERE ${amongIds("v.event_id", "ev")} AND ${amongIds("v.endpoint_id", "ep")}),
   ${insertNewDeliveries("nv", "")}
   SELECT ARRAY(SELECT id FROM ev) AS fresh, (SELECT count(*) FROM ins)::int AS n, ${goneEndpoints("$8")} AS gone`,
 };
@@ -137,7 +144,8 @@ export const STORE_INTAKE: Statement = {
  * Deliveries whose only attempt is over (auth hook calls, Test sends), each with that attempt, in
  * ONE statement: no delivery without its attempt. $1 ids, $2 endpoints, $3 worlds, $4 types, $5
  * bodies (base64), $6 test flags, $7 final statuses (`delivered` or `failed`), $8 finish times,
- * $9 creation times, $10..$23 the attempts. A failed one gets its final state row; a delivered one
+ * $9 creation times, $10..$23 the attempts (one per delivery, in their order), $24 and $25 the
+ * creation times and endpoints again, with the attempts (one unnest: no join of two row sets). A failed one gets its final state row; a delivered one
  * none. The endpoints are locked first, as in {@link INSERT_DELIVERIES}: one deleted meanwhile gets nothing.
  */
 export const RECORD_FINISHED: Statement = {
@@ -145,7 +153,7 @@ export const RECORD_FINISHED: Statement = {
   text: `WITH ep AS (${lockedEndpoints("$2", "KEY SHARE")}),
   f AS (SELECT v.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bool[], $7::text[], $16::int[], $8::timestamptz[], $9::timestamptz[])
          AS v(id, endpoint_id, world_id, type, body, test, status, last_status, finished_at, created_at)
-        WHERE v.endpoint_id IN (SELECT id FROM ep)),
+        WHERE ${amongIds("v.endpoint_id", "ep")}),
   d AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, world_id, type, body, test, created_at)
     SELECT id, endpoint_id, world_id, type, decode(body, 'base64'), test, created_at FROM f
@@ -154,7 +162,7 @@ export const RECORD_FINISHED: Statement = {
     INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, run_attempts, attempt_count, last_status, test, updated_at)
     SELECT id, created_at, endpoint_id, status, 1, 1, last_status, test, finished_at FROM f WHERE status <> 'delivered'
     RETURNING 1),
-  t AS (SELECT a.*, f.created_at, f.endpoint_id FROM ${attemptsFrom(10).replace(" AS t(", " AS a(")} JOIN f ON f.id = a.delivery_id),
+  t AS (SELECT * FROM ${attemptsFrom(10, [["timestamptz", "created_at"], ["uuid", "endpoint_id"]])} WHERE ${amongIds("t.endpoint_id", "ep")}),
   att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1),
   stats AS (${upsertStats(
     `SELECT endpoint_id, created_at, 0 AS p, (status = 'delivered')::int AS d, (status = 'failed')::int AS f, 0 AS k FROM f`,
@@ -211,7 +219,7 @@ export const RECORD_ATTEMPTS: Statement = {
     ${failureCounterUpdate("$1", "$2", "$3", "locked")}
   ), t AS (
     SELECT * FROM ${attemptsFrom(4, [["timestamptz", "created_at"], ["uuid", "endpoint_id"], ["text", "becomes"], ["timestamptz", "due_at"], ["text", "wait_reason"], ["int", "run"]])}
-    WHERE t.endpoint_id IN (SELECT id FROM locked) AND (SELECT count(*) FROM counters) >= 0
+    WHERE ${amongIds("t.endpoint_id", "locked")} AND (SELECT count(*) FROM counters) >= 0
   ), att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1
   ), del AS (
     DELETE FROM delivery_states s USING t

@@ -9,6 +9,7 @@
  * deliveries follow it, so none of them can deadlock against another.
  */
 import type { Statement } from "../delivery-log/sql-runner.js";
+import { amongIds } from "../sql-sets.js";
 
 /** The columns of an endpoint as {@link EndpointRecord} names them. */
 const RECORD_COLUMNS = `id, world_id AS "worldId", url, subscriptions, enabled, disabled_reason AS "disabledReason", disabled_at AS "disabledAt",
@@ -36,7 +37,7 @@ export const failureCounterUpdate = (ids: string, reset: string, n: string, lock
   `UPDATE webhook_endpoints e
     SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
     FROM unnest(${ids}::uuid[], ${reset}::bool[], ${n}::int[]) AS v(id, reset, n)
-    WHERE e.id = v.id AND e.id IN (SELECT id FROM ${locked}) AND (v.n > 0 OR e.consecutive_failures <> 0)
+    WHERE e.id = v.id AND ${amongIds("e.id", locked)} AND (v.n > 0 OR e.consecutive_failures <> 0)
     RETURNING e.id, e.consecutive_failures`;
 
 /** $1 id, $2 world, $3 url, $4 subscriptions, $5 format, $6 api version, $7 sealed secret, $8 throttle, $9 sealed headers, $10 their names. */
