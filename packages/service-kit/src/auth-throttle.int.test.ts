@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Redis } from "ioredis";
 import { eventually, testKeyPrefix } from "@vw/testing";
-import { AuthThrottle, clientId, type AuthThrottleOptions } from "./auth-throttle.js";
+import { AuthThrottle, clientId, SHARED_BLOCK_RECHECK_MS, type AuthThrottleOptions } from "./auth-throttle.js";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -210,18 +210,23 @@ describe("a credential the client proved it holds", () => {
       (err: unknown) => (err as AppError).status,
     );
 
-  it("is checked again without a slot (one read of its counter), while every other credential still takes one", async () => {
+  it("is checked again without a slot (one read of its counter per recheck interval), while every other credential still takes one", async () => {
     const counted = countingRedis();
-    const throttle = throttleOn(counted.client);
+    let clock = Date.now();
+    const throttle = throttleOn(counted.client, { now: () => clock });
     const client = "198.51.100.21";
     expect(await guarded(throttle, client, SECRET)).toBe(200);
     const afterFirst = counted.calls();
     expect(afterFirst).toBe(2); // a slot: reserved, then given back
     for (let i = 0; i < 5; i += 1) expect(await guarded(throttle, client, SECRET)).toBe(200);
-    expect(counted.calls()).toBe(afterFirst + 5);
+    expect(counted.calls()).toBe(afterFirst + 1);
+    // Concurrent requests share a read; a read stands for SHARED_BLOCK_RECHECK_MS.
+    clock += SHARED_BLOCK_RECHECK_MS;
+    expect(await Promise.all(Array.from({ length: 20 }, () => guarded(throttle, client, SECRET)))).toEqual(Array(20).fill(200));
+    expect(counted.calls()).toBe(afterFirst + 2);
     // Another client presenting the same credential proved nothing yet: it takes a slot.
     expect(await guarded(throttle, "198.51.100.22", SECRET)).toBe(200);
-    expect(counted.calls()).toBe(afterFirst + 5 + 2);
+    expect(counted.calls()).toBe(afterFirst + 2 + 2);
     // A guess of the same client takes a slot and counts.
     expect(await guarded(throttle, client, "a-guess")).toBe(401);
   });
@@ -234,6 +239,22 @@ describe("a credential the client proved it holds", () => {
     expect(burst.filter((s) => s === 401)).toHaveLength(3);
     expect(burst.filter((s) => s === 429)).toHaveLength(27);
     expect(await guarded(throttle, client, SECRET)).toBe(429);
+  });
+
+  it("is refused, once another replica blocked its client, from the next read of its counter: at most SHARED_BLOCK_RECHECK_MS later", async () => {
+    let clock = Date.now();
+    const [a, b] = [throttleOn(redis, { now: () => clock }), throttleOn(redis, { now: () => clock })];
+    const client = "198.51.100.26";
+    expect(await guarded(b, client, SECRET)).toBe(200);
+    expect(await guarded(b, client, SECRET)).toBe(200); // remembered: its counter read, unblocked
+    for (let i = 0; i < 3; i += 1) expect(await guarded(a, client, `guess-${i}`)).toBe(401);
+    expect(await guarded(a, client, SECRET)).toBe(429);
+    // b's read still stands: a credential this client already proved it holds.
+    expect(await guarded(b, client, SECRET)).toBe(200);
+    // Any other credential takes a slot, and there is none.
+    expect(await guarded(b, client, "another-guess")).toBe(429);
+    clock += SHARED_BLOCK_RECHECK_MS;
+    expect(await guarded(b, client, SECRET)).toBe(429);
   });
 
   it("is refused on every replica once another replica blocked its client", async () => {

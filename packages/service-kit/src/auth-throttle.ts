@@ -23,8 +23,12 @@
  *   with one the same client has already proved it holds tells a guesser nothing, so the limit on
  *   guesses holds, and a busy legitimate client pays one read of its counter per request instead
  *   of a slot's two scripts. Only a digest of it is kept. A throttled client is still refused
- *   first, whatever it presents, also when another replica blocked it (that read); a remembered
- *   credential that fails (revoked since) is forgotten, and its next try takes a slot again.
+ *   first, whatever it presents: at once when this process blocked it, and when another replica
+ *   did, from the next read of its shared counter. That read is made at most once per client and
+ *   {@link SHARED_BLOCK_RECHECK_MS} (concurrent requests share it): a busy client's requests cost
+ *   no round trip each, and a remembered credential that another replica's block lets through
+ *   meanwhile is one the client already proved it holds. A remembered credential that fails
+ *   (revoked since) is forgotten, and its next try takes a slot again.
  * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to the same
  *   counters in memory (the same limits, per replica) and logs one warning per outage; nobody is
  *   locked out by the outage itself and nothing crashes.
@@ -56,6 +60,9 @@ export interface AuthThrottleLimits {
 
 /** How long a credential that checked out is remembered for its client (see the file comment). */
 export const VERIFIED_TTL_MS = 600_000;
+
+/** How long a read of a client's shared counter that found it unblocked stands for its remembered credentials. */
+export const SHARED_BLOCK_RECHECK_MS = 1_000;
 
 /** Defaults of AUTH_FAILURES_MAX and AUTH_FAILURES_WINDOW_S. */
 export const DEFAULT_AUTH_THROTTLE: Readonly<AuthThrottleLimits> = Object.freeze({ maxFailures: 20, windowMs: 60_000 });
@@ -91,6 +98,10 @@ export class AuthThrottle {
   private readonly blocked = new LRUCache<string, number>({ max: 100_000 });
   /** Digests of (client, credential) that checked out lately (see the file comment). */
   private readonly verified: LRUCache<string, true>;
+  /** Clients whose shared counter was read unblocked, until when that read stands. */
+  private readonly clearUntil = new LRUCache<string, number>({ max: 100_000 });
+  /** The reads of shared counters in flight, by client: concurrent requests wait for the same one. */
+  private readonly reading = new Map<string, Promise<void>>();
   private readonly memory: MemoryCounters;
   private readonly gate: LocalGate;
   private fallingBack = false;
@@ -168,13 +179,32 @@ export class AuthThrottle {
     this.blocked.delete(id);
   }
 
-  /** 429 when the client's shared counter (Redis, or this process's during an outage) says it is blocked. */
+  /**
+   * 429 when the client's shared counter (Redis, or this process's during an outage) says it is
+   * blocked; read at most once per {@link SHARED_BLOCK_RECHECK_MS} while it says not.
+   */
   private async refuseIfBlockedElsewhere(id: string): Promise<void> {
+    const clear = this.clearUntil.get(id);
+    if (clear !== undefined && clear > this.now()) return;
+    let read = this.reading.get(id);
+    if (read === undefined) {
+      read = this.readSharedCounter(id).finally(() => this.reading.delete(id));
+      this.reading.set(id, read);
+    }
+    await read;
+    this.refuseIfBlocked(id);
+  }
+
+  /** Reads whether `id` is blocked: remembered in `blocked` when it is, in `clearUntil` when Redis says it is not. */
+  private async readSharedCounter(id: string): Promise<void> {
     const answer = await this.redisCall(BLOCKED_SCRIPT, id, String(this.options.maxFailures));
     const resetAt = answer === null ? this.memory.blockedUntil(id) : Number(answer[0]) === 1 ? this.now() + Math.max(0, Number(answer[1])) : null;
-    if (resetAt === null) return;
-    this.blocked.set(id, resetAt);
-    throw this.tooMany(resetAt);
+    if (resetAt !== null) {
+      this.clearUntil.delete(id);
+      this.blocked.set(id, resetAt);
+    } else if (answer !== null) {
+      this.clearUntil.set(id, this.now() + SHARED_BLOCK_RECHECK_MS);
+    }
   }
 
   /** A slot for one check of `id`, waiting while every free slot is in flight; 429 once blocked. */
