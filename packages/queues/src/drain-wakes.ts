@@ -28,6 +28,8 @@ interface Registration {
 /** See the file comment. */
 export class DrainWakes {
   private readonly registrations = new Map<string, Set<Registration>>();
+  /** The waits each cancelling signal ends (see {@link DrainWakes.waitersOf}). */
+  private readonly cancels = new WeakMap<AbortSignal, Set<() => void>>();
   private subscriber: Redis | Cluster | null = null;
   private readonly channel: string;
 
@@ -74,20 +76,38 @@ export class DrainWakes {
           if (registration.woken || ms <= 0 || cancel?.aborted === true) return resolve(registration.woken);
           const done = (woken: boolean) => {
             clearTimeout(timer);
-            cancel?.removeEventListener("abort", aborted);
+            if (cancel) this.waitersOf(cancel).delete(aborted);
             registration.notify = null;
             resolve(woken);
           };
           const aborted = () => done(false);
           registration.notify = () => done(true);
           const timer = setTimeout(aborted, ms);
-          cancel?.addEventListener("abort", aborted, { once: true });
+          if (cancel) this.waitersOf(cancel).add(aborted);
         }),
       release: () => {
         set.delete(registration);
         if (set.size === 0) this.registrations.delete(endpointId);
       },
     };
+  }
+
+  /**
+   * The waits that `signal` cancels, behind one listener of the signal. A listener each would cost
+   * every wait a scan of the others (an AbortSignal's listeners are a list that adding a listener
+   * searches for duplicates), and a thousand drains lingering at once share one signal.
+   */
+  private waitersOf(signal: AbortSignal): Set<() => void> {
+    let waiters = this.cancels.get(signal);
+    if (waiters === undefined) {
+      const created = new Set<() => void>();
+      this.cancels.set(signal, created);
+      signal.addEventListener("abort", () => {
+        for (const cancel of [...created]) cancel();
+      }, { once: true });
+      waiters = created;
+    }
+    return waiters;
   }
 
   /** Unsubscribes and closes the subscriber connection. */
