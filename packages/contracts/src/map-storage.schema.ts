@@ -81,9 +81,9 @@ export interface RoomListItem {
   url: string;
   /** The room's URL. */
   roomUrl: string;
-  /** The TMJ map the room renders, as the WAM file declares it; null when the file cannot be read as WAM. */
+  /** The TMJ map the room renders, as the WAM file declares it; null when the file cannot be read as WAM (or it is over 64 KiB). */
   mapUrl: string | null;
-  /** The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent or unreadable. */
+  /** The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent, unreadable or over 64 KiB serialized. */
   metadata: Record<string, unknown> | null;
 }
 
@@ -113,8 +113,8 @@ export const ROOM_LIST_SCHEMA = {
           path: { type: "string", description: "The `.wam` file's path inside the world (`rooms/hall.wam`)." },
           url: { type: "string", format: "uri", description: "`{PUBLIC_MAP_STORAGE_URL}/<organization>/<world>/<path>`" },
           roomUrl: { type: "string", format: "uri", description: "`{PLAY_URL}/@/<organization>/<world>/<path>`, or `https://<custom domain>/@/<path>`." },
-          mapUrl: { type: ["string", "null"], description: "The WAM file's `mapUrl`; null when the file cannot be read as WAM." },
-          metadata: { type: ["object", "null"], description: "The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent." },
+          mapUrl: { type: ["string", "null"], description: "The WAM file's `mapUrl`; null when the file cannot be read as WAM, or the URL is over 64 KiB." },
+          metadata: { type: ["object", "null"], description: "The WAM file's `metadata` (`name`, `description`, `thumbnail`, `copyright`); null when absent, or over 64 KiB serialized." },
         },
       },
     },

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { deleteKeysUnder, redisReady, testKeyPrefix } from "@vw/testing";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
 import { createPrismaClient, generateApiKey, type PrismaClient } from "@vw/db";
 import { closeServer, createLogger, listen } from "@vw/service-kit";
 import type { Express } from "express";
@@ -69,6 +70,8 @@ export interface RunningMapStorage {
   app: Express;
   store: CountingStore;
   redisPrefix: string;
+  /** The service's log lines at `warn` and above, parsed (what an operator's log would show). */
+  logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
 
@@ -87,9 +90,16 @@ export async function startMapStorage(
   await redisReady(redis);
   const s3 = createS3Client(config.s3);
   let store!: CountingStore;
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line.trim() !== "") logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
   const { app } = composeMapStorage(
     config,
-    { prisma, redis, s3, logger: createLogger("map-storage-test", "silent") },
+    { prisma, redis, s3, logger: createLogger("map-storage-test", "warn", "json", sink) },
     { ...overrides, wrapStore: (s) => (store = new CountingStore(s)) },
   );
   const server: Server = await listen(app, 0, "127.0.0.1", undefined, { requestTimeoutMs: config.requestTimeoutMs });
@@ -100,6 +110,7 @@ export async function startMapStorage(
     app,
     store,
     redisPrefix,
+    logs,
     async close() {
       await closeServer(server);
       await deleteKeysUnder(redis, redisPrefix);

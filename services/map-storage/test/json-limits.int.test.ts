@@ -7,6 +7,7 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { PrismaClient } from "@vw/db";
+import { ROOM_DECLARED_MAX_BYTES } from "../src/uploads/rooms.service.js";
 import { createTestWorld, rand, sampleWam, startMapStorage, testPrisma, type RunningMapStorage, type TestWorld } from "./harness.js";
 import { makeZip } from "./zip-fixtures.js";
 
@@ -124,6 +125,22 @@ describe("GET {base}/rooms", () => {
       ["hall.wam", "https://maps.example.com/office.tmj", false],
     ]);
     expect(small.store.reads).not.toContain(key("big.wam"));
+  });
+
+  it("lists a room's mapUrl or metadata larger than ROOM_DECLARED_MAX_BYTES as null, keeping the other", async () => {
+    const t = await createTestWorld(prisma);
+    const put = (path: string, wam: Record<string, unknown>) => small.store.inner.put(`${t.org}/${t.world}/${path}`, Buffer.from(JSON.stringify(wam)), "application/json");
+    await put("a.wam", sampleWam({ metadata: { name: "Wordy", description: "w".repeat(ROOM_DECLARED_MAX_BYTES) } }));
+    await put("b.wam", sampleWam({ mapUrl: `https://maps.example.com/${"m".repeat(ROOM_DECLARED_MAX_BYTES)}.tmj`, metadata: { name: "Long map" } }));
+    await put("c.wam", sampleWam({ metadata: { name: "Fine", description: "f".repeat(ROOM_DECLARED_MAX_BYTES - 100) } }));
+    const res = await fetch(`${small.baseUrl}/${t.org}/${t.world}/rooms`, { headers: { authorization: `Bearer ${t.token}` } });
+    expect(res.status).toBe(200);
+    const { items } = (await res.json()) as { items: { path: string; mapUrl: string | null; metadata: { name?: string } | null }[] };
+    expect(items.map((i) => [i.path, i.mapUrl, i.metadata?.name ?? null])).toEqual([
+      ["a.wam", "https://maps.example.com/office.tmj", null],
+      ["b.wam", null, "Long map"],
+      ["c.wam", "https://maps.example.com/office.tmj", "Fine"],
+    ]);
   });
 });
 

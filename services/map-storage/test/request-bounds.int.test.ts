@@ -8,7 +8,11 @@
  *   with backpressure), and each is disconnected after SEND_TIMEOUT_MS;
  * - 8 uploads at once, each a zip holding a 48 MiB `.wam`, are each refused with 413 and grow RSS
  *   by less than 300 MB;
- * - a request whose body stops arriving is answered 408 after REQUEST_TIMEOUT_MS.
+ * - a room listing over 24 rooms just under MAX_JSON_FILE_BYTES, each declaring metadata of that
+ *   size, twice at once, grows RSS by less than 256 MB (rooms are parsed under one budget of bytes
+ *   for the process, and a page keeps only what each declares, within ROOM_DECLARED_MAX_BYTES);
+ * - a request whose body stops arriving is answered 408 after REQUEST_TIMEOUT_MS, and one whose
+ *   headers stop arriving too.
  * The bounds are the issue's; each is several times what the service needs here, so they hold with
  * both cores busy, while the unbounded behaviour they replace (hundreds of MB to GB, seconds to
  * minutes) fails them by far.
@@ -180,6 +184,36 @@ describe("8 uploads at once, each a zip holding a 48 MiB .wam", () => {
   }, 60_000);
 });
 
+describe("GET {base}/rooms over rooms as large as MAX_JSON_FILE_BYTES allows", () => {
+  it("answers 200 listing them without their oversized metadata, twice at once, growing RSS by less than 256 MB", async () => {
+    const t = await createTestWorld(prisma);
+    // Metadata of just under 8 MiB each: before the listing's bounds, a page held them all, twice.
+    const room = Buffer.from(JSON.stringify(sampleWam({ metadata: { name: "Big", description: "d".repeat(8 * MB - 4096) } })));
+    expect(room.length).toBeLessThanOrEqual(8 * MB);
+    const config = loadConfig(process.env);
+    const s3 = createS3Client(config.s3);
+    for (let i = 0; i < 24; i++) {
+      await s3.send(new PutObjectCommand({ Bucket: config.s3.bucket, Key: `${t.org}/${t.world}/rooms/r${String(i).padStart(2, "0")}.wam`, Body: room, ContentLength: room.length }));
+    }
+    s3.destroy();
+
+    const rss = sampleRss(pid());
+    const pages = await Promise.all(
+      [0, 1].map(async () => {
+        const res = await fetch(`${ms.url}/${t.org}/${t.world}/rooms?limit=100`, { headers: { authorization: `Bearer ${t.token}` } });
+        return { status: res.status, body: (await res.json()) as { items: { mapUrl: string | null; metadata: unknown }[] } };
+      }),
+    );
+    const growth = rss.stop();
+    for (const page of pages) {
+      expect(page.status).toBe(200);
+      expect(page.body.items).toHaveLength(24);
+      for (const item of page.body.items) expect(item).toMatchObject({ mapUrl: "https://maps.example.com/office.tmj", metadata: null });
+    }
+    expect(growth).toBeLessThan(256 * MB);
+  }, 120_000);
+});
+
 describe("a request whose body stops arriving", () => {
   it("is answered 408 after REQUEST_TIMEOUT_MS and its connection closed", async () => {
     const answer = await new Promise<string>((resolve, reject) => {
@@ -195,5 +229,17 @@ describe("a request whose body stops arriving", () => {
     });
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(answer).toContain("/problems/request-timeout");
+  }, 60_000);
+
+  it("and one whose headers stop arriving is answered 408 and its connection closed too (headersTimeout)", async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(ms.url).port), "127.0.0.1");
+      let text = "";
+      socket.on("error", reject);
+      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+      socket.on("close", () => resolve(text));
+      socket.write(`GET /${w.org}/${w.world}/rooms HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bear`);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
   }, 60_000);
 });

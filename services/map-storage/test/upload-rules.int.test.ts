@@ -185,7 +185,7 @@ describe("uploads in progress at once (MAX_CONCURRENT_UPLOADS)", () => {
 });
 
 describe("GET {base}/download of names a zip cannot hold", () => {
-  it("answers the zip without them (its comment says how many), never by cutting the connection", async () => {
+  it("answers the zip without them (its comment says how many, a log line names them), never by cutting the connection", async () => {
     const t = await createTestWorld(prisma);
     // A drive-letter path, as an older version accepted for an upload's directory.
     for (const path of ["C:/x.txt", "maps/ok.txt"]) {
@@ -198,6 +198,8 @@ describe("GET {base}/download of names a zip cannot hold", () => {
     const archive = await yauzl.fromBufferPromise(zip, { lazyEntries: true });
     expect(archive.comment).toContain("1 file(s) left out");
     archive.close();
+    // And the log names them, for the operator.
+    expect(a.logs).toContainEqual(expect.objectContaining({ msg: "download: files whose names a zip cannot hold were left out", leftOut: 1, names: ["C:/x.txt"] }));
   });
 });
 
