@@ -108,9 +108,15 @@ class Drain {
         }
         if (this.queue.length > 0) continue;
         // Nothing claimed, nothing in flight: a little while for more, then done, unless work was
-        // flagged since the last look (a published wake that got lost).
-        if ((await this.wakes.wait(this.deps.lingerMs, this.stop)) || (await this.deps.signals.takeFlag(this.endpointId))) {
-          await this.look();
+        // flagged since the last look (a published wake that got lost). A published wake's flag is
+        // left set: it costs a round trip per wake to consume, and a flag still set when the
+        // lingering ends only makes one more look before the drain ends.
+        if (await this.wakes.wait(this.deps.lingerMs, this.stop)) {
+          this.lookAgain();
+          continue;
+        }
+        if (await this.deps.signals.takeFlag(this.endpointId)) {
+          this.lookAgain();
           continue;
         }
         return this.stop.aborted ? "stopped" : "drained";
@@ -124,13 +130,18 @@ class Drain {
   }
 
   /**
-   * Before a look for work: forgets the wakes so far and consumes the endpoint's flag, so that
-   * whatever made work due before the next claim is seen by it, and whatever comes after wakes the
-   * drain again.
+   * The drain's first look for work: forgets the wakes so far and consumes the endpoint's flag, so
+   * that whatever made work due before the next claim is seen by it, and whatever comes after
+   * wakes the drain again (its wake, or its flag when the lingering ends).
    */
   private async look(): Promise<void> {
-    this.wakes.reset();
+    this.lookAgain();
     await this.deps.signals.takeFlag(this.endpointId);
+  }
+
+  /** A later look, after a wake or a flag just consumed: forgets the wakes so far. */
+  private lookAgain(): void {
+    this.wakes.reset();
     this.more = true;
   }
 
