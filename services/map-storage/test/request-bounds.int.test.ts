@@ -215,31 +215,28 @@ describe("GET {base}/rooms over rooms as large as MAX_JSON_FILE_BYTES allows", (
 });
 
 describe("a request whose body stops arriving", () => {
-  it("is answered 408 after REQUEST_TIMEOUT_MS and its connection closed", async () => {
-    const answer = await new Promise<string>((resolve, reject) => {
+  /** Writes `request` (an incomplete one) on a raw connection; resolves with everything received once the service closed it. */
+  const unfinished = (request: string) =>
+    new Promise<string>((resolve, reject) => {
       const socket = connect(Number(new URL(ms.url).port), "127.0.0.1");
       let text = "";
       socket.on("error", reject);
       socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
       socket.on("close", () => resolve(text));
-      socket.write(
-        `POST /${w.org}/${w.world}/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.token}\r\n` +
-          `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 10000000\r\n\r\n--x\r\n`,
-      );
+      socket.write(request);
     });
+
+  it("is answered 408 after REQUEST_TIMEOUT_MS and its connection closed", async () => {
+    const answer = await unfinished(
+      `POST /${w.org}/${w.world}/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.token}\r\n` +
+        `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 10000000\r\n\r\n--x\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(answer).toContain("/problems/request-timeout");
   }, 60_000);
 
   it("and one whose headers stop arriving is answered 408 and its connection closed too (headersTimeout)", async () => {
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(ms.url).port), "127.0.0.1");
-      let text = "";
-      socket.on("error", reject);
-      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-      socket.on("close", () => resolve(text));
-      socket.write(`GET /${w.org}/${w.world}/rooms HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bear`);
-    });
+    const answer = await unfinished(`GET /${w.org}/${w.world}/rooms HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bear`);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
   }, 60_000);
 });
