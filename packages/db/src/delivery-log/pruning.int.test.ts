@@ -165,6 +165,49 @@ describe("partition pruning of the delivery log's statements", () => {
     }
   });
 
+  it("a drain's claim beside an endpoint's backlog updates what it claimed by key, not by a scan of every state, custom or generic", async () => {
+    // The planner guesses a tenth of an endpoint's pending rows for the claim's `LIMIT w.n`: with a
+    // backlog of 20,000 that is 2,000 rows, and it joined them with the states by hashing the
+    // whole table on every claim, the healthy endpoints' claims included.
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const org = randomUUID();
+      const world = randomUUID();
+      const [slow, healthy] = [randomUUID(), randomUUID()];
+      await client.query(`INSERT INTO organizations (id, slug, name, updated_at) VALUES ($1, $2, 'Plans', now())`, [org, `plans-${org}`]);
+      await client.query(`INSERT INTO worlds (id, organization_id, slug, name, updated_at) VALUES ($1, $2, 'plans', 'Plans', now())`, [world, org]);
+      await client.query(
+        `INSERT INTO webhook_endpoints (id, world_id, url, format, api_version, updated_at)
+         SELECT id, $1, 'https://receiver.example/', 'current', '2026-11-01', now() FROM unnest($2::uuid[]) AS id`,
+        [world, [slow, healthy]],
+      );
+      await client.query(
+        `INSERT INTO delivery_states (delivery_id, created_at, endpoint_id, status, due_at, body, updated_at)
+         SELECT gen_random_uuid(), now(), $1, 'pending', now() - make_interval(secs => i / 1000.0), convert_to(repeat('x', 300), 'UTF8'), now()
+         FROM generate_series(1, 20000) AS i`,
+        [slow],
+      );
+      await client.query("ANALYZE delivery_states");
+      const params = [[slow, healthy], [40, 40], 30_000];
+      const custom = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${sql.CLAIM_DUE.text}`, params)).rows[0]!["QUERY PLAN"];
+      const name = `generic_${randomUUID().replace(/-/g, "")}`;
+      await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+      await client.query(`PREPARE ${name} AS ${sql.CLAIM_DUE.text}`);
+      const generic = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${params.map((p) => literal(client, p)).join(", ")})`)).rows[0]!["QUERY PLAN"];
+      for (const plan of [custom, generic]) {
+        const states = nodes(plan).filter((n) => n["Relation Name"] === "delivery_states" && n["Node Type"] !== "ModifyTable");
+        expect(states.length).toBeGreaterThan(0);
+        expect(states.filter((n) => n["Node Type"] === "Seq Scan").map((n) => JSON.stringify(n).slice(0, 300))).toEqual([]);
+      }
+    } finally {
+      await client.query("ROLLBACK");
+      // The statistics of the rows rolled back are gone with them; the table's size estimate is not.
+      await client.query("ANALYZE delivery_states");
+      client.release();
+    }
+  });
+
   it("the intake's deduplication is the event keys' unique index, not a search of the events' partitions", async () => {
     // No anti-join or scan over stored events: the keys' insert (ON CONFLICT DO NOTHING on their
     // primary key) is the whole check, one probe per event whatever the retention.
