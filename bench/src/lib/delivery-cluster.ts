@@ -176,7 +176,7 @@ const deliveredCount = async (stack: Stack): Promise<number> => Number(await (aw
 async function logged(stack: Stack): Promise<void> {
   const deadline = Date.now() + STALL_MS;
   for (;;) {
-    const [row] = await stack.prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'");
+    const [row] = await stack.prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM delivery_states WHERE status = 'pending'");
     if (Number(row!.n) === 0) return;
     if (Date.now() > deadline) throw new Error(`${stack.topology}: ${row!.n} deliveries still pending ${STALL_MS} ms after the receiver had them all`);
     await sleep(100);
