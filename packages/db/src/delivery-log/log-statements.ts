@@ -37,6 +37,13 @@ const attemptsFrom = (first: number, extra: readonly [string, string][] = []): s
               response_body, response_body_truncated, duration_ms, error_kind, error, verdict${names})`;
 };
 
+/**
+ * The value of attempt array `param` (of `type`) for the state row `s` of the group commit: its
+ * delivery's place among the attempts' delivery ids ($5). A lookup in the statement's own arrays,
+ * so the state rows are reached by key alone, with no join the planner could turn into a scan.
+ */
+const ofAttempt = (param: string, type: string): string => `(${param}::${type}[])[array_position($5::uuid[], s.delivery_id)]`;
+
 /** The insert of relation `t` (attempt columns plus `created_at`, `endpoint_id`) into delivery_attempts. */
 const INSERT_ATTEMPTS_FROM_T = `INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS})
     SELECT t.id, t.delivery_id, t.created_at, t.endpoint_id, t.attempt_number, t.trigger, t.started_at, t.request_headers::jsonb,
@@ -216,6 +223,13 @@ export const CLAIM_DUE: Statement = {
  * claiming it right now, and a claim skips locked rows (it counts the attempts of its own run).
  * Every endpoint of the batch is locked first (sorted: the lock order shared with every disable
  * and deletion, endpoints before deliveries); an attempt whose endpoint is gone is left out. Returns each touched endpoint's consecutive failures afterwards.
+ *
+ * The states are reached by key only: each attempt's state is locked through its own index probe
+ * (`cur`, a lateral lookup the planner cannot turn into a join), and the changes name the locked
+ * ids (`= ANY`) and take their values from the arrays. `delivery_states` is a queue whose
+ * statistics are whatever the last ANALYZE saw; analyzed in a lull and then given a burst, a join
+ * with the attempts was planned as a walk through the whole table on every group commit, which
+ * grew slower as the burst piled up (a soak's deliveries waited 40 s).
  */
 export const RECORD_ATTEMPTS: Statement = {
   name: "dl2-record-attempts",
@@ -225,20 +239,25 @@ export const RECORD_ATTEMPTS: Statement = {
     SELECT * FROM ${attemptsFrom(4, [["timestamptz", "created_at"], ["uuid", "endpoint_id"], ["text", "becomes"], ["timestamptz", "due_at"], ["text", "wait_reason"], ["int", "run"]])}
     WHERE ${amongIds("t.endpoint_id", "locked")} AND (SELECT count(*) FROM counters) >= 0
   ), att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1
+  ), cur AS (
+    SELECT t.delivery_id, t.becomes, x.status FROM t CROSS JOIN LATERAL (
+      SELECT s.status FROM delivery_states s
+      WHERE s.delivery_id = t.delivery_id AND (s.status <> 'pending' OR s.run = t.run)
+      FOR UPDATE) x
   ), del AS (
-    DELETE FROM delivery_states s USING t
-    WHERE t.becomes = 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending' AND s.run = t.run
+    DELETE FROM delivery_states s
+    WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM cur WHERE status = 'pending' AND becomes = 'delivered'))
     RETURNING s.endpoint_id, s.created_at
   ), upd AS (
     UPDATE delivery_states s
-    SET status = t.becomes, due_at = t.due_at, claimed_until = NULL, run_attempts = s.run_attempts + 1,
-        attempt_count = s.attempt_count + 1, last_status = t.response_status, wait_reason = t.wait_reason,
-        body = CASE WHEN t.becomes = 'pending' THEN s.body END, updated_at = now()
-    FROM t WHERE t.becomes <> 'delivered' AND s.delivery_id = t.delivery_id AND s.status = 'pending' AND s.run = t.run
-    RETURNING s.endpoint_id, s.created_at, t.becomes
+    SET status = ${ofAttempt("$20", "text")}, due_at = ${ofAttempt("$21", "timestamptz")}, claimed_until = NULL, run_attempts = s.run_attempts + 1,
+        attempt_count = s.attempt_count + 1, last_status = ${ofAttempt("$10", "int")}, wait_reason = ${ofAttempt("$22", "text")},
+        body = CASE WHEN ${ofAttempt("$20", "text")} = 'pending' THEN s.body END, updated_at = now()
+    WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM cur WHERE status = 'pending' AND becomes <> 'delivered'))
+    RETURNING s.endpoint_id, s.created_at, s.status AS becomes
   ), counted AS (
-    UPDATE delivery_states s SET attempt_count = s.attempt_count + 1, last_status = t.response_status, updated_at = now()
-    FROM t WHERE s.delivery_id = t.delivery_id AND s.status <> 'pending'
+    UPDATE delivery_states s SET attempt_count = s.attempt_count + 1, last_status = ${ofAttempt("$10", "int")}, updated_at = now()
+    WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM cur WHERE status <> 'pending'))
     RETURNING 1
   ), stats AS (${upsertStats(
     `SELECT endpoint_id, created_at, -1 AS p, 1 AS d, 0 AS f, 0 AS k FROM del
@@ -248,23 +267,35 @@ export const RECORD_ATTEMPTS: Statement = {
   SELECT id, consecutive_failures FROM counters`,
 };
 
-/** The skip of state rows `rows` (pending ones only): `skipped`, due never, bytes dropped. */
+/** The skip of the state rows `where` selects (pending ones only): `skipped`, due never, bytes dropped. */
 const skipPending = (where: string): string => `s AS (
     UPDATE delivery_states SET status = 'skipped', due_at = NULL, claimed_until = NULL, body = NULL, updated_at = now()
-    WHERE ${where} AND status = 'pending' RETURNING endpoint_id, created_at
+    WHERE ${where} RETURNING endpoint_id, created_at
   ), stats AS (${upsertStats("SELECT endpoint_id, created_at, -1 AS p, 0 AS d, 0 AS f, 1 AS k FROM s")})
   SELECT count(*)::int AS n FROM s`;
+
+/**
+ * The state rows of ids `ids` (with their keys `k`, in relation `from`), each locked through its own
+ * probe of the primary key, as relation `x(delivery_id, status, claimed_until)`, to be filtered
+ * afterwards. A lateral lookup that names the key is planned as that probe whatever the statistics
+ * of this queue table say; a condition on the status next to the key would match a partial index
+ * that statistics taken in a lull make look cheaper to walk whole (`OFFSET 0` keeps the filters
+ * outside from being pushed into the lookup).
+ */
+const lockedStates = (from: string, id: string): string => `${from} CROSS JOIN LATERAL (
+      SELECT s.delivery_id, s.status, s.claimed_until FROM delivery_states s WHERE s.delivery_id = ${id} OFFSET 0 FOR UPDATE) x`;
 
 /** $1 delivery ids: those still pending become `skipped` (their endpoint is disabled). Returns how many. */
 export const SKIP_DELIVERIES: Statement = {
   name: "dl2-skip-deliveries",
-  text: `WITH ${skipPending("delivery_id = ANY($1::uuid[])")}`,
+  text: `WITH k AS (SELECT x.delivery_id FROM ${lockedStates("unnest($1::uuid[]) AS i(id)", "i.id")} WHERE x.status = 'pending'),
+  ${skipPending("delivery_id = ANY(ARRAY(SELECT delivery_id FROM k))")}`,
 };
 
 /** $1 endpoint id: every pending delivery of it becomes `skipped`. Returns how many. */
 export const SKIP_PENDING_OF_ENDPOINT: Statement = {
   name: "dl2-skip-pending-of-endpoint",
-  text: `WITH ${skipPending("endpoint_id = $1::uuid")}`,
+  text: `WITH ${skipPending("endpoint_id = $1::uuid AND status = 'pending'")}`,
 };
 
 /**
@@ -326,8 +357,9 @@ export const CREATION_TIMES: Statement = {
  */
 export const RELEASE_CLAIMS: Statement = {
   name: "dl2-release-claims",
-  text: `UPDATE delivery_states s SET claimed_until = NULL FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)
-    WHERE s.delivery_id = k.id AND s.claimed_until = k.lease AND s.status = 'pending'`,
+  text: `WITH k AS (SELECT x.delivery_id FROM ${lockedStates("unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)", "k.id")}
+    WHERE x.status = 'pending' AND x.claimed_until = k.lease)
+  UPDATE delivery_states s SET claimed_until = NULL WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM k))`,
 };
 
 /**
@@ -337,9 +369,10 @@ export const RELEASE_CLAIMS: Statement = {
  */
 export const RENEW_CLAIMS: Statement = {
   name: "dl2-renew-claims",
-  text: `UPDATE delivery_states s SET claimed_until = now() + make_interval(secs => $3::int / 1000.0)
-    FROM unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)
-    WHERE s.delivery_id = k.id AND s.claimed_until = k.lease AND s.status = 'pending'
+  text: `WITH k AS (SELECT x.delivery_id FROM ${lockedStates("unnest($1::uuid[], $2::timestamptz[]) AS k(id, lease)", "k.id")}
+    WHERE x.status = 'pending' AND x.claimed_until = k.lease)
+  UPDATE delivery_states s SET claimed_until = now() + make_interval(secs => $3::int / 1000.0)
+    WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM k))
     RETURNING s.delivery_id, s.claimed_until, s.claimed_until::text AS lease`,
 };
 
