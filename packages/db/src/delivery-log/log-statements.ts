@@ -38,6 +38,19 @@ const attemptsFrom = (first: number, extra: readonly [string, string][] = []): s
 };
 
 /**
+ * The state rows of the ids `id` of relation `from`, each locked through its own probe of the
+ * primary key, as relation `x(delivery_id, status, claimed_until)`. `only` (optional) keeps rows
+ * out before they are locked; it must not imply a partial index's predicate. Other filters go
+ * outside. A lateral lookup that names the key is planned as that probe whatever the statistics
+ * of this queue table say; a condition on the status alone next to the key would match a partial
+ * index that statistics taken in a lull make look cheaper to walk whole (`OFFSET 0` keeps the
+ * filters outside from being pushed into the lookup).
+ */
+const lockedStates = (from: string, id: string, only?: string): string => `${from} CROSS JOIN LATERAL (
+      SELECT s.delivery_id, s.status, s.claimed_until FROM delivery_states s
+      WHERE s.delivery_id = ${id}${only === undefined ? "" : ` AND ${only}`} OFFSET 0 FOR UPDATE) x`;
+
+/**
  * The value of attempt array `param` (of `type`) for the state row `s` of the group commit: its
  * delivery's place among the attempts' delivery ids ($5). A lookup in the statement's own arrays,
  * so the state rows are reached by key alone, with no join the planner could turn into a scan.
@@ -225,7 +238,7 @@ export const CLAIM_DUE: Statement = {
  * and deletion, endpoints before deliveries); an attempt whose endpoint is gone is left out. Returns each touched endpoint's consecutive failures afterwards.
  *
  * The states are reached by key only: each attempt's state is locked through its own index probe
- * (`cur`, a lateral lookup the planner cannot turn into a join), and the changes name the locked
+ * (`cur`, {@link lockedStates}; a pending one of a newer run is left out before it is locked), and the changes name the locked
  * ids (`= ANY`) and take their values from the arrays. `delivery_states` is a queue whose
  * statistics are whatever the last ANALYZE saw; analyzed in a lull and then given a burst, a join
  * with the attempts was planned as a walk through the whole table on every group commit, which
@@ -240,10 +253,7 @@ export const RECORD_ATTEMPTS: Statement = {
     WHERE ${amongIds("t.endpoint_id", "locked")} AND (SELECT count(*) FROM counters) >= 0
   ), att AS (${INSERT_ATTEMPTS_FROM_T} RETURNING 1
   ), cur AS (
-    SELECT t.delivery_id, t.becomes, x.status FROM t CROSS JOIN LATERAL (
-      SELECT s.status FROM delivery_states s
-      WHERE s.delivery_id = t.delivery_id AND (s.status <> 'pending' OR s.run = t.run)
-      FOR UPDATE) x
+    SELECT t.delivery_id, t.becomes, x.status FROM ${lockedStates("t", "t.delivery_id", "(s.status <> 'pending' OR s.run = t.run)")}
   ), del AS (
     DELETE FROM delivery_states s
     WHERE s.delivery_id = ANY(ARRAY(SELECT delivery_id FROM cur WHERE status = 'pending' AND becomes = 'delivered'))
@@ -273,17 +283,6 @@ const skipPending = (where: string): string => `s AS (
     WHERE ${where} RETURNING endpoint_id, created_at
   ), stats AS (${upsertStats("SELECT endpoint_id, created_at, -1 AS p, 0 AS d, 0 AS f, 1 AS k FROM s")})
   SELECT count(*)::int AS n FROM s`;
-
-/**
- * The state rows of ids `ids` (with their keys `k`, in relation `from`), each locked through its own
- * probe of the primary key, as relation `x(delivery_id, status, claimed_until)`, to be filtered
- * afterwards. A lateral lookup that names the key is planned as that probe whatever the statistics
- * of this queue table say; a condition on the status next to the key would match a partial index
- * that statistics taken in a lull make look cheaper to walk whole (`OFFSET 0` keeps the filters
- * outside from being pushed into the lookup).
- */
-const lockedStates = (from: string, id: string): string => `${from} CROSS JOIN LATERAL (
-      SELECT s.delivery_id, s.status, s.claimed_until FROM delivery_states s WHERE s.delivery_id = ${id} OFFSET 0 FOR UPDATE) x`;
 
 /** $1 delivery ids: those still pending become `skipped` (their endpoint is disabled). Returns how many. */
 export const SKIP_DELIVERIES: Statement = {

@@ -74,16 +74,24 @@ async function plannedGeneric(statement: Statement, params: unknown[]): Promise<
   return relations(await genericPlan(statement, params));
 }
 
+/**
+ * The generic plan of `statement` with `params`, in the open transaction of `client` (whose
+ * plan-cache mode it sets for the rest of that transaction).
+ */
+async function genericPlanIn(client: pg.PoolClient, statement: Statement, params: unknown[]): Promise<unknown> {
+  const name = `generic_${randomUUID().replace(/-/g, "")}`;
+  await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+  await client.query(`PREPARE ${name} AS ${statement.text}`);
+  const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}${params.length === 0 ? "" : `(${params.map((p) => literal(client, p)).join(", ")})`}`);
+  return rows[0]!["QUERY PLAN"];
+}
+
 /** The generic plan of `statement` (planned once for any parameters), executed with `params`. */
 async function genericPlan(statement: Statement, params: unknown[]): Promise<unknown> {
   const client = await pool.connect();
-  const name = `generic_${randomUUID().replace(/-/g, "")}`;
   try {
     await client.query("BEGIN");
-    await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
-    await client.query(`PREPARE ${name} AS ${statement.text}`);
-    const { rows } = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}${params.length === 0 ? "" : `(${params.map((p) => literal(client, p)).join(", ")})`}`);
-    return rows[0]!["QUERY PLAN"];
+    return await genericPlanIn(client, statement, params);
   } finally {
     await client.query("ROLLBACK");
     client.release();
@@ -210,10 +218,7 @@ describe("partition pruning of the delivery log's statements", () => {
           // The claim's arrays name the backlog's endpoint beside the statement's own.
           const args = statement === sql.CLAIM_DUE ? [[slow, ...(params[0] as string[])], [40, 40], params[2]] : params;
           const custom = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, args)).rows[0]!["QUERY PLAN"];
-          const name = `generic_${randomUUID().replace(/-/g, "")}`;
-          await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
-          await client.query(`PREPARE ${name} AS ${statement.text}`);
-          const generic = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${args.map((p) => literal(client, p)).join(", ")})`)).rows[0]!["QUERY PLAN"];
+          const generic = await genericPlanIn(client, statement, args);
           for (const plan of [custom, generic]) {
             const reads = nodes(plan).filter((n) => n["Relation Name"] === "delivery_states" && n["Node Type"] !== "ModifyTable");
             const scans = reads.filter((n) => n["Node Type"] === "Seq Scan" || (/^Index (Only )?Scan$/.test(String(n["Node Type"])) && n["Index Cond"] === undefined));
