@@ -31,17 +31,18 @@ export class WorldStorageLedger {
 
   /** Counts `bytes` (> 0) more for the world if it stays within its limit (`defaultLimit` unless it has its own). */
   async reserve(slugs: WorldSlugs, bytes: number, defaultLimit: number): Promise<StorageReservation> {
-    const updated = await this.prisma.$queryRaw<{ bytes_used: bigint }[]>`
-      UPDATE world_storage_usage u SET bytes_used = u.bytes_used + ${bytes}::bigint, updated_at = now()
-      FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w
-      WHERE u.world_id = w.id
-        AND u.bytes_used + ${bytes}::bigint <= COALESCE(w.max_storage_bytes, ${defaultLimit}::bigint)
-      RETURNING u.bytes_used`;
-    if (updated.length > 0) return { kind: "reserved" };
-    const [state] = await this.prisma.$queryRaw<{ bytes_used: bigint | null; max_bytes: bigint }[]>`
-      SELECT u.bytes_used, COALESCE(w.max_storage_bytes, ${defaultLimit}::bigint) AS max_bytes
-      FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w LEFT JOIN world_storage_usage u ON u.world_id = w.id`;
+    // One statement, so its three answers come from one snapshot: read after a separate UPDATE,
+    // a count another replica started in between would read as a world over its limit.
+    const [state] = await this.prisma.$queryRaw<{ reserved: boolean; bytes_used: bigint | null; max_bytes: bigint }[]>`
+      WITH w AS (SELECT w.id, COALESCE(w.max_storage_bytes, ${defaultLimit}::bigint) AS max_bytes FROM ${worldBySlugsSql(slugs.organization, slugs.world)} w),
+      done AS (
+        UPDATE world_storage_usage u SET bytes_used = u.bytes_used + ${bytes}::bigint, updated_at = now()
+        FROM w WHERE u.world_id = w.id AND u.bytes_used + ${bytes}::bigint <= w.max_bytes
+        RETURNING u.world_id)
+      SELECT EXISTS (SELECT 1 FROM done) AS reserved, u.bytes_used, w.max_bytes
+      FROM w LEFT JOIN world_storage_usage u ON u.world_id = w.id`;
     if (!state) return { kind: "unknown-world" };
+    if (state.reserved) return { kind: "reserved" };
     if (state.bytes_used === null) return { kind: "uncounted" };
     return { kind: "over", bytesInUse: Number(state.bytes_used), limit: Number(state.max_bytes) };
   }

@@ -84,6 +84,41 @@ describe("PUT", () => {
     expect(await ledger.bytesInUse(t.worldId)).toBe(10_000);
   });
 
+  it("a world's first writes at once are all stored, the count started under them included", async () => {
+    const t = await worldWithQuota(null);
+    const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) => put(t, `first/${i}.bin`, bytes(100)).then((r) => r.status)));
+    expect(statuses).toEqual(Array.from({ length: 12 }, () => 201));
+    expect(await ledger.bytesInUse(t.worldId)).toBe(1200);
+  });
+
+  it("a count another replica starts while a reservation looks at the world is never read as the world over its limit", async () => {
+    const t = await worldWithQuota(null);
+    const slugs = { organization: t.org, world: t.world };
+    // Whatever the ledger asks PostgreSQL first, another replica counts the world right after it.
+    let counted = false;
+    const racing = new Proxy(prisma, {
+      get(target, property) {
+        if (property === "$queryRaw") {
+          return async (...args: Parameters<PrismaClient["$queryRaw"]>) => {
+            const answer = await target.$queryRaw(...args);
+            if (!counted) {
+              counted = true;
+              await ledger.initialize(slugs, 0);
+            }
+            return answer;
+          };
+        }
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const answer = await new WorldStorageLedger(racing).reserve(slugs, 100, 50_000);
+    expect(counted).toBe(true);
+    // Not counted when it looked (the caller counts, then reserves again), or reserved: never "over".
+    expect(["uncounted", "reserved"]).toContain(answer.kind);
+    expect(await new WorldStorageLedger(prisma).reserve(slugs, 100, 50_000)).toEqual({ kind: "reserved" });
+  });
+
   it("counts a world whose files were stored before the count existed before its first write", async () => {
     const t = await worldWithQuota(10_000);
     await ms.store.inner.put(`${t.org}/${t.world}/old/one.bin`, Buffer.from(bytes(4000)), "application/octet-stream");
