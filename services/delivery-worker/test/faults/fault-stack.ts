@@ -74,6 +74,16 @@ export interface ProducerRun {
   refused: Map<number, number>;
 }
 
+/** A running producer of {@link FaultStack.produce}. */
+export interface Producer {
+  /** Ids of the events accepted so far (a live view). */
+  accepted(): readonly string[];
+  stop(): Promise<ProducerRun>;
+}
+
+/** The producer's id of the event a receiver got (it travels as `data.uuid`). */
+const eventOf = (body: Buffer): string => (JSON.parse(body.toString("utf8")) as { data: { uuid: string } }).data.uuid;
+
 /** The stack (see the file comment). */
 export interface FaultStack {
   postgres: PrivatePostgres;
@@ -104,7 +114,13 @@ export interface FaultStack {
   /** Attempts a worker process made so far (`vw_delivery_attempts_total` of its `/metrics`). */
   attemptsOf(worker: ServiceProcess): Promise<number>;
   /** Posts `perRequest` events every `everyMs` until `stop()`; a request waits at most 5 s. */
-  produce(options?: { perRequest?: number; everyMs?: number }): { stop(): Promise<ProducerRun> };
+  produce(options?: { perRequest?: number; everyMs?: number }): Producer;
+  /**
+   * Waits until 10 events that `producer` got accepted from now on reached every receiver: the
+   * pipeline carries new traffic end to end (deliveries left over from earlier, or retries, do not
+   * count). On a timeout it throws with the services' last log lines.
+   */
+  flowing(producer: Producer, options?: { timeoutMs?: number }): Promise<void>;
   /**
    * DELIVERY_CONCURRENCY of the worker: the attempts one worker process has sent and not yet
    * logged, at most. A fault can make a receiver get a copy of those only, so the extra copies of
@@ -275,6 +291,7 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
         inFlight.add(p);
       }, everyMs);
       return {
+        accepted: () => run.accepted,
         async stop() {
           clearInterval(timer);
           await Promise.all([...inFlight]);
@@ -282,10 +299,28 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
         },
       };
     },
+    async flowing(producer, { timeoutMs = 60_000 } = {}) {
+      const from = producer.accepted().length;
+      const reachedAll = () => {
+        const fresh = producer.accepted().slice(from, from + 10);
+        if (fresh.length < 10) return false;
+        return endpoints.every(({ receiver }) => {
+          const seen = new Set(receiver.received.map((r) => eventOf(r.body)));
+          return fresh.every((id) => seen.has(id));
+        });
+      };
+      try {
+        await eventually("10 events accepted from now on reach every receiver", reachedAll, { timeoutMs, intervalMs: 100 });
+      } catch (err) {
+        const tail = (p: ServiceProcess) => p.stdout().split("\n").slice(-30).join("\n");
+        throw new Error(
+          `${(err as Error).message} (${producer.accepted().length - from} accepted since)\nworker log tail:\n${tail(processes.worker)}\ningest log tail:\n${tail(processes.ingest)}`,
+        );
+      }
+    },
     deliveryConcurrency,
     async verify(run, { timeoutMs = 120_000, copiesAtMost = deliveryConcurrency } = {}) {
       expect(run.accepted.length).toBeGreaterThan(0);
-      const eventOf = (body: Buffer): string => (JSON.parse(body.toString("utf8")) as { data: { uuid: string } }).data.uuid;
       for (const { receiver } of endpoints) {
         const missing = () => {
           const seen = new Set(receiver.received.filter((r) => r.verifyError === null).map((r) => eventOf(r.body)));

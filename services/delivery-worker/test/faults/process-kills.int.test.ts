@@ -17,18 +17,12 @@ afterAll(async () => {
   await stack?.close();
 }, FAULT_TEST_TIMEOUT_MS);
 
-/** Deliveries reach every receiver again after a dependency's (or a process's) return. */
-async function flowing(): Promise<void> {
-  const before = stack.endpoints.map((e) => e.receiver.received.length);
-  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 60_000 });
-}
-
 it("delivery-worker killed with SIGKILL under load, then started again: nothing lost", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   await stack.worker.kill9();
   await stack.restart("worker");
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   // verify: the copies are at most what the one worker had in flight (DELIVERY_CONCURRENCY).
   const extra = await stack.verify(run);
@@ -39,10 +33,10 @@ it("delivery-worker killed with SIGKILL under load, then started again: nothing 
 it("event-ingest killed with SIGKILL in the middle of intakes, then started again: nothing accepted is lost", async () => {
   // Many small requests at once, so the kill lands inside some of them.
   const producer = stack.produce({ perRequest: 2, everyMs: 10 });
-  await flowing();
+  await stack.flowing(producer);
   await stack.ingest.kill9();
   await stack.restart("ingest");
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   const extra = await stack.verify(run);
   // What a killed intake stored without queueing (its producer saw no answer) is sent too.

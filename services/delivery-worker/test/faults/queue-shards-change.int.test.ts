@@ -70,17 +70,6 @@ function layout(shards: number): DeliveryQueues {
   return queues;
 }
 
-/** Deliveries reach every receiver (10 more to each). */
-async function flowing(): Promise<void> {
-  const counts = stack.endpoints.map((e) => e.receiver.received.length);
-  try {
-    await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= counts[i]! + 10), { timeoutMs: 30_000 });
-  } catch (err) {
-    const tail = (text: string) => text.split("\n").slice(-30).join("\n");
-    throw new Error(`${(err as Error).message}\nworker log tail:\n${tail(stack.worker.stdout())}\ningest log tail:\n${tail(stack.ingest.stdout())}`);
-  }
-}
-
 /** Every stored delivery was delivered: no state row is left (the retries included). */
 async function allDelivered(): Promise<void> {
   await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
@@ -88,7 +77,7 @@ async function allDelivered(): Promise<void> {
 
 it("QUEUE_SHARDS 4 -> 8, the worker first, with deliveries waiting and retries delayed in the 4: every accepted event delivered", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   await eventually("retries wait (timer jobs delayed) in the layout of 4", async () => (await layout(4).getJobCounts("delayed")).delayed! > 0);
 
   // The worker goes first; event-ingest keeps waking endpoints in the 4 shards meanwhile.
@@ -101,12 +90,12 @@ it("QUEUE_SHARDS 4 -> 8, the worker first, with deliveries waiting and retries d
   await stack.restart("worker", { QUEUE_SHARDS: "8" });
   await eventually("the worker runs on 8 shards", () => stack.worker.stdout().includes('"queueShards":8'));
   // No worker serves the 4 any more, yet what event-ingest stores still reaches the receivers.
-  await flowing();
+  await stack.flowing(producer);
 
   // Then event-ingest.
   expect(await stack.ingest.stop()).toBe(0);
   await stack.restart("ingest", { QUEUE_SHARDS: "8" });
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   const extra = await stack.verify(run);
   // The retries whose timers were left in the 4 were sent too.
@@ -119,13 +108,13 @@ const OVERLAP_ATTEMPTS = 150;
 
 it("QUEUE_SHARDS 8 -> 2, event-ingest first, then the worker rolled (both layouts' drains at once): every accepted event delivered, none sent twice", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   expect(await stack.ingest.stop()).toBe(0);
   await stack.restart("ingest", { QUEUE_SHARDS: "2" });
   // Only the worker on 8 runs: event-ingest's drain jobs wait in the 2, unserved, and what it
   // stores reaches the receivers all the same.
   await eventually("drain jobs wait in the layout of 2, which no worker serves", async () => (await layout(2).getJobCounts("wait")).wait! > 0);
-  await flowing();
+  await stack.flowing(producer);
 
   // The rolling update: a replica on 2 beside the one on 8. The new one drains the jobs in the 2;
   // the old one's drains go on too (they hear the same wakes): two drains per endpoint, one claim
@@ -143,7 +132,7 @@ it("QUEUE_SHARDS 8 -> 2, event-ingest first, then the worker rolled (both layout
       { timeoutMs: 60_000, intervalMs: 250 },
     );
   });
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   // Two replicas were running: each can have had DELIVERY_CONCURRENCY attempts in flight when the
   // old one stopped; two drains sending the same deliveries would make far more copies.

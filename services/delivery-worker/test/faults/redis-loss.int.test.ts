@@ -33,12 +33,6 @@ afterAll(async () => {
   await stack?.close();
 }, FAULT_TEST_TIMEOUT_MS);
 
-/** Deliveries reach every receiver again after a dependency's (or a process's) return. */
-async function flowing(): Promise<void> {
-  const before = stack.endpoints.map((e) => e.receiver.received.length);
-  await eventually("deliveries flow (10 more to each receiver)", () => stack.endpoints.every((e, i) => e.receiver.received.length >= before[i]! + 10), { timeoutMs: 60_000 });
-}
-
 const REBUILT = "dispatch index rebuilt from PostgreSQL";
 /** Times the worker's reconciler logged that it woke the endpoints of lost shards from PostgreSQL. */
 const rebuilds = (): number => stack.worker.stdout().split(REBUILT).length - 1;
@@ -49,7 +43,7 @@ async function rebuiltFromPostgres(before: number): Promise<void> {
 
 it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   await stack.redis.kill("SIGKILL");
   for (const service of stack.services()) {
     await eventually(`${service.url}/readyz answers 503 naming Redis`, async () => {
@@ -58,14 +52,14 @@ it("Redis SIGKILLed and restarted with its AOF under load: nothing lost", async 
     }, { timeoutMs: 30_000, intervalMs: 100 });
   }
   await stack.redis.restart();
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   report("Redis SIGKILL and restart with AOF", run, await stack.verify(run));
 }, FAULT_TEST_TIMEOUT_MS);
 
 it("Redis SIGKILLed and restarted EMPTY under load, with deliveries waiting for their retry: every one is sent", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   // Deliveries waiting for their retry: PostgreSQL says when, a timer job in Redis wakes their endpoint.
   const waiting = await eventually("deliveries wait for a retry", async () => {
     const n = await stack.prisma.deliveryState.count({ where: { status: "pending", attemptCount: { gt: 0 } } });
@@ -76,7 +70,7 @@ it("Redis SIGKILLed and restarted EMPTY under load, with deliveries waiting for 
   await stack.redis.restart({ empty: true });
   const backAt = Date.now();
   await rebuiltFromPostgres(before);
-  await flowing();
+  await stack.flowing(producer);
   process.stdout.write(`[faults] redis empty: ${waiting} deliveries were waiting for a retry; flowing again ${Date.now() - backAt} ms after the restart\n`);
   const run = await producer.stop();
   const extra = await stack.verify(run);
@@ -86,7 +80,7 @@ it("Redis SIGKILLed and restarted EMPTY under load, with deliveries waiting for 
 
 it("the queue's keys flushed (FLUSHDB) under load: every delivery is sent", async () => {
   const producer = stack.produce();
-  await flowing();
+  await stack.flowing(producer);
   const before = rebuilds();
   const admin = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
   try {
@@ -96,7 +90,7 @@ it("the queue's keys flushed (FLUSHDB) under load: every delivery is sent", asyn
     admin.disconnect();
   }
   await rebuiltFromPostgres(before);
-  await flowing();
+  await stack.flowing(producer);
   const run = await producer.stop();
   const extra = await stack.verify(run);
   await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
