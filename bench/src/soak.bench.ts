@@ -7,8 +7,9 @@
  * (autovacuum on; packages/testing startPostgres), migrated, and its own Redis (so Redis's memory
  * is this run's alone), with event-ingest, delivery-worker and a receiver as processes.
  *
- * First a burst measures the pipeline's maximum here (deliveries/s); then an open loop offers half
- * of it for BENCH_SOAK_MINUTES (30), BENCH_SOAK_ENDPOINTS (20) endpoints per event. Each minute it
+ * First a burst measures the pipeline's maximum here (deliveries/s; after a first burst that warms
+ * the processes up); then an open loop offers half of it for BENCH_SOAK_MINUTES (30),
+ * BENCH_SOAK_ENDPOINTS (20) endpoints per event. Each minute it
  * records the deliveries' p99 lag (event timestamp to arrival), each service's RSS and Redis's
  * used memory. Goals:
  * - p99 lag under 1 s in every minute;
@@ -32,6 +33,16 @@ const ENDPOINTS = Number(process.env.BENCH_SOAK_ENDPOINTS ?? 20);
 /** Events of the burst that measures the maximum (times ENDPOINTS deliveries). */
 const BURST_EVENTS = Number(process.env.BENCH_SOAK_BURST_EVENTS ?? 1000);
 const MB = 1024 * 1024;
+/**
+ * Server settings away from PostgreSQL's defaults, as `name=value,...` (none by default): to soak
+ * on a server sized as packages/db/README.md advises for the rate, `shared_buffers=2GB,max_wal_size=8GB`.
+ */
+const PG_SETTINGS = Object.fromEntries(
+  (process.env.BENCH_SOAK_PG_SETTINGS ?? "")
+    .split(",")
+    .filter((pair) => pair.includes("="))
+    .map((pair) => pair.split("=", 2).map((part) => part.trim()) as [string, string]),
+);
 
 /** Resident set size of a process, in bytes (Linux `/proc`). */
 function rssOf(pid: number | undefined): number {
@@ -71,7 +82,8 @@ function errorLines(service: ServiceProcess): string[] {
 
 async function main(): Promise<void> {
   const goals = new GoalTally();
-  const postgres = await startPostgres();
+  const postgres = await startPostgres({ settings: PG_SETTINGS });
+  if (Object.keys(PG_SETTINGS).length > 0) console.log(`PostgreSQL settings away from the defaults: ${JSON.stringify(PG_SETTINGS)}`);
   const redis = await startRedis();
   const receiver = await startReceiver();
   const processes: ServiceProcess[] = [];
@@ -98,7 +110,11 @@ async function main(): Promise<void> {
     }
     const worldRef = `${organization.slug}/${world.slug}`;
 
-    // The pipeline's maximum here: a burst, as fast as ingest takes it.
+    // The pipeline's maximum here: a burst, as fast as ingest takes it, after one alike that warms
+    // the processes up (a cold first burst runs at a fraction of the rate, and would set the load).
+    await resetReceiver(receiver.origin);
+    await postBurst(ingest.url, ingestToken, worldRef, BURST_EVENTS, 50, 4);
+    await receiverReached(receiver.origin, BURST_EVENTS * ENDPOINTS);
     await resetReceiver(receiver.origin);
     const burstStart = Date.now();
     await postBurst(ingest.url, ingestToken, worldRef, BURST_EVENTS, 50, 4);
@@ -116,8 +132,12 @@ async function main(): Promise<void> {
       const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? 0);
       const row = { p99: s.p99, delivered: s.count, rss: processes.map((p) => rssOf(p.child.pid)), redis: used };
       minutes.push(row);
+      // The queue table's dead rows and vacuum passes, to read a slow minute against.
+      const [queue] = await prisma.$queryRaw<{ dead: bigint; vacuums: bigint }[]>`
+        SELECT n_dead_tup AS dead, autovacuum_count AS vacuums FROM pg_stat_user_tables WHERE relname = 'delivery_states'`;
       console.log(
-        `minute ${minute}: ${Math.round(s.count / 60)} deliveries/s, p99 lag ${s.p99} ms, RSS ingest ${(row.rss[0]! / MB).toFixed(1)} MB, worker ${(row.rss[1]! / MB).toFixed(1)} MB, Redis ${(used / MB).toFixed(1)} MB`,
+        `minute ${minute}: ${Math.round(s.count / 60)} deliveries/s, p99 lag ${s.p99} ms (max ${s.max} ms, over 1 s in ${s.lateSeconds} s), RSS ingest ${(row.rss[0]! / MB).toFixed(1)} MB, worker ${(row.rss[1]! / MB).toFixed(1)} MB, Redis ${(used / MB).toFixed(1)} MB, ` +
+          `delivery_states ${queue?.dead ?? "?"} dead rows (${queue?.vacuums ?? "?"} autovacuums so far)`,
       );
     }
 

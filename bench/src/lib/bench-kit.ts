@@ -18,6 +18,10 @@ export interface ReceiverStats {
   count: number;
   p50: number;
   p99: number;
+  /** The largest lag. */
+  max: number;
+  /** How many seconds (of arrival) saw a delivery more than 1 s late: a stall, or late all along. */
+  lateSeconds: number;
   firstAt: number;
   lastAt: number;
   /** Requests answered on `/slow/...` (a second each). */

@@ -5,7 +5,8 @@
  * 3 are in flight, 429 at once otherwise (counted as `limitedOk` and `limited429`: an overloaded
  * receiver). For every `/ok` request it records the lag from the envelope's
  * `timestamp` (when the event happened) to its arrival. Control:
- * `GET /_stats` → {count, p50, p99, firstAt, lastAt, slow, slowInFlight (`/slow` requests not answered
+ * `GET /_stats` → {count, p50, p99, max, lateSeconds (how many seconds saw a delivery more than 1 s
+ * late: one stall, or late all along), firstAt, lastAt, slow, slowInFlight (`/slow` requests not answered
  * yet; not reset), cpuMs (its own CPU time since it started)},
  * `GET /_count` → the count alone (cheap to poll), `POST /_reset`.
  * Prints `{"port": n}` on stdout once listening.
@@ -13,6 +14,8 @@
 import http from "node:http";
 
 let lags = [];
+/** Seconds (of arrival, epoch) in which some delivery arrived more than a second after its event. */
+let lateSeconds = new Set();
 let firstAt = 0;
 let lastAt = 0;
 let slow = 0;
@@ -38,12 +41,13 @@ const server = http.createServer((req, res) => {
     res.setHeader("content-type", "application/json");
     const cpu = process.cpuUsage();
     res.end(
-      JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), firstAt, lastAt, slow, slowInFlight, limitedOk, limited429, limitedMost, cpuMs: (cpu.user + cpu.system) / 1000 }),
+      JSON.stringify({ count: lags.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.length ? sorted[sorted.length - 1] : 0, lateSeconds: lateSeconds.size, firstAt, lastAt, slow, slowInFlight, limitedOk, limited429, limitedMost, cpuMs: (cpu.user + cpu.system) / 1000 }),
     );
     return;
   }
   if (req.url === "/_reset") {
     lags = [];
+    lateSeconds = new Set();
     firstAt = 0;
     lastAt = 0;
     slow = 0;
@@ -87,8 +91,9 @@ const server = http.createServer((req, res) => {
     const now = Date.now();
     try {
       const { timestamp } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      if (timestamp) lags.push(now - Date.parse(timestamp));
-      else lags.push(0);
+      const lag = timestamp ? now - Date.parse(timestamp) : 0;
+      lags.push(lag);
+      if (lag > 1000) lateSeconds.add(Math.floor(now / 1000));
     } catch {
       lags.push(0);
     }
