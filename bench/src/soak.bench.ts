@@ -120,8 +120,11 @@ async function main(): Promise<void> {
     await postBurst(ingest.url, ingestToken, worldRef, BURST_EVENTS, 50, 4);
     await receiverReached(receiver.origin, BURST_EVENTS * ENDPOINTS);
     const maximum = (BURST_EVENTS * ENDPOINTS) / ((Date.now() - burstStart) / 1000);
-    const offered = maximum / 2;
-    console.log(`burst maximum ${Math.round(maximum)} deliveries/s; soaking at half of it, ${Math.round(offered)} deliveries/s, for ${MINUTES} min (${WARMUP_MINUTES} of warm-up)`);
+    // BENCH_SOAK_RATE sets the load instead (deliveries/s), to compare runs at one rate.
+    const offered = process.env.BENCH_SOAK_RATE ? Number(process.env.BENCH_SOAK_RATE) : maximum / 2;
+    console.log(
+      `burst maximum ${Math.round(maximum)} deliveries/s; soaking at ${process.env.BENCH_SOAK_RATE ? "BENCH_SOAK_RATE" : "half of it"}, ${Math.round(offered)} deliveries/s, for ${MINUTES} min (${WARMUP_MINUTES} of warm-up)`,
+    );
 
     const minutes: { p99: number; delivered: number; rss: number[]; redis: number }[] = [];
     for (let minute = 1; minute <= MINUTES; minute += 1) {

@@ -15,6 +15,8 @@ describe("delivery-worker config", () => {
       deliveryRetentionDays: 90,
       endpointUrlPolicy: "public-https",
       smtpUrl: null,
+      deliveryConcurrency: 400,
+      endpointConcurrency: 10,
     });
     expect(config.retryDelays).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
   });

@@ -77,7 +77,7 @@ export function loadConfig(env: Env) {
       /** How often the retention job runs. */
       retentionIntervalMs: r.int("RETENTION_INTERVAL_MS", 3_600_000, { min: 1000 }),
       /** Deliveries in flight per worker process, across all endpoints: from the start of a POST until its attempt is logged (what a crash can send twice). */
-      deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 100, { min: 1, max: 2000 }),
+      deliveryConcurrency: r.int("DELIVERY_CONCURRENCY", 400, { min: 1, max: 2000 }),
       /** Largest window of attempts in flight per endpoint (one drain at a time sends to an endpoint, whatever the replicas). */
       endpointConcurrency: r.int("DELIVERY_ENDPOINT_CONCURRENCY", 10, { min: 1, max: 1000 }),
       /**
