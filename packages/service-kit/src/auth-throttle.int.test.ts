@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Redis } from "ioredis";
 import { eventually, testKeyPrefix } from "@vw/testing";
-import { AuthThrottle, clientId, SHARED_BLOCK_RECHECK_MS, type AuthThrottleOptions } from "./auth-throttle.js";
+import { AuthThrottle, clientId, SHARED_BLOCK_RECHECK_MS, type AuthThrottleOptions, type ThrottleRedis } from "./auth-throttle.js";
 import { AppError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
@@ -171,6 +171,38 @@ describe("without Redis", () => {
     expect((await attempt(throttle, "192.0.2.61", "y")).status).toBe(429);
     expect(lines.some((l) => l.level === "warn" && String(l.msg).includes("Redis unavailable"))).toBe(true);
     hung.disconnect();
+  });
+});
+
+describe("a Redis that answers one reservation too late", () => {
+  it("still gets at most maxFailures of a burst's guesses checked: the process's own count holds them", async () => {
+    // The third script call reaches Redis only after the throttle gave up on it (a busy Redis):
+    // the reservation it held up is granted in memory, and Redis counts it late or never.
+    let calls = 0;
+    const late: ThrottleRedis = {
+      eval: async (...args) => {
+        calls += 1;
+        if (calls === 3) await new Promise((resolve) => setTimeout(resolve, 300));
+        return redis.eval(...args);
+      },
+    };
+    const throttle = throttleOn(null, { redis: late, redisTimeoutMs: 100, maxFailures: 3 });
+    let checked = 0;
+    const guess = async (i: number) => {
+      try {
+        await throttle.guard("192.0.2.90", () => {
+          checked += 1;
+          return check(`guess-${i}`)();
+        });
+        return 200;
+      } catch (err) {
+        return (err as AppError).status;
+      }
+    };
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => guess(i)));
+    expect(checked).toBe(3);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(27);
   });
 });
 

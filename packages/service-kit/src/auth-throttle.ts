@@ -29,9 +29,13 @@
  *   no round trip each, and a remembered credential that another replica's block lets through
  *   meanwhile is one the client already proved it holds. A remembered credential that fails
  *   (revoked since) is forgotten, and its next try takes a slot again.
- * - Redis down or slow (no answer within `redisTimeoutMs`): the process falls back to the same
- *   counters in memory (the same limits, per replica) and logs one warning per outage; nobody is
- *   locked out by the outage itself and nothing crashes.
+ * - Every slot is also taken from the process's own counters in memory, and a check needs both:
+ *   so one process never checks more than `maxFailures` of a client's credentials per window,
+ *   whatever Redis answers and however late. Redis down or slow (no answer within
+ *   `redisTimeoutMs`): those counters alone answer (the same limits, per replica), and one warning
+ *   is logged per outage; nobody is locked out by the outage itself and nothing crashes. Without
+ *   them, a reservation that timed out and was granted in memory was a check Redis never counted,
+ *   and a burst on a slow machine got more than `maxFailures` guesses checked.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
@@ -90,6 +94,12 @@ export type FailurePredicate = (err: unknown) => boolean;
 /** The default: a 401 other than "no credential at all" counts. */
 export const countsAsAuthFailure: FailurePredicate = (err) => err instanceof AppError && err.status === 401 && err.code !== "missing-token";
 
+/** One check's slots: in this process's counters, and in Redis's when it granted one in time. */
+interface Slots {
+  local: Slot;
+  shared: Slot | null;
+}
+
 /** Counts failed authentications per client and refuses throttled clients (see the file comment). */
 export class AuthThrottle {
   private readonly now: () => number;
@@ -136,7 +146,7 @@ export class AuthThrottle {
       }
     }
     await this.gate.enter(id);
-    let slot: Slot;
+    let slot: Slots;
     try {
       // Blocked while it waited in the gate: the queue drains with 429s, one wake-up after another.
       this.refuseIfBlocked(id);
@@ -207,12 +217,15 @@ export class AuthThrottle {
     }
   }
 
-  /** A slot for one check of `id`, waiting while every free slot is in flight; 429 once blocked. */
-  private async reserve(id: string): Promise<Slot> {
+  /**
+   * A slot for one check of `id`, in this process's counters and in Redis's (when it answers),
+   * waiting while every free slot is in flight; 429 once either says blocked.
+   */
+  private async reserve(id: string): Promise<Slots> {
     const deadline = this.now() + (this.options.busyWaitMs ?? 5_000);
     for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
       const answer = await this.reserveOnce(id);
-      if (answer.kind === "granted") return answer.slot;
+      if (answer.kind === "granted") return answer.slots;
       if (answer.kind === "blocked") {
         this.blocked.set(id, answer.resetAt);
         throw this.tooMany(answer.resetAt);
@@ -228,34 +241,33 @@ export class AuthThrottle {
     }
   }
 
-  private async reserveOnce(id: string): Promise<Reservation> {
+  private async reserveOnce(id: string): Promise<{ kind: "granted"; slots: Slots } | Exclude<Reservation, { kind: "granted" }>> {
+    const local = this.memory.reserve(id);
+    if (local.kind !== "granted") return local;
     const window = randomBytes(9).toString("base64url");
     const answer = await this.redisCall(RESERVE_SCRIPT, id, String(this.options.maxFailures), String(this.options.windowMs), window);
-    if (answer === null) return this.memory.reserve(id);
+    if (answer === null) return { kind: "granted", slots: { local: local.slot, shared: null } };
     const [granted, ttl, granting] = answer as [number, number, string];
-    const resetAt = this.now() + Math.max(0, Number(ttl));
-    if (Number(granted) === 1) return { kind: "granted", slot: { id, where: "redis", window: String(granting) } };
-    return Number(granted) === 0 ? { kind: "blocked", resetAt } : { kind: "busy" };
+    if (Number(granted) === 1) return { kind: "granted", slots: { local: local.slot, shared: { id, where: "redis", window: String(granting) } } };
+    this.memory.release(local.slot);
+    return Number(granted) === 0 ? { kind: "blocked", resetAt: this.now() + Math.max(0, Number(ttl)) } : { kind: "busy" };
   }
 
-  private async recordFailure(slot: Slot): Promise<FailureCount> {
-    if (slot.where === "redis") {
-      const fresh = randomBytes(9).toString("base64url");
-      const answer = await this.redisCall(FAIL_SCRIPT, slot.id, slot.window, String(this.options.windowMs), fresh);
-      if (answer !== null) {
-        const [failures, ttl] = answer as [number, number];
-        return { failures: Number(failures), resetAt: this.now() + Math.max(0, Number(ttl)) };
-      }
-    }
-    return this.memory.fail(slot);
+  /** Counts a failure in both counters; the larger count decides (Redis's holds every replica's). */
+  private async recordFailure(slots: Slots): Promise<FailureCount> {
+    const local = this.memory.fail(slots.local);
+    if (slots.shared === null) return local;
+    const fresh = randomBytes(9).toString("base64url");
+    const answer = await this.redisCall(FAIL_SCRIPT, slots.shared.id, slots.shared.window, String(this.options.windowMs), fresh);
+    if (answer === null) return local;
+    const [failures, ttl] = answer as [number, number];
+    const shared = { failures: Number(failures), resetAt: this.now() + Math.max(0, Number(ttl)) };
+    return shared.failures >= local.failures ? shared : local;
   }
 
-  private async release(slot: Slot): Promise<void> {
-    if (slot.where === "memory") {
-      this.memory.release(slot);
-      return;
-    }
-    await this.redisCall(RELEASE_SCRIPT, slot.id, slot.window);
+  private async release(slots: Slots): Promise<void> {
+    this.memory.release(slots.local);
+    if (slots.shared !== null) await this.redisCall(RELEASE_SCRIPT, slots.shared.id, slots.shared.window);
   }
 
   /**
