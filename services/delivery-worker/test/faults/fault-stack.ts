@@ -136,6 +136,12 @@ export interface FaultStack {
   verify(run: ProducerRun, options?: { timeoutMs?: number; copiesAtMost?: number }): Promise<number>;
   /** Deliveries not delivered (their `delivery_states` rows), by status. */
   undelivered(): Promise<Record<string, number>>;
+  /**
+   * Waits until every stored delivery was delivered (no state row left, the retries included), for
+   * as long as their number keeps falling: it fails when none was delivered for `stallMs`
+   * (60 s), naming what is left, so a slow machine only takes longer.
+   */
+  allDelivered(options?: { stallMs?: number }): Promise<void>;
   /** GET `/readyz` of a service: its status and the names of the failing checks. */
   readiness(service: ServiceProcess): Promise<{ status: number; failing: string[] }>;
   close(): Promise<void>;
@@ -298,6 +304,22 @@ export async function startFaultStack(options: FaultStackOptions): Promise<Fault
           return run;
         },
       };
+    },
+    async allDelivered({ stallMs = 60_000 } = {}) {
+      let fewest = Number.POSITIVE_INFINITY;
+      let progressAt = Date.now();
+      for (;;) {
+        const left = await stack.undelivered();
+        const count = Object.values(left).reduce((a, b) => a + b, 0);
+        if (count === 0) return;
+        if (count < fewest) {
+          fewest = count;
+          progressAt = Date.now();
+        } else if (Date.now() - progressAt > stallMs) {
+          throw new Error(`deliveries left undelivered, none delivered for ${stallMs} ms: ${JSON.stringify(left)}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
     },
     async flowing(producer, { timeoutMs = 60_000 } = {}) {
       const from = producer.accepted().length;

@@ -70,11 +70,6 @@ function layout(shards: number): DeliveryQueues {
   return queues;
 }
 
-/** Every stored delivery was delivered: no state row is left (the retries included). */
-async function allDelivered(): Promise<void> {
-  await eventually("every stored delivery was delivered", async () => Object.keys(await stack.undelivered()).length === 0, { timeoutMs: 60_000 });
-}
-
 it("QUEUE_SHARDS 4 -> 8, the worker first, with deliveries waiting and retries delayed in the 4: every accepted event delivered", async () => {
   const producer = stack.produce();
   await stack.flowing(producer);
@@ -99,7 +94,7 @@ it("QUEUE_SHARDS 4 -> 8, the worker first, with deliveries waiting and retries d
   const run = await producer.stop();
   const extra = await stack.verify(run);
   // The retries whose timers were left in the 4 were sent too.
-  await allDelivered();
+  await stack.allDelivered();
   report("QUEUE_SHARDS 4 -> 8 (worker first, then event-ingest)", run, extra);
 }, FAULT_TEST_TIMEOUT_MS * 2);
 
@@ -137,6 +132,6 @@ it("QUEUE_SHARDS 8 -> 2, event-ingest first, then the worker rolled (both layout
   // Two replicas were running: each can have had DELIVERY_CONCURRENCY attempts in flight when the
   // old one stopped; two drains sending the same deliveries would make far more copies.
   const extra = await stack.verify(run, { copiesAtMost: 2 * stack.deliveryConcurrency });
-  await allDelivered();
+  await stack.allDelivered();
   report("QUEUE_SHARDS 8 -> 2 (event-ingest first, then the worker rolled)", run, extra);
 }, FAULT_TEST_TIMEOUT_MS * 2);
