@@ -146,11 +146,11 @@ export class AuthThrottle {
       }
     }
     await this.gate.enter(id);
-    let slot: Slots;
+    let slots: Slots;
     try {
       // Blocked while it waited in the gate: the queue drains with 429s, one wake-up after another.
       this.refuseIfBlocked(id);
-      slot = await this.reserve(id);
+      slots = await this.reserve(id);
     } catch (err) {
       this.gate.leave(id);
       throw err;
@@ -160,11 +160,11 @@ export class AuthThrottle {
       result = await check();
     } catch (err) {
       if (!counts(err)) {
-        await this.release(slot);
+        await this.release(slots);
         this.gate.leave(id);
         throw err;
       }
-      const counter = await this.recordFailure(slot);
+      const counter = await this.recordFailure(slots);
       this.gate.leave(id);
       if (counter.failures >= this.options.maxFailures) {
         this.blocked.set(id, counter.resetAt);
@@ -176,7 +176,7 @@ export class AuthThrottle {
     }
     // The release is sent before the gate lets the next check of this client go (one connection
     // keeps commands in order), and not awaited: a success costs its request no second round trip.
-    void this.release(slot);
+    void this.release(slots);
     this.gate.leave(id);
     if (known !== undefined) this.verified.set(known, true);
     return result;
