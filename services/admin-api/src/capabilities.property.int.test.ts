@@ -77,9 +77,12 @@ async function snapshot() {
   const world = await api.prisma.world.findUniqueOrThrow({ where: { id: w.worldId } });
   const endpoints = await api.prisma.webhookEndpoint.findMany({ where: { worldId: w.worldId } });
   const keys = await api.prisma.apiKey.findMany({ where: { worldId: w.worldId } });
-  const deliveries = await api.prisma.webhookDelivery.findMany({ where: { worldId: w.worldId }, select: { id: true } });
+  // By endpoint, not by world: the log has no index on world_id, and the shared test database holds
+  // every other test file's deliveries too, so a scan by world grew slower with each file run before.
+  const endpointIds = endpoints.map((e) => e.id);
+  const deliveries = await api.prisma.webhookDelivery.findMany({ where: { endpointId: { in: endpointIds } }, select: { id: true } });
   // A delivery's state (none: delivered); the run moves on each Replay or recover, whatever the status.
-  const states = await api.prisma.deliveryState.findMany({ where: { endpoint: { worldId: w.worldId } }, select: { deliveryId: true, status: true, attemptCount: true, run: true } });
+  const states = await api.prisma.deliveryState.findMany({ where: { deliveryId: { in: deliveries.map((d) => d.id) } }, select: { deliveryId: true, status: true, attemptCount: true, run: true } });
   const stateOf = new Map(states.map((s) => [s.deliveryId, `${s.status}/${s.attemptCount}/run ${s.run}`]));
   const recoveries = await api.prisma.deliveryRecovery.count({ where: { endpoint: { worldId: w.worldId } } });
   const dashboardSessions = await api.prisma.dashboardSession.findMany({ where: { worldId: w.worldId }, select: { id: true, tokenHash: true } });
@@ -229,18 +232,44 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
   fc.constant({ name: "create organization", request: async () => ({ method: "POST", path: "/admin/v1/organizations", body: { slug: `x${randomBytes(3).toString("hex")}`, name: "X" } }) }),
 );
 
+/**
+ * Where one case's time went, printed when it took over {@link SLOW_CASE_MS}: a run that nears
+ * the test's timeout on a busy machine then says which step was slow, instead of only that the
+ * whole property ran out of time.
+ */
+const SLOW_CASE_MS = 5_000;
+function timedPhases() {
+  const spent: [string, number][] = [];
+  return {
+    async run<T>(name: string, step: () => Promise<T>): Promise<T> {
+      const t0 = performance.now();
+      try {
+        return await step();
+      } finally {
+        spent.push([name, Math.round(performance.now() - t0)]);
+      }
+    },
+    reportIfSlow(operation: string) {
+      const total = spent.reduce((sum, [, ms]) => sum + ms, 0);
+      if (total > SLOW_CASE_MS) console.warn(`[capabilities] slow case "${operation}": ${total} ms (${spent.map(([n, ms]) => `${n} ${ms} ms`).join(", ")})`);
+    },
+  };
+}
+
 describe("dashboard sessions", () => {
   it("never change what their capabilities do not cover, whatever route and body; refused requests change nothing", async () => {
     const seed = fuzzSeed("capability boundaries");
     const seen = { allowedChanges: 0, refused: 0 };
     await fc.assert(
       fc.asyncProperty(fc.subarray([...DASHBOARD_CAPABILITIES]), operation, async (capabilities, op) => {
-        const session = await sessionWith(capabilities);
-        const request = await op.request();
-        const before = await snapshot();
-        const res = await asSession(api, session, PUBLIC_ADMIN_URL)(request.method, request.path, request.body === undefined ? {} : { body: request.body });
+        const phases = timedPhases();
+        const session = await phases.run("session", () => sessionWith(capabilities));
+        const request = await phases.run("prepare", () => op.request());
+        const before = await phases.run("snapshot before", () => snapshot());
+        const res = await phases.run("request", () => asSession(api, session, PUBLIC_ADMIN_URL)(request.method, request.path, request.body === undefined ? {} : { body: request.body }));
         // Test, Replay and recover write their rows before answering; nothing else is in flight.
-        const after = await snapshot();
+        const after = await phases.run("snapshot after", () => snapshot());
+        phases.reportIfSlow(op.name);
         const granted = new Set<DashboardCapability>(["view", ...capabilities]);
         const changed = changes(before, after);
         const uncovered = changed.filter((field) => !COVERED_BY[field].some((c) => granted.has(c)));
@@ -256,5 +285,6 @@ describe("dashboard sessions", () => {
     // Not vacuous: the run both let sessions change things and refused them.
     expect(seen.allowedChanges).toBeGreaterThan(0);
     expect(seen.refused).toBeGreaterThan(0);
-  }, 180_000);
+    // A bound on a hang, not on speed: 150 cases take seconds alone and far longer beside the suite.
+  }, 600_000);
 });
