@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { eventually, startOtlpReceiver, type OtlpReceiver } from "@vw/testing";
 import { createApp, listen, closeServer } from "./http.js";
 import { createLogger } from "./logger.js";
-import { queueTelemetryOption, startTracing, traceAttempt, traceMetadata, withJobSpan, withSpan, type Tracing } from "./tracing.js";
+import { queueTelemetryOption, startTracing, traceAttempt, traceDeliveryAttempt, traceMetadata, withJobSpan, withSpan, type Tracing } from "./tracing.js";
 
 let receiver: OtlpReceiver;
 let tracing: Tracing;
@@ -125,4 +125,33 @@ it("a job's run continues the trace its metadata carries; a DelayedError is no f
   expect(run("j-4")?.parentSpanId ?? "").toBe("");
   expect(run("j-5")?.traceId).not.toBe(run("j-4")?.traceId);
   expect(run("j-2")?.spanId).not.toBe(run("j-1")?.spanId);
+});
+
+it("a drain's attempt is one span continuing its delivery's stored context; what follows it logs in that span", async () => {
+  const traceId = randomBytes(16).toString("hex");
+  const intakeSpanId = randomBytes(8).toString("hex");
+  const metadata = JSON.stringify({ traceparent: `00-${traceId}-${intakeSpanId}-01` });
+  const answer = { verdict: "retry", durationMs: 7, responseStatus: 500, errorKind: null };
+  const ids = { deliveryId: "d-drain", endpointId: "e-drain", trigger: "retry", attemptNumber: 2 };
+  const after = await traceDeliveryAttempt("http://127.0.0.1:9/in", ids, metadata, async () => answer, async (sent) => {
+    logger.info("after the drain's attempt");
+    return sent.verdict;
+  });
+  expect(after).toBe("retry");
+  // No stored context (a delivery that had none): a trace of its own; a send that throws fails the span and reaches the caller.
+  await expect(
+    traceDeliveryAttempt("http://127.0.0.1:9/in", { deliveryId: "d-none", endpointId: "e-drain" }, undefined, () => Promise.reject(new Error("socket gone")), async () => "unreached"),
+  ).rejects.toThrow("socket gone");
+  await eventually("both attempt spans were exported", () => receiver.spans.filter((s) => s.name === "webhook attempt" && ["d-drain", "d-none"].includes(String(s.attributes["webhook.delivery_id"]))).length >= 2, {
+    timeoutMs: 15_000,
+  });
+  const attempt = receiver.spans.find((s) => s.attributes["webhook.delivery_id"] === "d-drain");
+  expect(attempt).toMatchObject({ traceId, parentSpanId: intakeSpanId, kind: 3, statusCode: 2 });
+  expect(attempt?.attributes).toMatchObject({ "webhook.attempt_number": 2, "webhook.trigger": "retry", "webhook.verdict": "retry", "http.response.status_code": 500 });
+  const logged = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "after the drain's attempt");
+  expect(logged).toMatchObject({ trace_id: traceId, span_id: attempt?.spanId });
+  const orphan = receiver.spans.find((s) => s.attributes["webhook.delivery_id"] === "d-none");
+  expect(orphan?.traceId).not.toBe(traceId);
+  expect(orphan?.parentSpanId ?? "").toBe("");
+  expect(orphan?.statusCode).toBe(2);
 });

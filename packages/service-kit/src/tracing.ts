@@ -271,10 +271,49 @@ export interface TracedAttemptResult {
  * the HTTP status, the duration and the verdict (`delivered`, `retry`, `gone`, `rejected`), with
  * the delivery's and endpoint's ids. Never the URL's path or query (they may hold the customer's
  * tokens). The request itself carries no trace header: nothing injects one into webhook POSTs.
+ * A child of the active span (Test, the auth hook); a drain's attempts use {@link traceDeliveryAttempt}.
  */
-export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { deliveryId: string; endpointId: string; trigger?: string }, send: () => Promise<T>): Promise<T> {
+export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: AttemptIds, send: () => Promise<T>): Promise<T> {
   const rt = currentRuntime();
   if (rt === null) return send();
+  return rt.tracer.startActiveSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes: attemptAttributes(url, ids) }, (span: Span) => runAttempt(span, send));
+}
+
+/** What an attempt span names besides its server: the delivery, its endpoint, why it is sent and which attempt it is. */
+export interface AttemptIds {
+  deliveryId: string;
+  endpointId: string;
+  trigger?: string;
+  /** The delivery's attempt number (1 for the first), when known. */
+  attemptNumber?: number;
+}
+
+/**
+ * A drain's attempt of one delivery: its `webhook attempt` span (as {@link traceAttempt}) is the
+ * child of the trace context the delivery carries (`metadata`: what {@link traceMetadata} gave its
+ * intake, stored with the delivery), or starts a trace when it carries none. `after` (what the
+ * answer leads to: its log write, a disable, a retry's timer) runs in that span's context once the
+ * span has ended, so the log lines it writes carry the attempt's trace and span ids. One span per
+ * attempt: a drain sends many deliveries of many traces, and no BullMQ job stands for one
+ * delivery, so no consumer span wraps it. With tracing off, runs `send` then `after` as they are.
+ */
+export async function traceDeliveryAttempt<T extends TracedAttemptResult, R>(
+  url: string,
+  ids: AttemptIds,
+  metadata: string | undefined,
+  send: () => Promise<T>,
+  after: (result: T) => Promise<R>,
+): Promise<R> {
+  const rt = currentRuntime();
+  if (rt === null) return after(await send());
+  const parent = jobParent(metadata);
+  const span = rt.tracer.startSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes: attemptAttributes(url, ids) }, parent);
+  const inSpan = trace.setSpan(parent, span);
+  const result = await context.with(inSpan, () => runAttempt(span, send));
+  return context.with(inSpan, () => after(result));
+}
+
+function attemptAttributes(url: string, ids: AttemptIds): Attributes {
   const { host, port, scheme } = serverOf(url);
   const attributes: Attributes = {
     "http.request.method": "POST",
@@ -285,20 +324,24 @@ export function traceAttempt<T extends TracedAttemptResult>(url: string, ids: { 
     "webhook.endpoint_id": ids.endpointId,
   };
   if (ids.trigger !== undefined) attributes["webhook.trigger"] = ids.trigger;
-  return rt.tracer.startActiveSpan("webhook attempt", { kind: SpanKind.CLIENT, attributes }, async (span: Span) => {
-    try {
-      const sent = await send();
-      span.setAttributes({ "webhook.verdict": sent.verdict, "webhook.duration_ms": sent.durationMs });
-      if (sent.responseStatus !== null) span.setAttribute("http.response.status_code", sent.responseStatus);
-      if (sent.errorKind !== null) span.setAttribute("error.type", sent.errorKind);
-      if (sent.verdict !== "delivered") span.setStatus({ code: SpanStatusCode.ERROR, message: sent.verdict });
-      return sent;
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  if (ids.attemptNumber !== undefined) attributes["webhook.attempt_number"] = ids.attemptNumber;
+  return attributes;
+}
+
+/** Runs `send` in `span`, records its outcome on it and ends it. */
+async function runAttempt<T extends TracedAttemptResult>(span: Span, send: () => Promise<T>): Promise<T> {
+  try {
+    const sent = await send();
+    span.setAttributes({ "webhook.verdict": sent.verdict, "webhook.duration_ms": sent.durationMs });
+    if (sent.responseStatus !== null) span.setAttribute("http.response.status_code", sent.responseStatus);
+    if (sent.errorKind !== null) span.setAttribute("error.type", sent.errorKind);
+    if (sent.verdict !== "delivered") span.setStatus({ code: SpanStatusCode.ERROR, message: sent.verdict });
+    return sent;
+  } catch (err) {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
 }

@@ -13,8 +13,8 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ClaimedDelivery } from "@vw/db";
-import { QUEUE_NAMES, type DrainSignals, type DrainWakeHandle, type DrainWakes } from "@vw/queues";
-import { traceAttempt, withJobSpan } from "@vw/service-kit";
+import { type DrainSignals, type DrainWakeHandle, type DrainWakes } from "@vw/queues";
+import { traceDeliveryAttempt } from "@vw/service-kit";
 import { decideFate, disabledForFailures, sendAttempt, type AttemptRecord, type DeliveryAgents, type DeliveryKind, type Fate, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
 import type { DeliveryStore } from "./delivery-store.js";
@@ -204,15 +204,19 @@ class Drain {
     const deps = this.deps;
     const kind: DeliveryKind = delivery.test ? "test" : delivery.run > 0 ? "replay" : "ordinary";
     const trigger = delivery.runAttempts > 0 ? "retry" : kind === "ordinary" ? "initial" : "replay";
-    const job = { id: delivery.deliveryId, name: "deliver", queueName: QUEUE_NAMES.deliveries, attemptsStarted: delivery.attemptCount + 1, opts: { telemetry: { metadata: delivery.trace ?? undefined } } };
-    // Everything after the answer runs in the job's span too, so the write and what it does
-    // (a disable, a retry's timer) log with the delivery's trace ids, as the attempt does.
-    await withJobSpan(job, async () => {
-      const record = await traceAttempt(delivery.endpoint.url, { deliveryId: delivery.deliveryId, endpointId: this.endpointId, trigger }, () =>
+    const attemptNumber = delivery.attemptCount + 1;
+    // The attempt's span continues the delivery's stored trace (its intake's); what the answer
+    // leads to (the write, a disable, a retry's timer) runs in its context, so it logs with the
+    // delivery's trace ids.
+    await traceDeliveryAttempt(
+      delivery.endpoint.url,
+      { deliveryId: delivery.deliveryId, endpointId: this.endpointId, trigger, attemptNumber },
+      delivery.trace ?? undefined,
+      () =>
         sendAttempt({
           url: delivery.endpoint.url,
           deliveryId: delivery.deliveryId,
-          attemptNumber: delivery.attemptCount + 1,
+          attemptNumber,
           trigger,
           body: delivery.body,
           secret: deps.secrets.secretOf(this.endpointId, delivery.endpoint.secretSealed),
@@ -221,26 +225,27 @@ class Drain {
           timeoutMs: deps.timeoutMs,
           now: deps.now,
         }),
-      );
-      const fate = decideFate({ kind, runAttempts: delivery.runAttempts }, record, {
-        retryDelays: deps.retryDelays,
-        disableAfterFailures: deps.disableAfterFailures,
-        retryAfterMaxMs: deps.retryAfterMaxMs,
-        now: Date.now(),
-        random: deps.random ?? Math.random,
-      });
-      // A 410 means no more deliveries wanted: nothing else starts while its disable is written.
-      if (fate.disable !== null) this.disabled = true;
-      if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
-      this.observe(delivery, record);
-      const write: Promise<void> = this.apply(delivery, record, fate, release)
-        .catch((err: unknown) => deps.onError(err, "recording an attempt"))
-        .finally(() => {
-          release();
-          this.writing.delete(write);
+      async (record) => {
+        const fate = decideFate({ kind, runAttempts: delivery.runAttempts }, record, {
+          retryDelays: deps.retryDelays,
+          disableAfterFailures: deps.disableAfterFailures,
+          retryAfterMaxMs: deps.retryAfterMaxMs,
+          now: Date.now(),
+          random: deps.random ?? Math.random,
         });
-      this.writing.add(write);
-    });
+        // A 410 means no more deliveries wanted: nothing else starts while its disable is written.
+        if (fate.disable !== null) this.disabled = true;
+        if (this.window.apply(fate.window)) deps.windows.save(this.endpointId, this.window);
+        this.observe(delivery, record);
+        const write: Promise<void> = this.apply(delivery, record, fate, release)
+          .catch((err: unknown) => deps.onError(err, "recording an attempt"))
+          .finally(() => {
+            release();
+            this.writing.delete(write);
+          });
+        this.writing.add(write);
+      },
+    );
   }
 
   /**
