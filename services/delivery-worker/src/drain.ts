@@ -13,7 +13,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ClaimedDelivery } from "@vw/db";
-import { type DrainSignals, type DrainWakeHandle, type DrainWakes } from "@vw/queues";
+import type { DrainSignals, DrainWakeHandle, DrainWakes } from "@vw/queues";
 import { traceDeliveryAttempt } from "@vw/service-kit";
 import { decideFate, disabledForFailures, sendAttempt, type AttemptRecord, type DeliveryAgents, type DeliveryKind, type Fate, type SecretCache } from "@vw/webhook-core";
 import type { AttemptSlots } from "./attempt-slots.js";
