@@ -3,8 +3,9 @@
  * Two pairs of event-ingest and delivery-worker run side by side on the same PostgreSQL, Redis
  * (each pair under its own key prefix) and receiver: one with tracing off, one exporting every
  * span (OTEL_TRACES_SAMPLER=always_on, `http/protobuf`) to an OTLP/HTTP receiver this benchmark
- * starts. End-to-end bursts alternate between the two pairs BENCH_ROUNDS times, and the medians
- * are compared: tracing on should keep 85% or more of the throughput with it off.
+ * starts. End-to-end bursts alternate between the two pairs BENCH_ROUNDS times (which goes first
+ * alternating too), and the median of each round's ratio is judged: tracing on should keep 85% or
+ * more of the throughput with it off.
  * BENCH_TRACING_CENSUS=1 decodes the spans instead of only counting their bytes and prints how many
  * of each (service, name, parent's name) one delivery makes and their estimated share of the bytes
  * (the decoding costs this process CPU, so take throughput from a run without it).
@@ -143,8 +144,15 @@ export async function tracingCost(o: TracingCostOptions): Promise<GoalTally> {
       for (const p of processes.splice(0)) await p.stop();
     }
     if (census) printCensus(otlp.spans, tracedDeliveries, o.log);
-    goals.judge(onRate / offRate >= 0.85);
-    o.log(`  = ${((onRate / offRate) * 100).toFixed(1)}% of the throughput with tracing off (goal >= 85%)`);
+    // Judged by the median of each round's ratio: the two bursts of a round ran in the same minute,
+    // while one burst moves by a fifth from one minute to the next on a shared machine.
+    const ratios = runs.on.map((r, i) => r.rate / runs.off[i]!.rate);
+    const ratio = median(ratios);
+    goals.judge(ratio >= 0.85);
+    o.log(
+      `  = ${(ratio * 100).toFixed(1)}% of the throughput with tracing off, the median of each round's ratio ` +
+        `(${ratios.map((r) => `${(r * 100).toFixed(1)}%`).join(", ")}; medians of the rates: ${((onRate / offRate) * 100).toFixed(1)}%) (goal >= 85%)`,
+    );
     o.log(goals.summary());
     return goals;
   } finally {
