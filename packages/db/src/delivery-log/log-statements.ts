@@ -200,7 +200,9 @@ export const RECORD_FINISHED: Statement = {
  * row is updated in place (HOT). The rows claimed are updated by key (`= ANY`), not joined with the
  * claim: beside an endpoint with a backlog the planner guesses a tenth of that backlog for a
  * parameter `LIMIT`, and hashed every state to join them (tens of milliseconds per claim). Rows
- * come oldest due first (then in creation order: UUIDv7), each with its endpoint's current settings.
+ * come oldest due first (then in creation order: UUIDv7), each with its endpoint's current settings,
+ * read through the endpoints' key (`= ANY($1)`): joined with the claimed rows alone, a generic plan
+ * guessing ten of them hashed them and scanned every endpoint of the deployment on each claim.
  */
 export const CLAIM_DUE: Statement = {
   name: "dl2-claim-due",
@@ -219,6 +221,7 @@ export const CLAIM_DUE: Statement = {
          u.claimed_until, u.claimed_until::text AS lease,
          e.url, e.enabled, e.secret_sealed, e.rate_limit_per_second, e.headers_sealed
   FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id
+  WHERE e.id = ANY($1::uuid[])
   ORDER BY u.due_at, u.delivery_id`,
 };
 

@@ -31,14 +31,18 @@ export const lockedEndpoints = (param: string, mode: "KEY SHARE" | "NO KEY UPDAT
  * `ids` (sorted), `reset` and `n` are the three arrays of {@link failureCounterChanges}, `locked`
  * the CTE that locked the batch's endpoints ({@link lockedEndpoints}, `NO KEY UPDATE`). Returns
  * `id, consecutive_failures` of every endpoint whose count changed; one at zero that succeeded
- * again is not written.
+ * again is not written. The endpoints are reached through their key (`= ANY` of the ids) and
+ * take their values from the arrays by position: joined with the arrays, a generic plan guessing
+ * ten ids either hashed them and scanned every endpoint of the deployment on each group commit, or
+ * looped over the arrays for each endpoint.
  */
-export const failureCounterUpdate = (ids: string, reset: string, n: string, locked: string): string =>
-  `UPDATE webhook_endpoints e
-    SET consecutive_failures = CASE WHEN v.reset THEN v.n ELSE e.consecutive_failures + v.n END
-    FROM unnest(${ids}::uuid[], ${reset}::bool[], ${n}::int[]) AS v(id, reset, n)
-    WHERE e.id = v.id AND ${amongIds("e.id", locked)} AND (v.n > 0 OR e.consecutive_failures <> 0)
+export const failureCounterUpdate = (ids: string, reset: string, n: string, locked: string): string => {
+  const at = (param: string, type: string): string => `(${param}::${type}[])[array_position(${ids}::uuid[], e.id)]`;
+  return `UPDATE webhook_endpoints e
+    SET consecutive_failures = CASE WHEN ${at(reset, "bool")} THEN ${at(n, "int")} ELSE e.consecutive_failures + ${at(n, "int")} END
+    WHERE e.id = ANY(${ids}::uuid[]) AND ${amongIds("e.id", locked)} AND (${at(n, "int")} > 0 OR e.consecutive_failures <> 0)
     RETURNING e.id, e.consecutive_failures`;
+};
 
 /** $1 id, $2 world, $3 url, $4 subscriptions, $5 format, $6 api version, $7 sealed secret, $8 throttle, $9 sealed headers, $10 their names. */
 export const INSERT_ENDPOINT: Statement = {
