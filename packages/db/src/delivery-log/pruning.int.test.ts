@@ -234,6 +234,39 @@ describe("partition pruning of the delivery log's statements", () => {
     );
   });
 
+  // webhook_endpoints grows with the deployment. Joined with a batch's rows (ten, as a generic plan
+  // guesses), a thousand endpoints made the claim and the group commit's failure counters hash
+  // the batch and scan every endpoint on each call; where the cost model's crossover lies moves
+  // with the table, so the check runs beside a thousand endpoints more than the database holds.
+  it.each(hotPath().map((h) => [h.statement.name, h] as const))(
+    "%s reads webhook_endpoints by key beside a thousand endpoints, custom or generic",
+    async (_name, { statement, params }) => {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const org = randomUUID();
+        const world = randomUUID();
+        await client.query(`INSERT INTO organizations (id, slug, name, updated_at) VALUES ($1, $2, 'Plans', now())`, [org, `plans-${org}`]);
+        await client.query(`INSERT INTO worlds (id, organization_id, slug, name, updated_at) VALUES ($1, $2, 'plans', 'Plans', now())`, [world, org]);
+        await client.query(
+          `INSERT INTO webhook_endpoints (id, world_id, url, format, api_version, updated_at)
+           SELECT gen_random_uuid(), $1, 'https://receiver.example/', 'current', '2026-11-01', now() FROM generate_series(1, 1000)`,
+          [world],
+        );
+        await client.query("ANALYZE webhook_endpoints");
+        for (const plan of [(await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, params)).rows[0]!["QUERY PLAN"], await genericPlanIn(client, statement, params)]) {
+          const reads = nodes(plan).filter((n) => n["Relation Name"] === "webhook_endpoints" && n["Node Type"] !== "ModifyTable");
+          const scans = reads.filter((n) => n["Node Type"] === "Seq Scan" || (/^Index (Only )?Scan$/.test(String(n["Node Type"])) && n["Index Cond"] === undefined));
+          expect(scans.map((n) => JSON.stringify(n).slice(0, 300))).toEqual([]);
+        }
+      } finally {
+        await client.query("ROLLBACK");
+        await client.query("ANALYZE webhook_endpoints");
+        client.release();
+      }
+    },
+  );
+
   it("the intake's deduplication is the event keys' unique index, not a search of the events' partitions", async () => {
     // No anti-join or scan over stored events: the keys' insert (ON CONFLICT DO NOTHING on their
     // primary key) is the whole check, one probe per event whatever the retention.
