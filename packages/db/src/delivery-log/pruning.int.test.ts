@@ -98,6 +98,28 @@ async function genericPlan(statement: Statement, params: unknown[]): Promise<unk
   }
 }
 
+/** The custom and the generic plan of `statement` with `params`, in the open transaction of `client`. */
+async function plansIn(client: pg.PoolClient, statement: Statement, params: unknown[]): Promise<unknown[]> {
+  const custom = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, params)).rows[0]!["QUERY PLAN"];
+  return [custom, await genericPlanIn(client, statement, params)];
+}
+
+/** How `plan` reads `relation` whole (a sequential scan, or an index walked with no condition), as short texts. */
+function wholeReads(plan: unknown, relation: string): string[] {
+  const reads = nodes(plan).filter((n) => n["Relation Name"] === relation && n["Node Type"] !== "ModifyTable");
+  const scans = reads.filter((n) => n["Node Type"] === "Seq Scan" || (/^Index (Only )?Scan$/.test(String(n["Node Type"])) && n["Index Cond"] === undefined));
+  return scans.map((n) => JSON.stringify(n).slice(0, 300));
+}
+
+/** An organization and a world of its own, in the open transaction of `client`; the world's id. */
+async function worldIn(client: pg.PoolClient): Promise<string> {
+  const org = randomUUID();
+  const world = randomUUID();
+  await client.query(`INSERT INTO organizations (id, slug, name, updated_at) VALUES ($1, $2, 'Plans', now())`, [org, `plans-${org}`]);
+  await client.query(`INSERT INTO worlds (id, organization_id, slug, name, updated_at) VALUES ($1, $2, 'plans', 'Plans', now())`, [world, org]);
+  return world;
+}
+
 const partitions = (rels: Set<string>): string[] => [...rels].filter((r) => /_p\d{8}$/.test(r)).sort();
 const partitionsOf = (rels: Set<string>, table: string): string[] => partitions(rels).filter((r) => r.startsWith(`${table}_p`));
 const dayOf = (d: Date): string => d.toISOString().slice(0, 10).replace(/-/g, "");
@@ -192,11 +214,8 @@ describe("partition pruning of the delivery log's statements", () => {
         const client = await pool.connect();
         try {
           await client.query("BEGIN");
-          const org = randomUUID();
-          const world = randomUUID();
+          const world = await worldIn(client);
           const slow = randomUUID();
-          await client.query(`INSERT INTO organizations (id, slug, name, updated_at) VALUES ($1, $2, 'Plans', now())`, [org, `plans-${org}`]);
-          await client.query(`INSERT INTO worlds (id, organization_id, slug, name, updated_at) VALUES ($1, $2, 'plans', 'Plans', now())`, [world, org]);
           await client.query(
             `INSERT INTO webhook_endpoints (id, world_id, url, format, api_version, updated_at) VALUES ($2, $1, 'https://receiver.example/', 'current', '2026-11-01', now())`,
             [world, slow],
@@ -217,13 +236,7 @@ describe("partition pruning of the delivery log's statements", () => {
           }
           // The claim's arrays name the backlog's endpoint beside the statement's own.
           const args = statement === sql.CLAIM_DUE ? [[slow, ...(params[0] as string[])], [40, 40], params[2]] : params;
-          const custom = (await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, args)).rows[0]!["QUERY PLAN"];
-          const generic = await genericPlanIn(client, statement, args);
-          for (const plan of [custom, generic]) {
-            const reads = nodes(plan).filter((n) => n["Relation Name"] === "delivery_states" && n["Node Type"] !== "ModifyTable");
-            const scans = reads.filter((n) => n["Node Type"] === "Seq Scan" || (/^Index (Only )?Scan$/.test(String(n["Node Type"])) && n["Index Cond"] === undefined));
-            expect(scans.map((n) => JSON.stringify(n).slice(0, 300))).toEqual([]);
-          }
+          for (const plan of await plansIn(client, statement, args)) expect(wholeReads(plan, "delivery_states")).toEqual([]);
         } finally {
           await client.query("ROLLBACK");
           // The statistics of the rows rolled back go with them; the table's size estimate does not.
@@ -244,21 +257,14 @@ describe("partition pruning of the delivery log's statements", () => {
       const client = await pool.connect();
       try {
         await client.query("BEGIN");
-        const org = randomUUID();
-        const world = randomUUID();
-        await client.query(`INSERT INTO organizations (id, slug, name, updated_at) VALUES ($1, $2, 'Plans', now())`, [org, `plans-${org}`]);
-        await client.query(`INSERT INTO worlds (id, organization_id, slug, name, updated_at) VALUES ($1, $2, 'plans', 'Plans', now())`, [world, org]);
+        const world = await worldIn(client);
         await client.query(
           `INSERT INTO webhook_endpoints (id, world_id, url, format, api_version, updated_at)
            SELECT gen_random_uuid(), $1, 'https://receiver.example/', 'current', '2026-11-01', now() FROM generate_series(1, 1000)`,
           [world],
         );
         await client.query("ANALYZE webhook_endpoints");
-        for (const plan of [(await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, params)).rows[0]!["QUERY PLAN"], await genericPlanIn(client, statement, params)]) {
-          const reads = nodes(plan).filter((n) => n["Relation Name"] === "webhook_endpoints" && n["Node Type"] !== "ModifyTable");
-          const scans = reads.filter((n) => n["Node Type"] === "Seq Scan" || (/^Index (Only )?Scan$/.test(String(n["Node Type"])) && n["Index Cond"] === undefined));
-          expect(scans.map((n) => JSON.stringify(n).slice(0, 300))).toEqual([]);
-        }
+        for (const plan of await plansIn(client, statement, params)) expect(wholeReads(plan, "webhook_endpoints")).toEqual([]);
       } finally {
         await client.query("ROLLBACK");
         await client.query("ANALYZE webhook_endpoints");
