@@ -29,6 +29,7 @@ import { fileURLToPath } from "node:url";
 import { createPrismaClient } from "@vw/db";
 import { spawnService } from "@vw/testing";
 import { createSecretBox, generateSecret, generateSecretBoxKey } from "@vw/webhook-core";
+import { httpRequest } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
 import { benchRedisEnv } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
@@ -53,16 +54,7 @@ const goals = new GoalTally();
 
 /** One POST over the keep-alive agent; resolves with the status and the body text. */
 function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: "POST", agent: clientAgent, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
+  return httpRequest(clientAgent, "POST", url, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers }, body);
 }
 
 /** Runs one of the bench's helper scripts in its own process; resolves once it prints its port. */

@@ -19,6 +19,7 @@ import { EVENT_SAMPLES } from "@vw/contracts";
 import { MemberDirectory, createPgPool, pgRunner, type MemberEvent } from "@vw/db";
 import { spawnService, type ServiceProcess } from "@vw/testing";
 import { generateSecretBoxKey } from "@vw/webhook-core";
+import { httpRequest } from "./lib/bench-kit.js";
 import { GoalTally } from "./lib/goals.js";
 import { benchRedisEnv } from "./lib/redis-target.js";
 import { serviceDir } from "./lib/services.js";
@@ -38,17 +39,7 @@ const goals = new GoalTally();
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 function call(method: string, url: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = http.request({ agent, host: u.hostname, port: u.port, path: u.pathname, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
+  return httpRequest(agent, method, url, headers, body);
 }
 
 async function json(method: string, url: string, token: string, body?: unknown): Promise<any> {

@@ -138,23 +138,18 @@ export function visitorEvents(world: string, count: number): { id: string; world
  */
 const producerAgent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-/** POSTs `body` (JSON) with a bearer token; resolves with the status and the answer's text. */
-function postJson(url: string, token: string, body: string): Promise<{ status: number; body: string }> {
+/**
+ * One HTTP request over `agent` (kept alive: a benchmark's client should cost little beside what it
+ * measures); resolves with the status and the answer's text. `headers` go as given.
+ */
+export function httpRequest(agent: http.Agent, method: string, url: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method: "POST",
-        agent: producerAgent,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      },
-    );
+    const req = http.request(url, { method, agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
     req.on("error", reject);
     req.end(body);
   });
@@ -172,9 +167,14 @@ export async function postEvents(ingestUrl: string, token: string, events: { tim
   const now = new Date().toISOString();
   for (const e of events) e.timestamp = now;
   for (let attempt = 0; ; attempt += 1) {
-    const res = await postJson(`${ingestUrl}/v1/events`, token, JSON.stringify({ events }));
+    const body = JSON.stringify({ events });
+    const res = await httpRequest(producerAgent, "POST", `${ingestUrl}/v1/events`, {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(body)),
+    }, body);
     if (res.status === 202) return;
-    const text = res.body;
+    const text = res.text;
     if (res.status !== 503 || attempt >= 10) throw new Error(`ingest answered ${res.status}: ${text}`);
     ingestRetries.count += 1;
     await new Promise((r) => setTimeout(r, Math.min(2000, 200 * (attempt + 1))));
